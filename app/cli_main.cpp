@@ -1,0 +1,2 @@
+#include "engine/tensor/tensor.h"
+int main() { return 0; }

@@ -1,0 +1,47 @@
+#pragma once
+// Elementwise operations with broadcasting (torch.add, mul, exp, relu, where, ...). Two
+// tensor operands broadcast as in NumPy/PyTorch and promote dtypes (promote_types).
+#include <optional>
+
+#include "engine/tensor/tensor.h"
+
+namespace nns {
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor rsub(const Tensor& a, double b);  // b - a
+Tensor rdiv(const Tensor& a, double b);  // b / a
+Tensor neg(const Tensor& a);
+Tensor pow(const Tensor& a, double exponent);
+Tensor pow(const Tensor& a, const Tensor& exponent);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
+// approximate: "none" (erf) or "tanh", as torch.nn.functional.gelu.
+Tensor gelu(const Tensor& a, const std::string& approximate = "none");
+// Comparisons give bool tensors and no gradient.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+// condition (bool) ? a : b, all three broadcast.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+// True where an element is NaN or +-Inf; any_non_finite is the quick whole-tensor check.
+Tensor isfinite(const Tensor& a);
+bool any_non_finite(const Tensor& a);
+
+}  // namespace nns

@@ -1,0 +1,38 @@
+#pragma once
+// The functional forms of the layers (torch.nn.functional): convolution, pooling, dropout,
+// normalization, embedding. Shapes follow PyTorch: images are [N, C, H, W].
+#include <array>
+
+#include "engine/tensor/generator.h"
+#include "engine/tensor/tensor.h"
+
+namespace nns {
+
+using Int2 = std::array<int64_t, 2>;
+
+// input [N, C_in, H, W], weight [C_out, C_in/groups, kH, kW], bias [C_out] or undefined.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              Int2 stride = {1, 1}, Int2 padding = {0, 0}, Int2 dilation = {1, 1},
+              int64_t groups = 1);
+// stride {0, 0} means stride = kernel_size, as PyTorch's default.
+Tensor max_pool2d(const Tensor& input, Int2 kernel_size, Int2 stride = {0, 0},
+                  Int2 padding = {0, 0}, Int2 dilation = {1, 1}, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& input, Int2 kernel_size, Int2 stride = {0, 0},
+                  Int2 padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
+Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
+               Generator* generator = nullptr);
+// input [N, C, ...]. In training it normalizes by the batch statistics and updates
+// running_mean/running_var in place (if defined) with momentum; in eval it uses them.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
+                  double eps = 1e-5);
+// Normalizes over the last normalized_shape.size() dims.
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  double eps = 1e-5);
+// weight [num_embeddings, dim], indices int64 of any shape; padding_idx < 0: none. The row
+// at padding_idx gets no gradient.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
+
+}  // namespace nns
