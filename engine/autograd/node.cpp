@@ -65,7 +65,11 @@ Tensor SavedVariable::unpack(const Node* owner) const {
   }
   if (!was_defined_) return Tensor();
   if (data_.version() != saved_version_) {
-    std::string type = dtype_name(dtype_);
+    // PyTorch's legacy type names, as its message prints them.
+    static const char* kTypeNames[] = {"torch.FloatTensor", "torch.DoubleTensor",
+                                       "torch.HalfTensor", "torch.BFloat16Tensor",
+                                       "torch.LongTensor", "torch.BoolTensor"};
+    std::string type = kTypeNames[static_cast<int>(dtype_)];
     throw AutogradError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         "operation: [" + type + " " + shape_str(sizes_) + "]" +

@@ -40,4 +40,9 @@ struct AllocatorKernels {
 // Whether a device exists at run time (a CUDA build on a machine without a GPU has none).
 bool device_available(Device device);
 
+// Copies nbytes of contiguous memory from one device to another (host <-> device, or within
+// one device); throws DeviceError when the build or the machine has no such device.
+void copy_between_devices(void* dst, Device dst_device, const void* src, Device src_device,
+                          size_t nbytes);
+
 }  // namespace nns

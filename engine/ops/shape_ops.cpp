@@ -387,12 +387,17 @@ Tensor Tensor::to(Dtype target) const {
 
 Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
-  if (!device_available(target)) {
-    throw_no_backend(target, "to");
+  if (!device_available(target)) throw_no_backend(target, "to");
+  // Through a contiguous buffer: devices exchange flat memory, layouts are rebuilt on arrival.
+  Tensor src;
+  {
+    NoGradGuard no_grad;
+    src = contiguous();
   }
-  // Crossing devices goes through a contiguous buffer and the devices' copy kernels; a CUDA
-  // backend adds that path when it arrives.
-  throw_no_backend(target, "to");
+  Tensor out = empty(sizes(), TensorOptions(dtype()).device(target));
+  copy_between_devices(out.raw_data(), target, src.raw_data(), device(),
+                       static_cast<size_t>(numel()) * element_size());
+  return record<ToCopyBackward0>(out, *this, dtype(), device());
 }
 
 }  // namespace nns

@@ -13,7 +13,9 @@ void Generator::manual_seed(uint64_t seed) {
   next_double_normal_sample.reset();
 }
 
-uint32_t Generator::random() { return static_cast<uint32_t>(engine_()); }
+uint32_t Generator::random() {
+  return static_cast<uint32_t>(engine_());
+}
 
 uint64_t Generator::random64() {
   const uint64_t hi = random();

@@ -47,9 +47,12 @@ double uniform_double(Generator& g) {
 
 int mantissa_digits(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Float16: return 11;
-    case Dtype::BFloat16: return 8;
-    default: return 24;
+    case Dtype::Float16:
+      return 11;
+    case Dtype::BFloat16:
+      return 8;
+    default:
+      return 24;
   }
 }
 
@@ -342,8 +345,8 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
                      std::to_string(high) + ")");
   }
   if (options.dtype() == kBool) {
-    throw DtypeError("randint: torch.bool cannot hold integers in [" + std::to_string(low) +
-                     ", " + std::to_string(high) + "); use kInt64 or a floating dtype");
+    throw DtypeError("randint: torch.bool cannot hold integers in [" + std::to_string(low) + ", " +
+                     std::to_string(high) + "); use kInt64 or a floating dtype");
   }
   if (options.requires_grad()) {
     throw AutogradError("randint: integers cannot require grad; drop requires_grad(true)");
@@ -381,8 +384,7 @@ Tensor randperm(int64_t n, Generator* generator) {
 Tensor bernoulli_mask(const Shape& shape, double p_keep, TensorOptions options,
                       Generator* generator) {
   if (!(p_keep >= 0 && p_keep <= 1)) {
-    throw ValueError("bernoulli_mask: the keep probability must be in [0, 1], got " +
-                     num(p_keep));
+    throw ValueError("bernoulli_mask: the keep probability must be in [0, 1], got " + num(p_keep));
   }
   Tensor t = empty(shape, TensorOptions(options.dtype()).device(options.device()));
   Generator& g = pick(generator);

@@ -174,10 +174,16 @@ std::string tensor_str(const Values& v, size_t dim, int64_t offset, int64_t inde
   } else {
     for (int64_t i = 0; i < n; ++i) slices.push_back(sub(i));
   }
-  std::string sep = "," + std::string(ndim - 1, '\n') + std::string(indent + 1, ' ');
+  std::string sep = ",";
+  sep.append(ndim - 1, '\n');
+  sep.append(indent + 1, ' ');
   std::string out = "[";
-  for (size_t i = 0; i < slices.size(); ++i) out += (i ? sep : "") + slices[i];
-  return out + "]";
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (i) out += sep;
+    out += slices[i];
+  }
+  out += ']';
+  return out;
 }
 
 std::string add_suffixes(std::string text, const std::vector<std::string>& suffixes,

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's archive, what building and testing NN Studio needs. Idempotent:
+# when everything is installed it only asks dpkg and returns in well under a second.
+#
+#   packaging/setup.sh               build + test dependencies
+#   packaging/setup.sh --with-torch  also PyTorch + threaded OpenBLAS, to regenerate the
+#                                    fixtures (tests/fixtures/make_fixtures.py) and to run
+#                                    tests/bench/torch_reference.py
+#
+# Runs as root, or through sudo when that is available. Never prompts.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++                    # toolchain
+  qt6-base-dev libqcustomplot-dev          # the window (Qt 6 Widgets/Test, QCustomPlot for Qt 6)
+  libeigen3-dev libopenblas-dev            # the engine's CPU kernels and BLAS
+  nlohmann-json3-dev                       # project files, fixtures
+  libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  xvfb xauth fonts-dejavu-core             # window tests without a screen
+  clang-format                             # the formatting check
+)
+
+for arg in "$@"; do
+  case "$arg" in
+    --with-torch) packages+=(python3-torch libopenblas0-pthread) ;;
+    -h | --help)
+      sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "setup.sh: unknown option '$arg' (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == installed ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    as_root=(sudo -n)
+  else
+    echo "setup: missing ${missing[*]}; run this script as root to install them" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+echo "setup: done"
