@@ -24,7 +24,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3-torch libopenblas0-pthread) ;;
     -h | --help)
-      sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)

@@ -73,8 +73,8 @@ Tensor SavedVariable::unpack(const Node* owner) const {
     throw AutogradError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         "operation: [" + type + " " + shape_str(sizes_) + "]" +
-        (is_output_ && owner ? ", which is output 0 of " + owner->name() : std::string()) +
-        ", is at version " + std::to_string(data_.version()) + "; expected version " +
+        (is_output_ && owner ? ", which is output 0 of " + owner->name() + "," : std::string()) +
+        " is at version " + std::to_string(data_.version()) + "; expected version " +
         std::to_string(saved_version_) +
         " instead. Hint: replace the in-place operation (such as add_ or relu_) with its "
         "out-of-place form, or clone() the tensor before modifying it.");

@@ -264,6 +264,9 @@ Tensor operator-(const Tensor& a);
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 // "[2, 3]"
 std::string shape_str(const Shape& shape);
+// The shape two shapes broadcast to (NumPy/PyTorch rules, aligned from the last dim); throws
+// ShapeError naming op and the first mismatching dim. Defined in engine/ops/elementwise.cpp.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 int64_t shape_numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
 

@@ -1,0 +1,39 @@
+#pragma once
+// The GEMM of a device backend: every matrix product of the engine (mm, bmm, addmm, matmul,
+// linear, conv2d) goes through these two functions, so that one place decides how products
+// run (on the CPU: Eigen, which hands them to OpenBLAS when built with NNS_USE_BLAS).
+//
+//   // C[2x4] = A[2x3] @ B[3x4], all row-major and contiguous:
+//   k.gemm_f32(false, false, 2, 4, 3, 1.0f, a, 3, b, 4, 0.0f, c, 4);
+#include <cstdint>
+#include <type_traits>
+
+#include "engine/tensor/device.h"
+
+namespace nns {
+
+// Row-major GEMM: C = alpha * op(A) @ op(B) + beta * C, where op(X) is X or its transpose.
+// C is m x n, op(A) is m x k, op(B) is k x n. A stored untransposed is m x k, transposed it
+// is k x m; lda is the distance between its rows in elements (likewise ldb, ldc), and must be
+// at least its number of columns. beta == 0 overwrites C, so NaNs in C do not propagate.
+template <class T>
+using GemmFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                        const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+                        int64_t ldc);
+
+struct LinalgKernels {
+  GemmFn<float> gemm_f32;
+  GemmFn<double> gemm_f64;
+
+  template <class T>
+  GemmFn<T> gemm() const {
+    if constexpr (std::is_same_v<T, float>) {
+      return gemm_f32;
+    } else {
+      return gemm_f64;
+    }
+  }
+  static const LinalgKernels* for_device(DeviceType type);
+};
+
+}  // namespace nns

@@ -1,0 +1,88 @@
+#pragma once
+// Kernels of the neural-network functionals (engine/ops/nn_ops.cpp): convolution, pooling,
+// batch and layer normalization. The ops check shapes and dtypes and hand the kernels
+// contiguous tensors of one floating dtype; a TensorView whose data is null is an absent
+// optional operand (no bias, no affine weight, no gradient wanted).
+#include <cstdint>
+
+#include "engine/backend/kernel_types.h"
+
+namespace nns {
+
+// Geometry of one conv2d: input [batch, in_channels, in_h, in_w], weight
+// [out_channels, in_channels / groups, kernel_h, kernel_w], output [batch, out_channels,
+// out_h, out_w].
+struct Conv2dGeometry {
+  int64_t batch, in_channels, in_h, in_w;
+  int64_t out_channels, out_h, out_w;
+  int64_t kernel_h, kernel_w;
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  int64_t groups;
+};
+
+// Geometry of one 2-D pooling over planes (batch * channels) of in_h x in_w.
+struct Pool2dGeometry {
+  int64_t planes, in_h, in_w, out_h, out_w;
+  int64_t kernel_h, kernel_w;
+  int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  bool count_include_pad;  // avg_pool2d only
+};
+
+struct NNKernels {
+  // out = conv2d(input, weight) + bias.
+  void (*conv2d_forward)(const TensorView& input, const TensorView& weight, const TensorView& bias,
+                         const TensorView& out, const Conv2dGeometry& g);
+  // The gradients wanted (non-null data) of input, weight and bias from grad_out; each is
+  // overwritten. input is read only for grad_weight, weight only for grad_input.
+  void (*conv2d_backward)(const TensorView& grad_out, const TensorView& input,
+                          const TensorView& weight, const TensorView& grad_input,
+                          const TensorView& grad_weight, const TensorView& grad_bias,
+                          const Conv2dGeometry& g);
+  // out and indices (int64, the position in the in_h x in_w plane, as PyTorch) of each
+  // window's maximum; a NaN wins.
+  void (*max_pool2d_forward)(const TensorView& input, const TensorView& out,
+                             const TensorView& indices, const Pool2dGeometry& g);
+  // grad_input (overwritten) gets each grad_out element at its index.
+  void (*max_pool2d_backward)(const TensorView& grad_out, const TensorView& indices,
+                              const TensorView& grad_input, const Pool2dGeometry& g);
+  void (*avg_pool2d_forward)(const TensorView& input, const TensorView& out,
+                             const Pool2dGeometry& g);
+  void (*avg_pool2d_backward)(const TensorView& grad_out, const TensorView& grad_input,
+                              const Pool2dGeometry& g);
+
+  // Batch norm over input [n, channels, spatial] (contiguous). Training statistics: the
+  // batch mean and 1/sqrt(biased var + eps) of each channel into save_mean/save_invstd, and,
+  // when given, running = momentum * batch + (1 - momentum) * running with the unbiased
+  // variance for running_var.
+  void (*batch_norm_stats)(const TensorView& input, int64_t n, int64_t channels, int64_t spatial,
+                           double eps, double momentum, const TensorView& save_mean,
+                           const TensorView& save_invstd, const TensorView& running_mean,
+                           const TensorView& running_var);
+  // Eval mode: invstd = 1 / sqrt(var + eps) of the running variance.
+  void (*batch_norm_invstd)(const TensorView& var, double eps, const TensorView& invstd);
+  // out = (input - mean) * invstd * weight + bias, per channel.
+  void (*batch_norm_apply)(const TensorView& input, int64_t n, int64_t channels, int64_t spatial,
+                           const TensorView& mean, const TensorView& invstd,
+                           const TensorView& weight, const TensorView& bias, const TensorView& out);
+  // training: mean/invstd are the batch statistics the output depended on (the full
+  // gradient through them); otherwise they are constants (eval mode).
+  void (*batch_norm_backward)(const TensorView& grad_out, const TensorView& input, int64_t n,
+                              int64_t channels, int64_t spatial, const TensorView& mean,
+                              const TensorView& invstd, const TensorView& weight, bool training,
+                              const TensorView& grad_input, const TensorView& grad_weight,
+                              const TensorView& grad_bias);
+
+  // Layer norm of rows rows of cols elements: out = (x - mean) * rstd * weight + bias, with
+  // the per-row mean and rstd saved for backward.
+  void (*layer_norm_forward)(const TensorView& input, int64_t rows, int64_t cols, double eps,
+                             const TensorView& weight, const TensorView& bias,
+                             const TensorView& out, const TensorView& mean, const TensorView& rstd);
+  void (*layer_norm_backward)(const TensorView& grad_out, const TensorView& input, int64_t rows,
+                              int64_t cols, const TensorView& mean, const TensorView& rstd,
+                              const TensorView& weight, const TensorView& grad_input,
+                              const TensorView& grad_weight, const TensorView& grad_bias);
+
+  static const NNKernels* for_device(DeviceType type);
+};
+
+}  // namespace nns

@@ -1,0 +1,479 @@
+// CPU kernels of the neural-network functionals. conv2d is im2col + the backend GEMM per
+// image and group (a 1x1, stride-1, unpadded convolution multiplies the image directly);
+// pooling follows ATen's CPU loops so that results and tie-breaking match PyTorch; the
+// normalizations run on Eigen arrays and combine their sums in double.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engine/cpu/cpu_kernels.h"
+#include "engine/cpu/dtype_dispatch.h"
+
+namespace nns::cpu {
+
+namespace {
+
+// ---- conv2d ---------------------------------------------------------------------------
+
+// The output positions [lo, hi) along one axis whose input position out * stride + offset
+// lies in [0, size).
+std::pair<int64_t, int64_t> valid_range(int64_t offset, int64_t stride, int64_t size,
+                                        int64_t out_size) {
+  const int64_t lo = offset < 0 ? (-offset + stride - 1) / stride : 0;
+  const int64_t hi = size - offset > 0 ? (size - offset + stride - 1) / stride : 0;
+  const int64_t clo = std::min(lo, out_size);
+  return {clo, std::clamp(hi, clo, out_size)};
+}
+
+// Unfolds `channels` planes of the input into col [channels * kh * kw, out_h * out_w]:
+// row (c, i, j) holds the input element under kernel tap (i, j) for every output position.
+template <class T>
+void im2col(const T* in, int64_t channels, const Conv2dGeometry& g, T* col) {
+  const int64_t plane = g.out_h * g.out_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        T* dst = col + ((c * g.kernel_h + ki) * g.kernel_w + kj) * plane;
+        const int64_t off_w = kj * g.dilation_w - g.pad_w;
+        const auto [lo, hi] = valid_range(off_w, g.stride_w, g.in_w, g.out_w);
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          T* row = dst + oh * g.out_w;
+          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dilation_h;
+          if (ih < 0 || ih >= g.in_h) {
+            std::fill(row, row + g.out_w, T(0));
+            continue;
+          }
+          const T* src = in + (c * g.in_h + ih) * g.in_w;
+          std::fill(row, row + lo, T(0));
+          if (g.stride_w == 1) {
+            std::copy(src + lo + off_w, src + hi + off_w, row + lo);
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * g.stride_w + off_w];
+          }
+          std::fill(row + hi, row + g.out_w, T(0));
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: adds every col entry into the input element it was read from.
+template <class T>
+void col2im_add(const T* col, int64_t channels, const Conv2dGeometry& g, T* in) {
+  const int64_t plane = g.out_h * g.out_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        const T* src = col + ((c * g.kernel_h + ki) * g.kernel_w + kj) * plane;
+        const int64_t off_w = kj * g.dilation_w - g.pad_w;
+        const auto [lo, hi] = valid_range(off_w, g.stride_w, g.in_w, g.out_w);
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dilation_h;
+          if (ih < 0 || ih >= g.in_h) continue;
+          const T* row = src + oh * g.out_w;
+          T* dst = in + (c * g.in_h + ih) * g.in_w;
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.stride_w + off_w] += row[ow];
+        }
+      }
+    }
+  }
+}
+
+// A 1x1 kernel with stride 1 and no padding reads the image itself as its col matrix.
+bool is_pointwise(const Conv2dGeometry& g) {
+  return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
+         g.pad_w == 0;
+}
+
+template <class T>
+void conv2d_forward_typed(const TensorView& input, const TensorView& weight, const TensorView& bias,
+                          const TensorView& out, const Conv2dGeometry& g) {
+  const GemmFn<T> gemm = linalg_kernels.gemm<T>();
+  const int64_t cin = g.in_channels / g.groups, cout = g.out_channels / g.groups;
+  const int64_t depth = cin * g.kernel_h * g.kernel_w;
+  const int64_t plane = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+  const bool pointwise = is_pointwise(g);
+  std::vector<T> col(pointwise ? 0 : depth * plane);
+  const T* x = input.ptr<T>();
+  const T* w = weight.ptr<T>();
+  const T* b = bias.data ? bias.ptr<T>() : nullptr;
+  T* y = out.ptr<T>();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* x_g = x + (n * g.in_channels + grp * cin) * in_plane;
+      T* y_g = y + (n * g.out_channels + grp * cout) * plane;
+      const T* src = x_g;
+      if (!pointwise) {
+        im2col(x_g, cin, g, col.data());
+        src = col.data();
+      }
+      // The bias goes in first and the product adds to it (beta = 1).
+      if (b) {
+        for (int64_t co = 0; co < cout; ++co) {
+          std::fill(y_g + co * plane, y_g + (co + 1) * plane, b[grp * cout + co]);
+        }
+      }
+      gemm(false, false, cout, plane, depth, T(1), w + grp * cout * depth,
+           std::max<int64_t>(depth, 1), src, std::max<int64_t>(plane, 1), b ? T(1) : T(0), y_g,
+           std::max<int64_t>(plane, 1));
+    }
+  }
+}
+
+template <class T>
+void conv2d_backward_typed(const TensorView& grad_out, const TensorView& input,
+                           const TensorView& weight, const TensorView& grad_input,
+                           const TensorView& grad_weight, const TensorView& grad_bias,
+                           const Conv2dGeometry& g) {
+  const GemmFn<T> gemm = linalg_kernels.gemm<T>();
+  const int64_t cin = g.in_channels / g.groups, cout = g.out_channels / g.groups;
+  const int64_t depth = cin * g.kernel_h * g.kernel_w;
+  const int64_t plane = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+  const int64_t ld_depth = std::max<int64_t>(depth, 1), ld_plane = std::max<int64_t>(plane, 1);
+  const bool pointwise = is_pointwise(g);
+  std::vector<T> col(pointwise ? 0 : depth * plane);
+  const T* gy = grad_out.ptr<T>();
+  T* gx = grad_input.data ? grad_input.ptr<T>() : nullptr;
+  T* gw = grad_weight.data ? grad_weight.ptr<T>() : nullptr;
+  if (gx && !pointwise) std::fill(gx, gx + g.batch * g.in_channels * in_plane, T(0));
+  if (gw) std::fill(gw, gw + g.out_channels * depth, T(0));
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* gy_g = gy + (n * g.out_channels + grp * cout) * plane;
+      if (gw) {
+        // grad_weight += grad_out @ col^T, summed over the batch.
+        const T* x_g = input.ptr<T>() + (n * g.in_channels + grp * cin) * in_plane;
+        const T* src = x_g;
+        if (!pointwise) {
+          im2col(x_g, cin, g, col.data());
+          src = col.data();
+        }
+        gemm(false, true, cout, depth, plane, T(1), gy_g, ld_plane, src, ld_plane, T(1),
+             gw + grp * cout * depth, ld_depth);
+      }
+      if (gx) {
+        // grad of col = weight^T @ grad_out, folded back onto the image.
+        T* gx_g = gx + (n * g.in_channels + grp * cin) * in_plane;
+        T* dst = pointwise ? gx_g : col.data();
+        gemm(true, false, depth, plane, cout, T(1), weight.ptr<T>() + grp * cout * depth, ld_depth,
+             gy_g, ld_plane, T(0), dst, ld_plane);
+        if (!pointwise) col2im_add(col.data(), cin, g, gx_g);
+      }
+    }
+  }
+  if (grad_bias.data) {
+    T* gb = grad_bias.ptr<T>();
+    for (int64_t co = 0; co < g.out_channels; ++co) {
+      double sum = 0;
+      for (int64_t n = 0; n < g.batch; ++n) {
+        const T* row = gy + (n * g.out_channels + co) * plane;
+        for (int64_t i = 0; i < plane; ++i) sum += row[i];
+      }
+      gb[co] = static_cast<T>(sum);
+    }
+  }
+}
+
+void conv2d_forward(const TensorView& input, const TensorView& weight, const TensorView& bias,
+                    const TensorView& out, const Conv2dGeometry& g) {
+  dispatch_floating(input.dtype, "conv2d", [&](auto tag) {
+    conv2d_forward_typed<decltype(tag)>(input, weight, bias, out, g);
+  });
+}
+
+void conv2d_backward(const TensorView& grad_out, const TensorView& input, const TensorView& weight,
+                     const TensorView& grad_input, const TensorView& grad_weight,
+                     const TensorView& grad_bias, const Conv2dGeometry& g) {
+  dispatch_floating(grad_out.dtype, "conv2d_backward", [&](auto tag) {
+    conv2d_backward_typed<decltype(tag)>(grad_out, input, weight, grad_input, grad_weight,
+                                         grad_bias, g);
+  });
+}
+
+// ---- pooling ----------------------------------------------------------------------------
+
+void max_pool2d_forward(const TensorView& input, const TensorView& out, const TensorView& indices,
+                        const Pool2dGeometry& g) {
+  dispatch_floating(input.dtype, "max_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* x = input.ptr<T>() + p * in_plane;
+      T* y = out.ptr<T>() + p * plane;
+      int64_t* ix = indices.ptr<int64_t>() + p * plane;
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        int64_t h0 = oh * g.stride_h - g.pad_h;
+        const int64_t h1 = std::min(h0 + (g.kernel_h - 1) * g.dilation_h + 1, g.in_h);
+        while (h0 < 0) h0 += g.dilation_h;
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          int64_t w0 = ow * g.stride_w - g.pad_w;
+          const int64_t w1 = std::min(w0 + (g.kernel_w - 1) * g.dilation_w + 1, g.in_w);
+          while (w0 < 0) w0 += g.dilation_w;
+          int64_t best = h0 * g.in_w + w0;
+          T best_value = -std::numeric_limits<T>::infinity();
+          for (int64_t ih = h0; ih < h1; ih += g.dilation_h) {
+            for (int64_t iw = w0; iw < w1; iw += g.dilation_w) {
+              const int64_t i = ih * g.in_w + iw;
+              const T v = x[i];
+              if (v > best_value || std::isnan(v)) {
+                best_value = v;
+                best = i;
+              }
+            }
+          }
+          y[oh * g.out_w + ow] = best_value;
+          ix[oh * g.out_w + ow] = best;
+        }
+      }
+    }
+  });
+}
+
+void max_pool2d_backward(const TensorView& grad_out, const TensorView& indices,
+                         const TensorView& grad_input, const Pool2dGeometry& g) {
+  dispatch_floating(grad_out.dtype, "max_pool2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
+    T* gx = grad_input.ptr<T>();
+    std::fill(gx, gx + g.planes * in_plane, T(0));
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* gy = grad_out.ptr<T>() + p * plane;
+      const int64_t* ix = indices.ptr<int64_t>() + p * plane;
+      T* gx_p = gx + p * in_plane;
+      for (int64_t i = 0; i < plane; ++i) gx_p[ix[i]] += gy[i];
+    }
+  });
+}
+
+// ATen's avg_pool2d window: clipped to the padded input for the divisor (count_include_pad),
+// to the input for the sum.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+AvgWindow avg_window(const Pool2dGeometry& g, int64_t oh, int64_t ow) {
+  int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+  int64_t h1 = std::min(h0 + g.kernel_h, g.in_h + g.pad_h);
+  int64_t w1 = std::min(w0 + g.kernel_w, g.in_w + g.pad_w);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.in_h);
+  w1 = std::min(w1, g.in_w);
+  return {h0, h1, w0, w1, g.count_include_pad ? padded_size : (h1 - h0) * (w1 - w0)};
+}
+
+void avg_pool2d_forward(const TensorView& input, const TensorView& out, const Pool2dGeometry& g) {
+  dispatch_floating(input.dtype, "avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* x = input.ptr<T>() + p * in_plane;
+      T* y = out.ptr<T>() + p * plane;
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          const AvgWindow win = avg_window(g, oh, ow);
+          T sum = 0;
+          for (int64_t ih = win.h0; ih < win.h1; ++ih) {
+            for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += x[ih * g.in_w + iw];
+          }
+          y[oh * g.out_w + ow] =
+              win.h0 >= win.h1 || win.w0 >= win.w1 ? T(0) : sum / static_cast<T>(win.divisor);
+        }
+      }
+    }
+  });
+}
+
+void avg_pool2d_backward(const TensorView& grad_out, const TensorView& grad_input,
+                         const Pool2dGeometry& g) {
+  dispatch_floating(grad_out.dtype, "avg_pool2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
+    T* gx = grad_input.ptr<T>();
+    std::fill(gx, gx + g.planes * in_plane, T(0));
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* gy = grad_out.ptr<T>() + p * plane;
+      T* gx_p = gx + p * in_plane;
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          const AvgWindow win = avg_window(g, oh, ow);
+          if (win.h0 >= win.h1 || win.w0 >= win.w1) continue;
+          const T delta = gy[oh * g.out_w + ow] / static_cast<T>(win.divisor);
+          for (int64_t ih = win.h0; ih < win.h1; ++ih) {
+            for (int64_t iw = win.w0; iw < win.w1; ++iw) gx_p[ih * g.in_w + iw] += delta;
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---- batch norm -------------------------------------------------------------------------
+// Rows of `spatial` elements are summed as vectorized Eigen arrays in T; the sums of rows and
+// the per-channel scalars are double.
+
+template <class T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+void batch_norm_stats(const TensorView& input, int64_t n, int64_t channels, int64_t spatial,
+                      double eps, double momentum, const TensorView& save_mean,
+                      const TensorView& save_invstd, const TensorView& running_mean,
+                      const TensorView& running_var) {
+  dispatch_floating(input.dtype, "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = input.ptr<T>();
+    const double count = static_cast<double>(n * spatial);
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        sum += ConstArrayMap<T>(x + (i * channels + c) * spatial, spatial).sum();
+      }
+      const double mean = sum / count;
+      double var_sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ConstArrayMap<T> row(x + (i * channels + c) * spatial, spatial);
+        var_sum += (row - static_cast<T>(mean)).square().sum();
+      }
+      save_mean.ptr<T>()[c] = static_cast<T>(mean);
+      save_invstd.ptr<T>()[c] = static_cast<T>(1 / std::sqrt(var_sum / count + eps));
+      if (running_mean.data) {
+        T& r = running_mean.ptr<T>()[c];
+        r = static_cast<T>(momentum * mean + (1 - momentum) * r);
+      }
+      if (running_var.data) {
+        T& r = running_var.ptr<T>()[c];
+        r = static_cast<T>(momentum * var_sum / (count - 1) + (1 - momentum) * r);
+      }
+    }
+  });
+}
+
+void batch_norm_invstd(const TensorView& var, double eps, const TensorView& invstd) {
+  dispatch_floating(var.dtype, "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    ArrayMap<T>(invstd.ptr<T>(), var.numel()) =
+        (ConstArrayMap<T>(var.ptr<T>(), var.numel()) + static_cast<T>(eps)).rsqrt();
+  });
+}
+
+void batch_norm_apply(const TensorView& input, int64_t n, int64_t channels, int64_t spatial,
+                      const TensorView& mean, const TensorView& invstd, const TensorView& weight,
+                      const TensorView& bias, const TensorView& out) {
+  dispatch_floating(input.dtype, "batch_norm", [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t c = 0; c < channels; ++c) {
+      // out = x * alpha + beta, as ATen folds it.
+      const T alpha = invstd.ptr<T>()[c] * (weight.data ? weight.ptr<T>()[c] : T(1));
+      const T beta = (bias.data ? bias.ptr<T>()[c] : T(0)) - mean.ptr<T>()[c] * alpha;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = (i * channels + c) * spatial;
+        ArrayMap<T>(out.ptr<T>() + at, spatial) =
+            ConstArrayMap<T>(input.ptr<T>() + at, spatial) * alpha + beta;
+      }
+    }
+  });
+}
+
+void batch_norm_backward(const TensorView& grad_out, const TensorView& input, int64_t n,
+                         int64_t channels, int64_t spatial, const TensorView& mean,
+                         const TensorView& invstd, const TensorView& weight, bool training,
+                         const TensorView& grad_input, const TensorView& grad_weight,
+                         const TensorView& grad_bias) {
+  dispatch_floating(input.dtype, "batch_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const double count = static_cast<double>(n * spatial);
+    for (int64_t c = 0; c < channels; ++c) {
+      const T m = mean.ptr<T>()[c];
+      const double is = invstd.ptr<T>()[c];
+      const double w = weight.data ? static_cast<double>(weight.ptr<T>()[c]) : 1.0;
+      double sum_dy = 0, sum_dy_xmu = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = (i * channels + c) * spatial;
+        ConstArrayMap<T> gy(grad_out.ptr<T>() + at, spatial);
+        sum_dy += gy.sum();
+        sum_dy_xmu += (gy * (ConstArrayMap<T>(input.ptr<T>() + at, spatial) - m)).sum();
+      }
+      if (grad_weight.data) grad_weight.ptr<T>()[c] = static_cast<T>(sum_dy_xmu * is);
+      if (grad_bias.data) grad_bias.ptr<T>()[c] = static_cast<T>(sum_dy);
+      if (!grad_input.data) continue;
+      // grad_input = (dy - mean(dy) - (x - mean) * k) * invstd * weight; in training the
+      // statistics depend on the input, which the two subtracted terms account for.
+      const T mean_dy = static_cast<T>(training ? sum_dy / count : 0);
+      const T k = static_cast<T>(training ? sum_dy_xmu * is * is / count : 0);
+      const T scale = static_cast<T>(is * w);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = (i * channels + c) * spatial;
+        ConstArrayMap<T> gy(grad_out.ptr<T>() + at, spatial);
+        ConstArrayMap<T> x(input.ptr<T>() + at, spatial);
+        ArrayMap<T>(grad_input.ptr<T>() + at, spatial) = (gy - mean_dy - (x - m) * k) * scale;
+      }
+    }
+  });
+}
+
+// ---- layer norm -------------------------------------------------------------------------
+
+void layer_norm_forward(const TensorView& input, int64_t rows, int64_t cols, double eps,
+                        const TensorView& weight, const TensorView& bias, const TensorView& out,
+                        const TensorView& mean, const TensorView& rstd) {
+  dispatch_floating(input.dtype, "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t r = 0; r < rows; ++r) {
+      ConstArrayMap<T> x(input.ptr<T>() + r * cols, cols);
+      ArrayMap<T> y(out.ptr<T>() + r * cols, cols);
+      const T m = static_cast<T>(static_cast<double>(x.sum()) / static_cast<double>(cols));
+      const double var = static_cast<double>((x - m).square().sum()) / static_cast<double>(cols);
+      const T s = static_cast<T>(1 / std::sqrt(var + eps));
+      mean.ptr<T>()[r] = m;
+      rstd.ptr<T>()[r] = s;
+      y = (x - m) * s;
+      if (weight.data) y *= ConstArrayMap<T>(weight.ptr<T>(), cols);
+      if (bias.data) y += ConstArrayMap<T>(bias.ptr<T>(), cols);
+    }
+  });
+}
+
+void layer_norm_backward(const TensorView& grad_out, const TensorView& input, int64_t rows,
+                         int64_t cols, const TensorView& mean, const TensorView& rstd,
+                         const TensorView& weight, const TensorView& grad_input,
+                         const TensorView& grad_weight, const TensorView& grad_bias) {
+  dispatch_floating(input.dtype, "layer_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    // The parameter gradients sum over rows: accumulate in double.
+    Eigen::ArrayXd gw = Eigen::ArrayXd::Zero(grad_weight.data ? cols : 0);
+    Eigen::ArrayXd gb = Eigen::ArrayXd::Zero(grad_bias.data ? cols : 0);
+    Array xhat(cols), g(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      ConstArrayMap<T> x(input.ptr<T>() + r * cols, cols);
+      ConstArrayMap<T> gy(grad_out.ptr<T>() + r * cols, cols);
+      const T s = rstd.ptr<T>()[r];
+      xhat = (x - mean.ptr<T>()[r]) * s;
+      if (grad_weight.data) gw += (gy * xhat).template cast<double>();
+      if (grad_bias.data) gb += gy.template cast<double>();
+      if (!grad_input.data) continue;
+      // d/dx of xhat = (x - mean) * rstd against g = grad * weight.
+      g = gy;
+      if (weight.data) g *= ConstArrayMap<T>(weight.ptr<T>(), cols);
+      const T mean_g = static_cast<T>(static_cast<double>(g.sum()) / static_cast<double>(cols));
+      const T mean_g_xhat =
+          static_cast<T>(static_cast<double>((g * xhat).sum()) / static_cast<double>(cols));
+      ArrayMap<T>(grad_input.ptr<T>() + r * cols, cols) = (g - mean_g - xhat * mean_g_xhat) * s;
+    }
+    if (grad_weight.data) ArrayMap<T>(grad_weight.ptr<T>(), cols) = gw.template cast<T>();
+    if (grad_bias.data) ArrayMap<T>(grad_bias.ptr<T>(), cols) = gb.template cast<T>();
+  });
+}
+
+}  // namespace
+
+const NNKernels nn_kernels{&conv2d_forward,      &conv2d_backward,    &max_pool2d_forward,
+                           &max_pool2d_backward, &avg_pool2d_forward, &avg_pool2d_backward,
+                           &batch_norm_stats,    &batch_norm_invstd,  &batch_norm_apply,
+                           &batch_norm_backward, &layer_norm_forward, &layer_norm_backward};
+
+}  // namespace nns::cpu

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up, builds (test preset) and runs the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")"
+packaging/setup.sh
+cmake --preset test >/dev/null
+cmake --build --preset test
+ctest --preset test

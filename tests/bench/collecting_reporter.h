@@ -1,0 +1,43 @@
+#pragma once
+// A console reporter that also keeps every run's results, so that a benchmark's main() can
+// print a summary table (ratios, ns per op) after Google Benchmark's own output.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nns::bench {
+
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  struct Result {
+    double cpu_ns = 0;   // per iteration
+    double real_ns = 0;  // per iteration
+    std::map<std::string, double> counters;
+  };
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.error_occurred || run.run_type != Run::RT_Iteration) continue;
+      Result r;
+      const double to_ns = 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
+      r.cpu_ns = run.GetAdjustedCPUTime() * to_ns;
+      r.real_ns = run.GetAdjustedRealTime() * to_ns;
+      for (const auto& [name, counter] : run.counters) r.counters[name] = counter.value;
+      results_[run.benchmark_name()] = r;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  // The result of a benchmark by its full name ("BM_Ours/256/real_time"), or nullptr.
+  const Result* find(const std::string& name) const {
+    auto it = results_.find(name);
+    return it == results_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::map<std::string, Result> results_;
+};
+
+}  // namespace nns::bench

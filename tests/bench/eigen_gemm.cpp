@@ -1,0 +1,23 @@
+#include "eigen_gemm.h"
+
+#include <Eigen/Core>
+
+#ifdef EIGEN_USE_BLAS
+#error "eigen_gemm.cpp measures Eigen's own GEMM: it must be compiled without EIGEN_USE_BLAS"
+#endif
+
+namespace nns::bench {
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+void eigen_sgemm(int n, const float* a, const float* b, float* c) {
+  Eigen::Map<const RowMajor> ma(a, n, n), mb(b, n, n);
+  Eigen::Map<RowMajor> mc(c, n, n);
+  mc.noalias() = ma * mb;
+}
+
+int eigen_threads() {
+  return Eigen::nbThreads();
+}
+
+}  // namespace nns::bench

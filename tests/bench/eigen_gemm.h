@@ -1,0 +1,11 @@
+#pragma once
+// Eigen's own single-precision GEMM (no BLAS behind it), compiled in eigen_gemm.cpp.
+
+namespace nns::bench {
+
+// c = a * b for row-major n x n matrices.
+void eigen_sgemm(int n, const float* a, const float* b, float* c);
+// The number of threads Eigen's GEMM uses.
+int eigen_threads();
+
+}  // namespace nns::bench
