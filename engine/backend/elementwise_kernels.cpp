@@ -6,8 +6,10 @@ namespace nns {
 
 const ElementwiseKernels* ElementwiseKernels::for_device(DeviceType type) {
   switch (type) {
-    case DeviceType::CPU: return &cpu::elementwise_kernels;
-    case DeviceType::CUDA: return nullptr;
+    case DeviceType::CPU:
+      return &cpu::elementwise_kernels;
+    case DeviceType::CUDA:
+      return nullptr;
   }
   return nullptr;
 }

@@ -71,12 +71,10 @@ struct ElementwiseKernels {
   void (*binary_scalar)(BinaryOp op, const TensorView& out, const TensorView& a, double scalar,
                         bool scalar_first);
   // out and a share one dtype; Neg, Abs and Relu also take int64, the rest float32/float64.
-  void (*unary)(UnaryOp op, const TensorView& out, const TensorView& a, double alpha,
-                double beta);
+  void (*unary)(UnaryOp op, const TensorView& out, const TensorView& a, double alpha, double beta);
   // out is bool; a and b share one dtype (any but float16/bfloat16).
   void (*compare)(CompareOp op, const TensorView& out, const TensorView& a, const TensorView& b);
-  void (*compare_scalar)(CompareOp op, const TensorView& out, const TensorView& a,
-                         double scalar);
+  void (*compare_scalar)(CompareOp op, const TensorView& out, const TensorView& a, double scalar);
   // out = condition ? a : b; condition is bool, out/a/b share one dtype.
   void (*where)(const TensorView& out, const TensorView& condition, const TensorView& a,
                 const TensorView& b);

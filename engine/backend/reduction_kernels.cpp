@@ -6,8 +6,10 @@ namespace nns {
 
 const ReductionKernels* ReductionKernels::for_device(DeviceType type) {
   switch (type) {
-    case DeviceType::CPU: return &cpu::reduction_kernels;
-    case DeviceType::CUDA: return nullptr;
+    case DeviceType::CPU:
+      return &cpu::reduction_kernels;
+    case DeviceType::CUDA:
+      return nullptr;
   }
   return nullptr;
 }

@@ -75,9 +75,9 @@ void sum_into(const TensorView& out, const TensorView& in, bool mean) {
                          {sa, st}};
   for_each_run(in.sizes, ops, [](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
     if (s[0] == 0) {
-      *at<A>(p[0]) += s[1] == st
-                          ? CMap<T>(at<const T>(p[1]), n).template cast<A>().sum()
-                          : CSMap<T>(at<const T>(p[1]), n, Stride(s[1] / st)).template cast<A>().sum();
+      *at<A>(p[0]) +=
+          s[1] == st ? CMap<T>(at<const T>(p[1]), n).template cast<A>().sum()
+                     : CSMap<T>(at<const T>(p[1]), n, Stride(s[1] / st)).template cast<A>().sum();
     } else if (s[0] == sa && s[1] == st) {
       Map<A>(at<A>(p[0]), n) += CMap<T>(at<const T>(p[1]), n).template cast<A>();
     } else {
@@ -91,10 +91,10 @@ void sum_into(const TensorView& out, const TensorView& in, bool mean) {
 // Max or min with NaN winning: once the accumulator is NaN it stays NaN.
 template <class T, bool kMax>
 void extreme_into(const TensorView& out, const TensorView& in) {
-  constexpr T identity = std::numeric_limits<T>::has_infinity
-                             ? (kMax ? -std::numeric_limits<T>::infinity()
-                                     : std::numeric_limits<T>::infinity())
-                             : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+  constexpr T identity =
+      std::numeric_limits<T>::has_infinity
+          ? (kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity())
+          : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
   T* o = out.ptr<T>();
   std::fill(o, o + out.numel(), identity);
   const Shape out_strides = broadcast_out_strides(out, in);
@@ -118,17 +118,16 @@ void reduce(ReduceOp op, const TensorView& out, const TensorView& in) {
         if constexpr (!std::is_same_v<decltype(tag), bool>) sum_into<decltype(tag)>(out, in, false);
       });
     case ReduceOp::Mean:
-      return dispatch_floating(in.dtype, "mean", [&](auto tag) {
-        sum_into<decltype(tag)>(out, in, true);
-      });
+      return dispatch_floating(in.dtype, "mean",
+                               [&](auto tag) { sum_into<decltype(tag)>(out, in, true); });
     case ReduceOp::Max:
-      return dispatch_arithmetic(in.dtype, "max", [&](auto tag) {
-        extreme_into<decltype(tag), true>(out, in);
-      }, /*allow_bool=*/true);
+      return dispatch_arithmetic(
+          in.dtype, "max", [&](auto tag) { extreme_into<decltype(tag), true>(out, in); },
+          /*allow_bool=*/true);
     case ReduceOp::Min:
-      return dispatch_arithmetic(in.dtype, "min", [&](auto tag) {
-        extreme_into<decltype(tag), false>(out, in);
-      }, /*allow_bool=*/true);
+      return dispatch_arithmetic(
+          in.dtype, "min", [&](auto tag) { extreme_into<decltype(tag), false>(out, in); },
+          /*allow_bool=*/true);
   }
 }
 
@@ -174,14 +173,17 @@ void arg_reduce_typed(const TensorView& values, const TensorView& indices, const
 
 void arg_reduce(ArgReduceOp op, const TensorView& values, const TensorView& indices,
                 const TensorView& in, int64_t dim) {
-  dispatch_arithmetic(in.dtype, op == ArgReduceOp::Max ? "max" : "min", [&](auto tag) {
-    using T = decltype(tag);
-    if (op == ArgReduceOp::Max) {
-      arg_reduce_typed<T, true>(values, indices, in, dim);
-    } else {
-      arg_reduce_typed<T, false>(values, indices, in, dim);
-    }
-  }, /*allow_bool=*/true);
+  dispatch_arithmetic(
+      in.dtype, op == ArgReduceOp::Max ? "max" : "min",
+      [&](auto tag) {
+        using T = decltype(tag);
+        if (op == ArgReduceOp::Max) {
+          arg_reduce_typed<T, true>(values, indices, in, dim);
+        } else {
+          arg_reduce_typed<T, false>(values, indices, in, dim);
+        }
+      },
+      /*allow_bool=*/true);
 }
 
 void index_backward(const TensorView& grad_in, const TensorView& grad_out,
@@ -242,16 +244,27 @@ void softmax(const TensorView& out, const TensorView& in, int64_t dim, bool log)
           y *= inv_sum;
         }
       } else {
+        // Column k holds the inner elements at position k of the dim: every step is a
+        // contiguous, vectorized pass over one column.
         Eigen::Map<const Block<T>> x(x_ptr, sh.inner, sh.dim_size);
         Eigen::Map<Block<T>> y(y_ptr, sh.inner, sh.dim_size);
-        const Vec<T> max = x.rowwise().maxCoeff();
+        Vec<T> max = x.col(0);
+        for (int64_t k = 1; k < sh.dim_size; ++k) max = max.max(x.col(k));
+        Vec<T> sum = Vec<T>::Zero(sh.inner);
         if (log) {
-          const Vec<T> log_sum = (x.colwise() - max).exp().rowwise().sum().log();
-          y = (x.colwise() - max).colwise() - log_sum;
+          for (int64_t k = 0; k < sh.dim_size; ++k) {
+            y.col(k) = x.col(k) - max;
+            sum += y.col(k).exp();
+          }
+          const Vec<T> log_sum = sum.log();
+          for (int64_t k = 0; k < sh.dim_size; ++k) y.col(k) -= log_sum;
         } else {
-          y = (x.colwise() - max).exp();
-          const Vec<T> inv_sum = y.rowwise().sum().inverse();
-          y.colwise() *= inv_sum;
+          for (int64_t k = 0; k < sh.dim_size; ++k) {
+            y.col(k) = (x.col(k) - max).exp();
+            sum += y.col(k);
+          }
+          const Vec<T> inv_sum = sum.inverse();
+          for (int64_t k = 0; k < sh.dim_size; ++k) y.col(k) *= inv_sum;
         }
       }
     }
@@ -280,12 +293,13 @@ void softmax_backward(const TensorView& grad_in, const TensorView& grad_out,
       } else {
         Eigen::Map<const Block<T>> g(g_ptr, sh.inner, sh.dim_size), y(y_ptr, sh.inner, sh.dim_size);
         Eigen::Map<Block<T>> gi(gi_ptr, sh.inner, sh.dim_size);
+        Vec<T> acc = Vec<T>::Zero(sh.inner);
         if (log) {
-          const Vec<T> sum = g.rowwise().sum();
-          gi = g - y.exp().colwise() * sum;
+          for (int64_t k = 0; k < sh.dim_size; ++k) acc += g.col(k);
+          for (int64_t k = 0; k < sh.dim_size; ++k) gi.col(k) = g.col(k) - y.col(k).exp() * acc;
         } else {
-          const Vec<T> dot = (g * y).rowwise().sum();
-          gi = y * (g.colwise() - dot);
+          for (int64_t k = 0; k < sh.dim_size; ++k) acc += g.col(k) * y.col(k);
+          for (int64_t k = 0; k < sh.dim_size; ++k) gi.col(k) = y.col(k) * (g.col(k) - acc);
         }
       }
     }

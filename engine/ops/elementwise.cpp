@@ -44,7 +44,9 @@ const ElementwiseKernels& ew(const Tensor& t, const char* op) {
 }
 
 // bool < integer < floating, PyTorch's categories for promotion with zero-dim tensors.
-int category(Dtype d) { return d == kBool ? 0 : is_floating_point(d) ? 2 : 1; }
+int category(Dtype d) {
+  return d == kBool ? 0 : is_floating_point(d) ? 2 : 1;
+}
 
 // torch.result_type for two tensors: a zero-dim tensor next to a tensor with dims promotes
 // only when its category is higher (float32 [3] + float64 scalar tensor stays float32).
@@ -57,8 +59,9 @@ Dtype result_type(const Tensor& a, const Tensor& b) {
                                                     : dim_dtype;
 }
 
-// A tensor with a double scalar: the scalar is a Python float.
-Dtype scalar_result_type(const Tensor& a) {
+// The dtype of a tensor with a double scalar (a Python float), and of float math (exp, log,
+// ...): the tensor's own when floating, else float32, as in PyTorch.
+Dtype floating_result_type(const Tensor& a) {
   return is_floating_point(a.dtype()) ? a.dtype() : kFloat32;
 }
 
@@ -75,8 +78,8 @@ void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
   if (a.device() != b.device()) {
     throw DeviceError(std::string(op) +
                       ": expected all tensors to be on the same device, but found at least two "
-                      "devices, " + a.device().str() + " and " + b.device().str() +
-                      "; move them with .to(...)");
+                      "devices, " +
+                      a.device().str() + " and " + b.device().str() + "; move them with .to(...)");
   }
 }
 
@@ -102,7 +105,8 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, Dtype dtype,
   check_same_device(a, b, name);
   check_compute_dtype(dtype, name);
   if (dtype == kBool) {
-    throw DtypeError(std::string(name) + ": arithmetic on two torch.bool tensors is not "
+    throw DtypeError(std::string(name) +
+                     ": arithmetic on two torch.bool tensors is not "
                      "supported here; convert them with .to(nns::kInt64) or .to(nns::kFloat32)");
   }
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
@@ -116,7 +120,7 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b, Dtype dtype,
 
 Tensor binary_scalar_kernel(BinaryOp op, const Tensor& a, double scalar, bool scalar_first,
                             const char* name) {
-  const Dtype dtype = scalar_result_type(a);
+  const Dtype dtype = floating_result_type(a);
   check_compute_dtype(dtype, name);
   const Tensor ac = cast(a, dtype);
   Tensor out = empty_out(a.sizes(), dtype, a);
@@ -142,13 +146,11 @@ void check_floating(const Tensor& a, const char* op) {
 
 void check_not_bool(const Tensor& a, const char* op) {
   if (a.dtype() == kBool) {
-    throw DtypeError(std::string(op) + ": not implemented for torch.bool tensors; convert with "
+    throw DtypeError(std::string(op) +
+                     ": not implemented for torch.bool tensors; convert with "
                      ".to(nns::kInt64) or .to(nns::kFloat32) first");
   }
 }
-
-// Float math (exp, log, ...) on integers and bools computes in float32, as PyTorch does.
-Dtype float_result_type(const Tensor& a) { return scalar_result_type(a); }
 
 // ---- Gradients ----------------------------------------------------------------------------
 
@@ -298,8 +300,9 @@ struct PowBackward1 : Node {
     auto run = [&](TernaryOp op) {
       Tensor r = empty_out(g.sizes(), g.dtype(), g);
       const Tensor xc = cast(x, g.dtype()), ec = cast(e, g.dtype());
-      ew(g, "pow_backward").ternary(op, view_of(r), view_of(g), operand_view(xc, g.sizes(), sx),
-                                    operand_view(ec, g.sizes(), se), 0);
+      ew(g, "pow_backward")
+          .ternary(op, view_of(r), view_of(g), operand_view(xc, g.sizes(), sx),
+                   operand_view(ec, g.sizes(), se), 0);
       return r;
     };
     if (needs_grad(*this, 0)) out[0] = grad_for(run(TernaryOp::PowBackwardSelf), self);
@@ -389,8 +392,7 @@ struct AddcdivBackward0 : Node {
 
 // Records a fused-backward node for a unary op.
 Tensor record_fused(Tensor out, const Tensor& input, const char* name, BinaryOp op,
-                    const Tensor& saved, bool saved_is_output, double alpha = 0,
-                    double beta = 0) {
+                    const Tensor& saved, bool saved_is_output, double alpha = 0, double beta = 0) {
   if (auto node = make_node<FusedBackward>({input}, name, op)) {
     node->alpha = alpha;
     node->beta = beta;
@@ -463,7 +465,7 @@ Tensor inplace_operand(const Tensor& self, const Tensor& other, Dtype result, co
 // int64), anything else makes a float result.
 void check_inplace_scalar(const Tensor& self, double value, const char* op) {
   const bool whole = std::isfinite(value) && std::trunc(value) == value;
-  check_inplace_result(self, self.dtype() == kInt64 && whole ? kInt64 : scalar_result_type(self),
+  check_inplace_result(self, self.dtype() == kInt64 && whole ? kInt64 : floating_result_type(self),
                        op);
 }
 
@@ -481,10 +483,11 @@ std::shared_ptr<NodeT> inplace_node(bool record, const std::vector<Tensor>& inpu
 }
 
 // self = op(self, other) for the binary in-place ops.
-void binary_inplace(BinaryOp op, Tensor& self, const Tensor& other, double alpha, const char* name) {
+void binary_inplace(BinaryOp op, Tensor& self, const Tensor& other, double alpha,
+                    const char* name) {
   Shape so;
-  ew(self, name).binary(op, view_of(self), view_of(self), operand_view(other, self.sizes(), so),
-                        alpha, 0);
+  ew(self, name)
+      .binary(op, view_of(self), view_of(self), operand_view(other, self.sizes(), so), alpha, 0);
 }
 
 }  // namespace
@@ -504,8 +507,9 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
 
 Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
   if (a.dtype() == kBool && b.dtype() == kBool) {
-    throw DtypeError("sub: Subtraction, the `-` operator, with two bool tensors is not "
-                     "supported. Use the `^` or `logical_xor()` operator instead.");
+    throw DtypeError(
+        "sub: Subtraction, the `-` operator, with two bool tensors is not "
+        "supported. Use the `^` or `logical_xor()` operator instead.");
   }
   Tensor out = binary_kernel(BinaryOp::Sub, a, b, result_type(a, b), "sub", alpha);
   if (auto node = make_node<SubBackward0>({a, b})) {
@@ -565,9 +569,10 @@ Tensor mul(const Tensor& a, double b) {
 
 Tensor rsub(const Tensor& a, double b) {
   if (a.dtype() == kBool) {
-    throw DtypeError("rsub: Subtraction, the `-` operator, with a bool tensor is not supported. "
-                     "If you are trying to invert a mask, use the `~` or `logical_not()` "
-                     "operator instead.");
+    throw DtypeError(
+        "rsub: Subtraction, the `-` operator, with a bool tensor is not supported. "
+        "If you are trying to invert a mask, use the `~` or `logical_not()` "
+        "operator instead.");
   }
   Tensor out = binary_scalar_kernel(BinaryOp::Sub, a, b, /*scalar_first=*/true, "rsub");
   if (auto node = make_node<RsubBackward1>({a})) {
@@ -580,16 +585,17 @@ Tensor rsub(const Tensor& a, double b) {
 Tensor rdiv(const Tensor& a, double b) {
   // As PyTorch's __rdiv__: a.reciprocal() * b, so the graph reads MulBackward0 then
   // ReciprocalBackward0.
-  const Tensor r = unary_kernel(UnaryOp::Reciprocal, a, float_result_type(a), "reciprocal");
+  const Tensor r = unary_kernel(UnaryOp::Reciprocal, a, floating_result_type(a), "reciprocal");
   record_fused(r, a, "ReciprocalBackward0", BinaryOp::ReciprocalBackward, r, true);
   return mul(r, b);
 }
 
 Tensor neg(const Tensor& a) {
   if (a.dtype() == kBool) {
-    throw DtypeError("neg: Negation, the `-` operator, on a bool tensor is not supported. If "
-                     "you are trying to invert a mask, use the `~` or `logical_not()` operator "
-                     "instead.");
+    throw DtypeError(
+        "neg: Negation, the `-` operator, on a bool tensor is not supported. If "
+        "you are trying to invert a mask, use the `~` or `logical_not()` operator "
+        "instead.");
   }
   Tensor out = unary_kernel(UnaryOp::Neg, a, a.dtype(), "neg");
   if (auto node = make_node<NegBackward0>({a})) set_history(out, node);
@@ -597,7 +603,7 @@ Tensor neg(const Tensor& a) {
 }
 
 Tensor pow(const Tensor& a, double exponent) {
-  Tensor out = unary_kernel(UnaryOp::Pow, a, scalar_result_type(a), "pow", exponent);
+  Tensor out = unary_kernel(UnaryOp::Pow, a, floating_result_type(a), "pow", exponent);
   return record_fused(out, a, "PowBackward0", BinaryOp::PowBackward, a, false, exponent);
 }
 
@@ -614,7 +620,7 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
 }
 
 Tensor exp(const Tensor& a) {
-  Tensor out = unary_kernel(UnaryOp::Exp, a, float_result_type(a), "exp");
+  Tensor out = unary_kernel(UnaryOp::Exp, a, floating_result_type(a), "exp");
   if (auto node = make_node<ExpBackward0>({a})) {
     node->result = SavedVariable(out, true);
     set_history(out, node);
@@ -623,7 +629,7 @@ Tensor exp(const Tensor& a) {
 }
 
 Tensor log(const Tensor& a) {
-  Tensor out = unary_kernel(UnaryOp::Log, a, float_result_type(a), "log");
+  Tensor out = unary_kernel(UnaryOp::Log, a, floating_result_type(a), "log");
   if (auto node = make_node<LogBackward0>({a})) {
     node->self = SavedVariable(a);
     set_history(out, node);
@@ -632,7 +638,7 @@ Tensor log(const Tensor& a) {
 }
 
 Tensor sqrt(const Tensor& a) {
-  Tensor out = unary_kernel(UnaryOp::Sqrt, a, float_result_type(a), "sqrt");
+  Tensor out = unary_kernel(UnaryOp::Sqrt, a, floating_result_type(a), "sqrt");
   return record_fused(out, a, "SqrtBackward0", BinaryOp::SqrtBackward, out, true);
 }
 
@@ -655,17 +661,17 @@ std::pair<double, double> clamp_bounds(std::optional<double> min, std::optional<
 
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max) {
   const auto [lo, hi] = clamp_bounds(min, max, "clamp");
-  Tensor out = unary_kernel(UnaryOp::Clamp, a, scalar_result_type(a), "clamp", lo, hi);
+  Tensor out = unary_kernel(UnaryOp::Clamp, a, floating_result_type(a), "clamp", lo, hi);
   return record_fused(out, a, "ClampBackward1", BinaryOp::ClampBackward, a, false, lo, hi);
 }
 
 Tensor tanh(const Tensor& a) {
-  Tensor out = unary_kernel(UnaryOp::Tanh, a, float_result_type(a), "tanh");
+  Tensor out = unary_kernel(UnaryOp::Tanh, a, floating_result_type(a), "tanh");
   return record_fused(out, a, "TanhBackward0", BinaryOp::TanhBackward, out, true);
 }
 
 Tensor sigmoid(const Tensor& a) {
-  Tensor out = unary_kernel(UnaryOp::Sigmoid, a, float_result_type(a), "sigmoid");
+  Tensor out = unary_kernel(UnaryOp::Sigmoid, a, floating_result_type(a), "sigmoid");
   return record_fused(out, a, "SigmoidBackward0", BinaryOp::SigmoidBackward, out, true);
 }
 
@@ -684,8 +690,7 @@ Tensor leaky_relu(const Tensor& a, double negative_slope) {
 
 Tensor gelu(const Tensor& a, const std::string& approximate) {
   if (approximate != "none" && approximate != "tanh") {
-    throw ValueError("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate +
-                     "\"");
+    throw ValueError("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
   }
   check_floating(a, "gelu");
   const bool tanh_form = approximate == "tanh";
@@ -710,7 +715,7 @@ Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, const char* name)
 }
 
 Tensor compare_scalar(CompareOp op, const Tensor& a, double b, const char* name) {
-  const Dtype dtype = scalar_result_type(a);
+  const Dtype dtype = floating_result_type(a);
   check_compute_dtype(dtype, name);
   const Tensor ac = cast(a, dtype);
   Tensor out = empty_out(a.sizes(), kBool, a);
@@ -719,19 +724,37 @@ Tensor compare_scalar(CompareOp op, const Tensor& a, double b, const char* name)
 }
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(CompareOp::Eq, a, b, "eq"); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ne, a, b, "ne"); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Lt, a, b, "lt"); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(CompareOp::Le, a, b, "le"); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(CompareOp::Gt, a, b, "gt"); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(CompareOp::Ge, a, b, "ge"); }
-Tensor gt(const Tensor& a, double b) { return compare_scalar(CompareOp::Gt, a, b, "gt"); }
-Tensor lt(const Tensor& a, double b) { return compare_scalar(CompareOp::Lt, a, b, "lt"); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::Eq, a, b, "eq");
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::Ne, a, b, "ne");
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::Lt, a, b, "lt");
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::Le, a, b, "le");
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::Gt, a, b, "gt");
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare(CompareOp::Ge, a, b, "ge");
+}
+Tensor gt(const Tensor& a, double b) {
+  return compare_scalar(CompareOp::Gt, a, b, "gt");
+}
+Tensor lt(const Tensor& a, double b) {
+  return compare_scalar(CompareOp::Lt, a, b, "lt");
+}
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   if (condition.dtype() != kBool) {
-    throw DtypeError("where: expected condition to be a boolean tensor, but got a tensor with "
-                     "dtype " + dtype_name(condition.dtype()) + "; compare first (e.g. gt(x, 0))");
+    throw DtypeError(
+        "where: expected condition to be a boolean tensor, but got a tensor with "
+        "dtype " +
+        dtype_name(condition.dtype()) + "; compare first (e.g. gt(x, 0))");
   }
   check_same_device(condition, a, "where");
   check_same_device(a, b, "where");
@@ -742,8 +765,9 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Tensor ac = cast(a, dtype), bc = cast(b, dtype);
   Tensor out = empty_out(shape, dtype, a);
   Shape sc, sa, sb;
-  ew(out, "where").where(view_of(out), operand_view(condition, shape, sc),
-                         operand_view(ac, shape, sa), operand_view(bc, shape, sb));
+  ew(out, "where")
+      .where(view_of(out), operand_view(condition, shape, sc), operand_view(ac, shape, sa),
+             operand_view(bc, shape, sb));
   if (auto node = make_node<WhereBackward0>({a, b})) {
     node->condition = SavedVariable(condition);
     node->self = InputInfo(a);
@@ -754,7 +778,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 }
 
 Tensor isfinite(const Tensor& a) {
-  if (!is_floating_point(a.dtype())) return ones(a.sizes(), TensorOptions(kBool).device(a.device()));
+  if (!is_floating_point(a.dtype()))
+    return ones(a.sizes(), TensorOptions(kBool).device(a.device()));
   const Tensor ac = cast(a, a.dtype() == kFloat64 ? kFloat64 : kFloat32);
   Tensor out = empty_out(a.sizes(), kBool, a);
   ew(out, "isfinite").isfinite(view_of(out), view_of(ac));
@@ -772,9 +797,10 @@ bool any_non_finite(const Tensor& a) {
 namespace {
 Tensor sub_scalar(const Tensor& a, double b) {
   if (a.dtype() == kBool) {
-    throw DtypeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. "
-                     "If you are trying to invert a mask, use the `~` or `logical_not()` "
-                     "operator instead.");
+    throw DtypeError(
+        "sub: Subtraction, the `-` operator, with a bool tensor is not supported. "
+        "If you are trying to invert a mask, use the `~` or `logical_not()` "
+        "operator instead.");
   }
   Tensor out = binary_scalar_kernel(BinaryOp::Sub, a, b, false, "sub");
   if (auto node = make_node<SubBackward0>({a})) {
@@ -795,37 +821,91 @@ Tensor div_scalar(const Tensor& a, double b) {
 }
 }  // namespace
 
-Tensor Tensor::add(const Tensor& other, double alpha) const { return nns::add(*this, other, alpha); }
-Tensor Tensor::sub(const Tensor& other, double alpha) const { return nns::sub(*this, other, alpha); }
-Tensor Tensor::mul(const Tensor& other) const { return nns::mul(*this, other); }
-Tensor Tensor::div(const Tensor& other) const { return nns::div(*this, other); }
-Tensor Tensor::neg() const { return nns::neg(*this); }
-Tensor Tensor::pow(double exponent) const { return nns::pow(*this, exponent); }
-Tensor Tensor::pow(const Tensor& exponent) const { return nns::pow(*this, exponent); }
-Tensor Tensor::exp() const { return nns::exp(*this); }
-Tensor Tensor::log() const { return nns::log(*this); }
-Tensor Tensor::sqrt() const { return nns::sqrt(*this); }
-Tensor Tensor::abs() const { return nns::abs(*this); }
+Tensor Tensor::add(const Tensor& other, double alpha) const {
+  return nns::add(*this, other, alpha);
+}
+Tensor Tensor::sub(const Tensor& other, double alpha) const {
+  return nns::sub(*this, other, alpha);
+}
+Tensor Tensor::mul(const Tensor& other) const {
+  return nns::mul(*this, other);
+}
+Tensor Tensor::div(const Tensor& other) const {
+  return nns::div(*this, other);
+}
+Tensor Tensor::neg() const {
+  return nns::neg(*this);
+}
+Tensor Tensor::pow(double exponent) const {
+  return nns::pow(*this, exponent);
+}
+Tensor Tensor::pow(const Tensor& exponent) const {
+  return nns::pow(*this, exponent);
+}
+Tensor Tensor::exp() const {
+  return nns::exp(*this);
+}
+Tensor Tensor::log() const {
+  return nns::log(*this);
+}
+Tensor Tensor::sqrt() const {
+  return nns::sqrt(*this);
+}
+Tensor Tensor::abs() const {
+  return nns::abs(*this);
+}
 Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const {
   return nns::clamp(*this, min, max);
 }
-Tensor Tensor::tanh() const { return nns::tanh(*this); }
-Tensor Tensor::sigmoid() const { return nns::sigmoid(*this); }
-Tensor Tensor::relu() const { return nns::relu(*this); }
+Tensor Tensor::tanh() const {
+  return nns::tanh(*this);
+}
+Tensor Tensor::sigmoid() const {
+  return nns::sigmoid(*this);
+}
+Tensor Tensor::relu() const {
+  return nns::relu(*this);
+}
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return add(a, b); }
-Tensor operator-(const Tensor& a, double b) { return sub_scalar(a, b); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, double b) { return div_scalar(a, b); }
-Tensor operator+(double a, const Tensor& b) { return add(b, a); }
-Tensor operator-(double a, const Tensor& b) { return rsub(b, a); }
-Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
-Tensor operator/(double a, const Tensor& b) { return rdiv(b, a); }
-Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+Tensor operator+(const Tensor& a, double b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, double b) {
+  return sub_scalar(a, b);
+}
+Tensor operator*(const Tensor& a, double b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, double b) {
+  return div_scalar(a, b);
+}
+Tensor operator+(double a, const Tensor& b) {
+  return add(b, a);
+}
+Tensor operator-(double a, const Tensor& b) {
+  return rsub(b, a);
+}
+Tensor operator*(double a, const Tensor& b) {
+  return mul(b, a);
+}
+Tensor operator/(double a, const Tensor& b) {
+  return rdiv(b, a);
+}
+Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
 
 // ---- In place -----------------------------------------------------------------------------
 
@@ -856,8 +936,9 @@ Tensor& Tensor::add_(double other) {
 Tensor& Tensor::sub_(const Tensor& other, double alpha) {
   const bool record = begin_inplace(*this, {&other}, "sub_");
   if (dtype() == kBool) {
-    throw DtypeError("sub_: Subtraction, the `-` operator, with a bool tensor is not supported. "
-                     "Use the `^` or `logical_xor()` operator instead.");
+    throw DtypeError(
+        "sub_: Subtraction, the `-` operator, with a bool tensor is not supported. "
+        "Use the `^` or `logical_xor()` operator instead.");
   }
   const Tensor o = inplace_operand(*this, other, result_type(*this, other), "sub_");
   binary_inplace(BinaryOp::Sub, *this, o, alpha, "sub_");
@@ -906,7 +987,8 @@ Tensor& Tensor::mul_(double other) {
 Tensor& Tensor::div_(const Tensor& other) {
   const bool record = begin_inplace(*this, {&other}, "div_");
   const Dtype rt = result_type(*this, other);
-  const Tensor o = inplace_operand(*this, other, nns::is_floating_point(rt) ? rt : kFloat32, "div_");
+  const Tensor o =
+      inplace_operand(*this, other, nns::is_floating_point(rt) ? rt : kFloat32, "div_");
   auto node = inplace_node<DivBackward0>(record, {*this, other});
   if (node) {
     node->other_ = SavedVariable(other);
@@ -924,7 +1006,7 @@ Tensor& Tensor::div_(const Tensor& other) {
 
 Tensor& Tensor::div_(double other) {
   const bool record = begin_inplace(*this, {}, "div_");
-  check_inplace_result(*this, scalar_result_type(*this), "div_");
+  check_inplace_result(*this, floating_result_type(*this), "div_");
   ew(*this, "div_").binary_scalar(BinaryOp::Div, view_of(*this), view_of(*this), other, false);
   auto node = inplace_node<DivBackward0>(record, {*this});
   if (node) {
@@ -938,8 +1020,9 @@ Tensor& Tensor::div_(double other) {
 Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
   const auto [lo, hi] = clamp_bounds(min, max, "clamp_");
   const bool record = begin_inplace(*this, {}, "clamp_");
-  check_inplace_result(*this, scalar_result_type(*this), "clamp_");
-  auto node = inplace_node<FusedBackward>(record, {*this}, "ClampBackward1", BinaryOp::ClampBackward);
+  check_inplace_result(*this, floating_result_type(*this), "clamp_");
+  auto node =
+      inplace_node<FusedBackward>(record, {*this}, "ClampBackward1", BinaryOp::ClampBackward);
   if (node) {
     // The mask needs self as it was before the write.
     NoGradGuard no_grad;
@@ -959,8 +1042,8 @@ Tensor& Tensor::relu_() {
   ew(*this, "relu_").unary(UnaryOp::Relu, view_of(*this), view_of(*this), 0, 0);
   bump_version();
   // ReluBackward0 saves the result, which is self after the write (and the bump).
-  if (auto node = inplace_node<FusedBackward>(record, {*this}, "ReluBackward0",
-                                              BinaryOp::ReluBackward)) {
+  if (auto node =
+          inplace_node<FusedBackward>(record, {*this}, "ReluBackward0", BinaryOp::ReluBackward)) {
     node->saved = SavedVariable(*this, true);
     rebase_history(*this, node);
   }
@@ -970,8 +1053,8 @@ Tensor& Tensor::relu_() {
 namespace {
 // self += value * a * b (Addcmul) or self += value * a / b (Addcdiv).
 template <class NodeT>
-void pointwise_inplace_(Tensor& self, const Tensor& a, const Tensor& b, double value,
-                        TernaryOp op, const char* name) {
+void pointwise_inplace_(Tensor& self, const Tensor& a, const Tensor& b, double value, TernaryOp op,
+                        const char* name) {
   const bool record = begin_inplace(self, {&a, &b}, name);
   check_floating(self, name);
   const Dtype rt = result_type(self, a);
@@ -991,8 +1074,9 @@ void pointwise_inplace_(Tensor& self, const Tensor& a, const Tensor& b, double v
     node->tensor2 = InputInfo(b);
   }
   Shape sa, sb;
-  ew(self, name).ternary(op, view_of(self), view_of(self), operand_view(ac, self.sizes(), sa),
-                         operand_view(bc, self.sizes(), sb), value);
+  ew(self, name)
+      .ternary(op, view_of(self), view_of(self), operand_view(ac, self.sizes(), sa),
+               operand_view(bc, self.sizes(), sb), value);
   finish_inplace(self, node);
 }
 }  // namespace

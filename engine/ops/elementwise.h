@@ -1,6 +1,14 @@
 #pragma once
 // Elementwise operations with broadcasting (torch.add, mul, exp, relu, where, ...). Two
-// tensor operands broadcast as in NumPy/PyTorch and promote dtypes (promote_types).
+// tensor operands broadcast as in NumPy/PyTorch and promote as torch.result_type does
+// (promote_types, except that a zero-dim tensor next to one with dims only counts when it is
+// of a higher category: float32 [3] + float64 zero-dim stays float32). A double scalar acts
+// as a Python float: with an integer or bool tensor the result is float32 (to stay integral,
+// pass a zero-dim int64 tensor instead). Float math (exp, log, sqrt, tanh, sigmoid) on integers
+// gives float32; division is true division.
+//
+//   Tensor y = nns::relu(x * w + b);                  // b [out] broadcasts over the rows
+//   Tensor m = nns::where(nns::gt(x, 0.0), x, 0.1 * x);
 #include <optional>
 
 #include "engine/tensor/tensor.h"
@@ -40,7 +48,8 @@ Tensor gt(const Tensor& a, double b);
 Tensor lt(const Tensor& a, double b);
 // condition (bool) ? a : b, all three broadcast.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
-// True where an element is NaN or +-Inf; any_non_finite is the quick whole-tensor check.
+// isfinite: true where an element is neither NaN nor +-Inf (torch.isfinite). any_non_finite:
+// whether any element is NaN or +-Inf, the quick whole-tensor check that stops training.
 Tensor isfinite(const Tensor& a);
 bool any_non_finite(const Tensor& a);
 

@@ -270,28 +270,6 @@ bool should_fold(const Tensor& t1, int64_t dim2) {
            t1.stride(0) == t1.size(1) * t1.size(2));
 }
 
-[[noreturn]] void throw_matmul_shapes(const Tensor& a, const Tensor& b, const std::string& why) {
-  throw ShapeError("matmul: shapes " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()) +
-                   " cannot be multiplied: " + why);
-}
-
-Shape broadcast_batch(const Tensor& a, const Tensor& b, const Shape& ba, const Shape& bb) {
-  const size_t n = std::max(ba.size(), bb.size());
-  Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i + ba.size() >= n ? ba[i + ba.size() - n] : 1;
-    const int64_t y = i + bb.size() >= n ? bb[i + bb.size() - n] : 1;
-    if (x != y && x != 1 && y != 1) {
-      throw_matmul_shapes(a, b,
-                          "their batch dims " + shape_str(ba) + " and " + shape_str(bb) +
-                              " cannot be broadcast (" + std::to_string(x) + " vs " +
-                              std::to_string(y) + ")");
-    }
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
-
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -398,11 +376,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t ka = a.size(-1);
   const int64_t kb = db == 1 ? b.size(0) : b.size(-2);
   if (ka != kb) {
-    throw_matmul_shapes(a, b,
-                        "the last dim of the first (" + std::to_string(ka) + ") must equal " +
-                            (db == 1 ? std::string("the size of the second (")
-                                     : std::string("the second-to-last dim of the second (")) +
-                            std::to_string(kb) + ")");
+    throw ShapeError(
+        "matmul: shapes " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()) +
+        " cannot be multiplied: the last dim of the first (" + std::to_string(ka) +
+        ") must equal " +
+        (db == 1 ? "the size of the second (" : "the second-to-last dim of the second (") +
+        std::to_string(kb) + ")");
   }
   if (da == 1 && db == 1) return dot(a, b);
   if (da == 2 && db == 1) return mv(a, b);
@@ -432,7 +411,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t n = a.size(-2), p = b.size(-1);
   const Shape batch_a(a.sizes().begin(), a.sizes().end() - 2);
   const Shape batch_b(b.sizes().begin(), b.sizes().end() - 2);
-  Shape shape = broadcast_batch(a, b, batch_a, batch_b);
+  const std::string op =
+      "matmul (batch dims of " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()) + ")";
+  Shape shape = broadcast_shapes(batch_a, batch_b, op.c_str());
   const int64_t batch = shape_numel(shape);
   Shape expand_a = shape, expand_b = shape;
   expand_a.insert(expand_a.end(), {n, ka});

@@ -85,7 +85,9 @@ struct KeepdimView {
 };
 
 // A zero-dim tensor reduces as a one-element vector.
-Shape as_vector_sizes(const Tensor& a) { return a.dim() == 0 ? Shape{1} : a.sizes(); }
+Shape as_vector_sizes(const Tensor& a) {
+  return a.dim() == 0 ? Shape{1} : a.sizes();
+}
 
 Tensor reduce_kernel(ReduceOp op, const Tensor& in, const ReduceDims& r, const char* name) {
   Tensor out = empty(r.out_shape, TensorOptions(in.dtype()).device(in.device()));
@@ -247,9 +249,10 @@ Tensor sum_impl(const Tensor& a, const Shape& dims, bool keepdim, bool all) {
 
 Tensor mean_impl(const Tensor& a, const Shape& dims, bool keepdim, bool all) {
   if (!is_floating_point(a.dtype())) {
-    throw DtypeError("mean(): could not infer output dtype. Input dtype must be either a "
-                     "floating point or complex dtype. Got: " + dtype_name(a.dtype()) +
-                     "; convert with .to(nns::kFloat32) first");
+    throw DtypeError(
+        "mean(): could not infer output dtype. Input dtype must be either a "
+        "floating point or complex dtype. Got: " +
+        dtype_name(a.dtype()) + "; convert with .to(nns::kFloat32) first");
   }
   check_compute_dtype(a.dtype(), "mean");
   const ReduceDims r = reduce_dims(a, dims, keepdim && !all, "mean");
@@ -298,8 +301,8 @@ std::pair<Tensor, Tensor> arg_extreme(const Tensor& a, int64_t dim, bool keepdim
     if (d != dim || keepdim) out_shape.push_back(keep[d]);
   }
   const TensorOptions device_options = TensorOptions().device(a.device());
-  Tensor values = want_values ? empty(out_shape, TensorOptions(device_options).dtype(a.dtype()))
-                              : Tensor();
+  Tensor values =
+      want_values ? empty(out_shape, TensorOptions(device_options).dtype(a.dtype())) : Tensor();
   Tensor indices = empty(out_shape, TensorOptions(device_options).dtype(kInt64));
   const Shape in_strides = a.dim() == 0 ? Shape{1} : a.strides();
   const TensorView in{a.raw_data(), a.dtype(), sizes, in_strides};
@@ -369,8 +372,8 @@ Tensor softmax_impl(const Tensor& a, int64_t dim, bool log) {
   const TensorView ov{out.raw_data(), a.dtype(), sizes, strides};
   const TensorView iv{in.raw_data(), a.dtype(), sizes, strides};
   rk(a, name).softmax(ov, iv, dim, log);
-  if (auto node = make_node<SoftmaxBackward>({a}, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0",
-                                             log)) {
+  if (auto node =
+          make_node<SoftmaxBackward>({a}, log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", log)) {
     node->result = SavedVariable(out, true);
     node->dim = dim;
     set_history(out, node);
@@ -380,16 +383,24 @@ Tensor softmax_impl(const Tensor& a, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor sum(const Tensor& a) { return sum_impl(a, {}, false, true); }
+Tensor sum(const Tensor& a) {
+  return sum_impl(a, {}, false, true);
+}
 Tensor sum(const Tensor& a, const Shape& dims, bool keepdim) {
   return sum_impl(a, dims, keepdim, false);
 }
-Tensor mean(const Tensor& a) { return mean_impl(a, {}, false, true); }
+Tensor mean(const Tensor& a) {
+  return mean_impl(a, {}, false, true);
+}
 Tensor mean(const Tensor& a, const Shape& dims, bool keepdim) {
   return mean_impl(a, dims, keepdim, false);
 }
-Tensor max(const Tensor& a) { return extreme_all(a, true); }
-Tensor min(const Tensor& a) { return extreme_all(a, false); }
+Tensor max(const Tensor& a) {
+  return extreme_all(a, true);
+}
+Tensor min(const Tensor& a) {
+  return extreme_all(a, false);
+}
 std::pair<Tensor, Tensor> max(const Tensor& a, int64_t dim, bool keepdim) {
   return extreme_dim(a, dim, keepdim, true);
 }
@@ -419,25 +430,49 @@ Tensor argmin(const Tensor& a, int64_t dim, bool keepdim) {
 Tensor var(const Tensor& a, const Shape& dims, int64_t correction, bool keepdim) {
   return var_impl(a, dims, correction, keepdim, false);
 }
-Tensor var(const Tensor& a, int64_t correction) { return var_impl(a, {}, correction, false, true); }
+Tensor var(const Tensor& a, int64_t correction) {
+  return var_impl(a, {}, correction, false, true);
+}
 
-Tensor softmax(const Tensor& a, int64_t dim) { return softmax_impl(a, dim, false); }
-Tensor log_softmax(const Tensor& a, int64_t dim) { return softmax_impl(a, dim, true); }
+Tensor softmax(const Tensor& a, int64_t dim) {
+  return softmax_impl(a, dim, false);
+}
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  return softmax_impl(a, dim, true);
+}
 
-Tensor Tensor::sum() const { return nns::sum(*this); }
-Tensor Tensor::sum(const Shape& dims, bool keepdim) const { return nns::sum(*this, dims, keepdim); }
-Tensor Tensor::mean() const { return nns::mean(*this); }
+Tensor Tensor::sum() const {
+  return nns::sum(*this);
+}
+Tensor Tensor::sum(const Shape& dims, bool keepdim) const {
+  return nns::sum(*this, dims, keepdim);
+}
+Tensor Tensor::mean() const {
+  return nns::mean(*this);
+}
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
   return nns::mean(*this, dims, keepdim);
 }
-Tensor Tensor::max() const { return nns::max(*this); }
-Tensor Tensor::min() const { return nns::min(*this); }
-Tensor Tensor::argmax() const { return nns::argmax(*this); }
-Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return nns::argmax(*this, dim, keepdim); }
+Tensor Tensor::max() const {
+  return nns::max(*this);
+}
+Tensor Tensor::min() const {
+  return nns::min(*this);
+}
+Tensor Tensor::argmax() const {
+  return nns::argmax(*this);
+}
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const {
+  return nns::argmax(*this, dim, keepdim);
+}
 Tensor Tensor::var(const Shape& dims, int64_t correction, bool keepdim) const {
   return nns::var(*this, dims, correction, keepdim);
 }
-Tensor Tensor::softmax(int64_t dim) const { return nns::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return nns::log_softmax(*this, dim); }
+Tensor Tensor::softmax(int64_t dim) const {
+  return nns::softmax(*this, dim);
+}
+Tensor Tensor::log_softmax(int64_t dim) const {
+  return nns::log_softmax(*this, dim);
+}
 
 }  // namespace nns

@@ -1,5 +1,11 @@
 #pragma once
 // Reductions over all elements or over dims (keepdim keeps them with size 1), and softmax.
+// Dims may be negative; an empty dims list reduces every dim (as PyTorch's sum(x, [])).
+// Integer and bool tensors sum to int64; mean, var and softmax need a floating dtype.
+//
+//   Tensor loss = nns::mean(nns::pow(pred - target, 2));
+//   Tensor p = nns::softmax(logits, -1);             // max-subtracted: no overflow
+//   auto [values, indices] = nns::max(scores, 1);
 #include <utility>
 
 #include "engine/tensor/tensor.h"

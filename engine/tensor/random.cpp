@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/backend/dispatch.h"

@@ -17,20 +17,25 @@ class CollectingReporter : public benchmark::ConsoleReporter {
     std::map<std::string, double> counters;
   };
 
+  // With --benchmark_repetitions the median of the repetitions is kept (it arrives after
+  // the single runs and replaces them): on a shared machine it resists other load.
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.error_occurred || run.run_type != Run::RT_Iteration) continue;
+      if (run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (run.run_type != Run::RT_Iteration && !median) continue;
       Result r;
       const double to_ns = 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
       r.cpu_ns = run.GetAdjustedCPUTime() * to_ns;
       r.real_ns = run.GetAdjustedRealTime() * to_ns;
       for (const auto& [name, counter] : run.counters) r.counters[name] = counter.value;
-      results_[run.benchmark_name()] = r;
+      results_[run.run_name.str()] = r;
     }
     ConsoleReporter::ReportRuns(runs);
   }
 
-  // The result of a benchmark by its full name ("BM_Ours/256/real_time"), or nullptr.
+  // The result of a benchmark by its name without aggregate suffix
+  // ("BM_Ours/256/real_time"), or nullptr.
   const Result* find(const std::string& name) const {
     auto it = results_.find(name);
     return it == results_.end() ? nullptr : &it->second;

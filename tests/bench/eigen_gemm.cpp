@@ -2,6 +2,10 @@
 
 #include <Eigen/Core>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #ifdef EIGEN_USE_BLAS
 #error "eigen_gemm.cpp measures Eigen's own GEMM: it must be compiled without EIGEN_USE_BLAS"
 #endif
@@ -16,8 +20,16 @@ void eigen_sgemm(int n, const float* a, const float* b, float* c) {
   mc.noalias() = ma * mb;
 }
 
-int eigen_threads() {
-  return Eigen::nbThreads();
+int eigen_max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+void eigen_set_threads(int threads) {
+  Eigen::setNbThreads(threads);
 }
 
 }  // namespace nns::bench

@@ -5,7 +5,8 @@ namespace nns::bench {
 
 // c = a * b for row-major n x n matrices.
 void eigen_sgemm(int n, const float* a, const float* b, float* c);
-// The number of threads Eigen's GEMM uses.
-int eigen_threads();
+// The number of threads Eigen's GEMM may use (more than 1 only when built with OpenMP).
+int eigen_max_threads();
+void eigen_set_threads(int threads);
 
 }  // namespace nns::bench

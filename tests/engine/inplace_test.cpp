@@ -14,7 +14,9 @@ namespace {
 using test::check_op_case;
 using V = std::vector<Tensor>;
 
-TensorOptions f64_grad() { return TensorOptions(kFloat64).requires_grad(true); }
+TensorOptions f64_grad() {
+  return TensorOptions(kFloat64).requires_grad(true);
+}
 
 TEST(InPlace, ValuesAndGradientsMatchPyTorch) {
   // Each case runs on a clone (a non-leaf), as the generator does. Broadcast operands get
@@ -84,8 +86,7 @@ TEST(InPlace, WritesThroughViewsIntoTheBase) {
   base.select(0, 1).add_(2.0);
   base.slice(1, 0, 4, 2).mul_(0.0).add_(5.0);
   base.t().select(0, 3).copy_(tensor({-1.0, -2.0, -3.0}));
-  EXPECT_EQ(base.to_vector<float>(),
-            (std::vector<float>{5, 0, 5, -1, 5, 2, 5, -2, 5, 0, 5, -3}));
+  EXPECT_EQ(base.to_vector<float>(), (std::vector<float>{5, 0, 5, -1, 5, 2, 5, -2, 5, 0, 5, -3}));
 }
 
 TEST(InPlace, OverlappingOperandIsReadBeforeItIsWritten) {

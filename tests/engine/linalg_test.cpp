@@ -222,7 +222,10 @@ TEST(Linalg, ShapeErrorsNameTheOpAndShapes) {
   EXPECT_NE(msg.find("matmul: shapes [2, 3, 4] and [5, 6] cannot be multiplied"), std::string::npos)
       << msg;
   msg = error_of<ShapeError>([] { matmul(ones({2, 3, 4}), ones({3, 4, 6})); });
-  EXPECT_NE(msg.find("batch dims [2] and [3]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("matmul (batch dims of [2, 3, 4] and [3, 4, 6]): shapes [2] and [3] cannot "
+                     "be broadcast"),
+            std::string::npos)
+      << msg;
   msg = error_of<ShapeError>([] { matmul(scalar_tensor(1), ones({2})); });
   EXPECT_NE(msg.find("at least 1D, but they are 0D and 1D"), std::string::npos) << msg;
   msg = error_of<ShapeError>([] { matmul(ones({3}), ones({4})); });
