@@ -47,7 +47,7 @@ Tensor scalar_tensor(double value, TensorOptions options = {});
 // In-place fills from a generator, used by factories and nn::init.
 Tensor& uniform_(Tensor& t, double from = 0, double to = 1, Generator* generator = nullptr);
 Tensor& normal_(Tensor& t, double mean = 0, double std = 1, Generator* generator = nullptr);
-// Keeps each element with probability 1-p: the Bernoulli mask of dropout (1 keep, 0 drop).
+// 1 with probability p_keep, else 0: the Bernoulli mask of dropout (p_keep = 1 - p).
 Tensor bernoulli_mask(const Shape& shape, double p_keep, TensorOptions options,
                       Generator* generator = nullptr);
 
