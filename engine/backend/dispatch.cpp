@@ -16,24 +16,46 @@ void throw_no_backend(Device device, const char* op) {
   throw DeviceError(msg);
 }
 
-const AllocatorKernels* AllocatorKernels::for_device(DeviceType type) {
+// Which kernel tables each device has: the one place a backend is plugged in. A CUDA build
+// adds its tables in the CUDA column; a family it does not implement yet stays nullptr and
+// ops on CUDA tensors of that family raise DeviceError.
+namespace {
+template <class Family>
+const Family* table_for(DeviceType type, const Family* cpu, const Family* cuda) {
   switch (type) {
-    case DeviceType::CPU: return &cpu::allocator_kernels;
-#ifdef NNS_WITH_CUDA
-    case DeviceType::CUDA: return &cuda::allocator_kernels;
-#else
-    case DeviceType::CUDA: return nullptr;
-#endif
+    case DeviceType::CPU: return cpu;
+    case DeviceType::CUDA: return cuda;
   }
   return nullptr;
 }
 
+#ifdef NNS_WITH_CUDA
+const AllocatorKernels* const kCudaAllocator = &cuda::allocator_kernels;
+#else
+const AllocatorKernels* const kCudaAllocator = nullptr;
+#endif
+}  // namespace
+
+const AllocatorKernels* AllocatorKernels::for_device(DeviceType type) {
+  return table_for(type, &cpu::allocator_kernels, kCudaAllocator);
+}
 const CopyKernels* CopyKernels::for_device(DeviceType type) {
-  switch (type) {
-    case DeviceType::CPU: return &cpu::copy_kernels;
-    case DeviceType::CUDA: return nullptr;
-  }
-  return nullptr;
+  return table_for<CopyKernels>(type, &cpu::copy_kernels, nullptr);
+}
+const ElementwiseKernels* ElementwiseKernels::for_device(DeviceType type) {
+  return table_for<ElementwiseKernels>(type, &cpu::elementwise_kernels, nullptr);
+}
+const ReductionKernels* ReductionKernels::for_device(DeviceType type) {
+  return table_for<ReductionKernels>(type, &cpu::reduction_kernels, nullptr);
+}
+const LinalgKernels* LinalgKernels::for_device(DeviceType type) {
+  return table_for<LinalgKernels>(type, &cpu::linalg_kernels, nullptr);
+}
+const IndexingKernels* IndexingKernels::for_device(DeviceType type) {
+  return table_for<IndexingKernels>(type, &cpu::indexing_kernels, nullptr);
+}
+const NNKernels* NNKernels::for_device(DeviceType type) {
+  return table_for<NNKernels>(type, &cpu::nn_kernels, nullptr);
 }
 
 bool device_available(Device device) {

@@ -9,7 +9,7 @@
 //
 // A family is a struct of function pointers with a static member
 // `static const Family* for_device(DeviceType)` that returns nullptr where the device has
-// no implementation.
+// no implementation; all of them are defined in dispatch.cpp, side by side.
 #include <cstddef>
 #include <string>
 

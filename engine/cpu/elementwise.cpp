@@ -3,8 +3,11 @@
 // innermost dim of for_each_run. Contiguous runs get plain maps (SIMD), a broadcast operand
 // becomes a constant, anything else a strided map. The formulas follow PyTorch's CPU kernels
 // term by term, so that results agree with it to the last bit where the math is exact.
+#include <algorithm>
+#include <array>
 #include <cmath>
-#include <limits>
+#include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 

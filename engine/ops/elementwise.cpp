@@ -5,7 +5,12 @@
 // (an integer or bool tensor with a double gives float32).
 #include "engine/ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/node.h"

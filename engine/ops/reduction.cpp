@@ -3,7 +3,11 @@
 // has the reduced dims left out (same memory layout), so it is never a view.
 #include "engine/ops/reduction.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/node.h"

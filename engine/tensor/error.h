@@ -42,6 +42,12 @@ class AutogradError : public Error {
   using Error::Error;
 };
 
+// A name that is missing, already taken or not allowed (module members, state-dict keys).
+class KeyError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A device that is not available in this build or on this machine.
 class DeviceError : public Error {
  public:

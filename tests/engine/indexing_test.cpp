@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "engine/ops/ops.h"
+#include "support/test_util.h"
 #include "support/gradcheck.h"
 #include "support/op_case.h"
 
 namespace nns {
 namespace {
+
+using test::error_of;
+using test::values;
 
 using testing::gradcheck;
 using Inputs = std::vector<Tensor>;
@@ -19,20 +23,7 @@ Tensor rnd(const Shape& shape) {
 Tensor idx(const std::vector<int64_t>& v) {
   return from_vector(v, {static_cast<int64_t>(v.size())});
 }
-std::vector<double> values(const Tensor& t) {
-  return t.to_vector<double>();
-}
 
-template <class E, class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
 
 TEST(Indexing, MatchesPyTorch) {
   using test::check_op_case;

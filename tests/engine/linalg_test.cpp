@@ -6,11 +6,15 @@
 #include <limits>
 
 #include "engine/ops/ops.h"
+#include "support/test_util.h"
 #include "support/gradcheck.h"
 #include "support/op_case.h"
 
 namespace nns {
 namespace {
+
+using test::error_of;
+using test::values;
 
 using testing::gradcheck;
 using Inputs = std::vector<Tensor>;
@@ -22,21 +26,7 @@ Tensor rnd(const Shape& shape) {
   return randn(shape, kFloat64);
 }
 
-std::vector<double> values(const Tensor& t) {
-  return t.to_vector<double>();
-}
 
-// The message of the error fn throws (and that it throws E).
-template <class E, class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
 
 TEST(Linalg, MmValues) {
   Tensor a = tensor({{1, 2, 3}, {4, 5, 6}});

@@ -7,11 +7,15 @@
 #include <limits>
 
 #include "engine/ops/ops.h"
+#include "support/test_util.h"
 #include "support/gradcheck.h"
 #include "support/op_case.h"
 
 namespace nns {
 namespace {
+
+using test::error_of;
+using test::values;
 
 using testing::gradcheck;
 using Inputs = std::vector<Tensor>;
@@ -21,20 +25,7 @@ constexpr double kRtol = 1e-5, kAtol = 1e-5;
 Tensor rnd(const Shape& shape) {
   return randn(shape, kFloat64);
 }
-std::vector<double> values(const Tensor& t) {
-  return t.to_vector<double>();
-}
 
-template <class E, class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
 
 TEST(Conv2d, MatchesPyTorch) {
   using test::check_op_case;

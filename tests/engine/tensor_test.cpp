@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "engine/ops/ops.h"
+#include "support/test_util.h"
 #include "support/fixtures.h"
 
 namespace nns {
 namespace {
 
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+using test::error_of;
+using test::values;
+
 
 TEST(TensorFactories, ShapesDtypesAndValues) {
   Tensor z = zeros({2, 3});

@@ -1,0 +1,27 @@
+#pragma once
+// Small helpers shared by the engine's test files.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace nns::test {
+
+// The elements of t in row-major order, as doubles.
+inline std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+
+// The message of the error E that fn throws; a test failure if it throws nothing.
+template <class E, class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return {};
+}
+
+}  // namespace nns::test
