@@ -57,7 +57,8 @@ variable_list initial_grads(const std::vector<Tensor>& outputs,
       if (out.numel() != 1) {
         throw AutogradError(std::string(op) +
                             ": grad can be implicitly created only for scalar outputs; this "
-                            "output has shape " + shape_str(out.sizes()) +
+                            "output has shape " +
+                            shape_str(out.sizes()) +
                             ", so pass a gradient of that shape (or reduce it with sum())");
       }
       g = ones_like(out);

@@ -19,7 +19,8 @@ class HookTableBase {
 class RemovableHandle {
  public:
   RemovableHandle() = default;
-  RemovableHandle(std::weak_ptr<HookTableBase> table, uint64_t id) : table_(std::move(table)), id_(id) {}
+  RemovableHandle(std::weak_ptr<HookTableBase> table, uint64_t id)
+      : table_(std::move(table)), id_(id) {}
   RemovableHandle(const RemovableHandle&) = delete;
   RemovableHandle& operator=(const RemovableHandle&) = delete;
   RemovableHandle(RemovableHandle&& other) noexcept

@@ -12,8 +12,12 @@ std::atomic<uint64_t> next_sequence_nr{0};
 thread_local bool grad_mode_enabled = true;
 }  // namespace
 
-bool GradMode::is_enabled() { return grad_mode_enabled; }
-void GradMode::set_enabled(bool enabled) { grad_mode_enabled = enabled; }
+bool GradMode::is_enabled() {
+  return grad_mode_enabled;
+}
+void GradMode::set_enabled(bool enabled) {
+  grad_mode_enabled = enabled;
+}
 
 Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -67,12 +71,13 @@ Tensor SavedVariable::unpack(const Node* owner) const {
   if (data_.version() != saved_version_) {
     // PyTorch's legacy type names, as its message prints them.
     static const char* kTypeNames[] = {"torch.FloatTensor", "torch.DoubleTensor",
-                                       "torch.HalfTensor", "torch.BFloat16Tensor",
-                                       "torch.LongTensor", "torch.BoolTensor"};
+                                       "torch.HalfTensor",  "torch.BFloat16Tensor",
+                                       "torch.LongTensor",  "torch.BoolTensor"};
     std::string type = kTypeNames[static_cast<int>(dtype_)];
     throw AutogradError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        "operation: [" + type + " " + shape_str(sizes_) + "]" +
+        "operation: [" +
+        type + " " + shape_str(sizes_) + "]" +
         (is_output_ && owner ? ", which is output 0 of " + owner->name() + "," : std::string()) +
         " is at version " + std::to_string(data_.version()) + "; expected version " +
         std::to_string(saved_version_) +

@@ -10,8 +10,9 @@ namespace nns {
 void throw_no_backend(Device device, const char* op) {
   std::string msg = std::string(op) + ": no kernels for device " + device.str();
   if (device.is_cuda()) {
-    msg += " (this build has no CUDA backend or the machine has no CUDA device); move the "
-           "tensors to the CPU with .to(nns::kCPU)";
+    msg +=
+        " (this build has no CUDA backend or the machine has no CUDA device); move the "
+        "tensors to the CPU with .to(nns::kCPU)";
   }
   throw DeviceError(msg);
 }
@@ -23,8 +24,10 @@ namespace {
 template <class Family>
 const Family* table_for(DeviceType type, const Family* cpu, const Family* cuda) {
   switch (type) {
-    case DeviceType::CPU: return cpu;
-    case DeviceType::CUDA: return cuda;
+    case DeviceType::CPU:
+      return cpu;
+    case DeviceType::CUDA:
+      return cuda;
   }
   return nullptr;
 }

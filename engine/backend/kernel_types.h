@@ -22,7 +22,9 @@ struct TensorView {
   }
   bool is_contiguous() const;
   template <class T>
-  T* ptr() const { return static_cast<T*>(data); }
+  T* ptr() const {
+    return static_cast<T*>(data);
+  }
 };
 
 // The view of a tensor as it is.

@@ -14,12 +14,18 @@ using bfloat16 = Eigen::bfloat16;
 template <class Fn>
 decltype(auto) dispatch_all_dtypes(Dtype dtype, Fn&& fn) {
   switch (dtype) {
-    case Dtype::Float32: return fn(float{});
-    case Dtype::Float64: return fn(double{});
-    case Dtype::Float16: return fn(half{});
-    case Dtype::BFloat16: return fn(bfloat16{});
-    case Dtype::Int64: return fn(int64_t{});
-    case Dtype::Bool: return fn(bool{});
+    case Dtype::Float32:
+      return fn(float{});
+    case Dtype::Float64:
+      return fn(double{});
+    case Dtype::Float16:
+      return fn(half{});
+    case Dtype::BFloat16:
+      return fn(bfloat16{});
+    case Dtype::Int64:
+      return fn(int64_t{});
+    case Dtype::Bool:
+      return fn(bool{});
   }
   return fn(float{});
 }
@@ -28,8 +34,10 @@ decltype(auto) dispatch_all_dtypes(Dtype dtype, Fn&& fn) {
 template <class Fn>
 decltype(auto) dispatch_floating(Dtype dtype, const char* op, Fn&& fn) {
   switch (dtype) {
-    case Dtype::Float32: return fn(float{});
-    case Dtype::Float64: return fn(double{});
+    case Dtype::Float32:
+      return fn(float{});
+    case Dtype::Float64:
+      return fn(double{});
     default:
       throw DtypeError(std::string(op) + ": expected a float32 or float64 tensor, got " +
                        dtype_name(dtype) +
@@ -44,9 +52,12 @@ decltype(auto) dispatch_floating(Dtype dtype, const char* op, Fn&& fn) {
 template <class Fn>
 decltype(auto) dispatch_arithmetic(Dtype dtype, const char* op, Fn&& fn, bool allow_bool = false) {
   switch (dtype) {
-    case Dtype::Float32: return fn(float{});
-    case Dtype::Float64: return fn(double{});
-    case Dtype::Int64: return fn(int64_t{});
+    case Dtype::Float32:
+      return fn(float{});
+    case Dtype::Float64:
+      return fn(double{});
+    case Dtype::Int64:
+      return fn(int64_t{});
     case Dtype::Bool:
       if (allow_bool) return fn(bool{});
       [[fallthrough]];

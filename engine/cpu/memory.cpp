@@ -24,7 +24,9 @@ void* allocate(size_t nbytes, int) {
   return p;
 }
 
-void deallocate(void* data, int) { std::free(data); }
+void deallocate(void* data, int) {
+  std::free(data);
+}
 
 void copy_bytes(void* dst, const void* src, size_t nbytes) {
   if (nbytes) std::memcpy(dst, src, nbytes);
@@ -43,7 +45,8 @@ void copy_typed(const TensorView& dst, const TensorView& src) {
       }
     }
     for (int64_t i = 0; i < n; ++i) {
-      *reinterpret_cast<D*>(p[0] + i * s[0]) = convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
+      *reinterpret_cast<D*>(p[0] + i * s[0]) =
+          convert<D>(*reinterpret_cast<const S*>(p[1] + i * s[1]));
     }
   });
 }
@@ -71,4 +74,3 @@ const AllocatorKernels allocator_kernels{&allocate, &deallocate, &copy_bytes};
 const CopyKernels copy_kernels{&copy, &fill};
 
 }  // namespace nns::cpu
-

@@ -12,9 +12,9 @@ namespace nns::cpu {
 
 template <size_t N>
 struct StridedOperands {
-  std::array<char*, N> data;                     // address of element [0, ...]
+  std::array<char*, N> data;                        // address of element [0, ...]
   std::array<std::span<const int64_t>, N> strides;  // in elements
-  std::array<int64_t, N> element_size;           // in bytes
+  std::array<int64_t, N> element_size;              // in bytes
 };
 
 // fn(std::array<char*, N> ptrs, std::array<int64_t, N> byte_strides, int64_t n) handles one
@@ -31,7 +31,8 @@ void for_each_run(std::span<const int64_t> sizes, const StridedOperands<N>& ops,
     for (size_t k = 0; k < N; ++k) s[k] = ops.strides[k][d] * ops.element_size[k];
     if (!dim_sizes.empty()) {
       bool mergeable = true;
-      for (size_t k = 0; k < N; ++k) mergeable = mergeable && dim_strides.back()[k] == s[k] * sizes[d];
+      for (size_t k = 0; k < N; ++k)
+        mergeable = mergeable && dim_strides.back()[k] == s[k] * sizes[d];
       if (mergeable) {
         dim_sizes.back() *= sizes[d];
         dim_strides.back() = s;

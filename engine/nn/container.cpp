@@ -25,12 +25,24 @@ namespace {
 std::string legacy_type_name(const Tensor& t) {
   std::string base;
   switch (t.dtype()) {
-    case kFloat32: base = "FloatTensor"; break;
-    case kFloat64: base = "DoubleTensor"; break;
-    case kFloat16: base = "HalfTensor"; break;
-    case kBFloat16: base = "BFloat16Tensor"; break;
-    case kInt64: base = "LongTensor"; break;
-    case kBool: base = "BoolTensor"; break;
+    case kFloat32:
+      base = "FloatTensor";
+      break;
+    case kFloat64:
+      base = "DoubleTensor";
+      break;
+    case kFloat16:
+      base = "HalfTensor";
+      break;
+    case kBFloat16:
+      base = "BFloat16Tensor";
+      break;
+    case kInt64:
+      base = "LongTensor";
+      break;
+    case kBool:
+      base = "BoolTensor";
+      break;
   }
   return t.device().is_cuda() ? "torch.cuda." + base : "torch." + base;
 }

@@ -49,7 +49,8 @@ class ModuleSequence : public Module {
   }
   // Python's [start:end:step] (end clamped, negative values from the end); keys are kept.
   std::shared_ptr<Derived> slice(int64_t start, int64_t end, int64_t step = 1) const {
-    if (step <= 0) throw ValueError(name() + ".slice: step must be positive, got " + std::to_string(step));
+    if (step <= 0)
+      throw ValueError(name() + ".slice: step must be positive, got " + std::to_string(step));
     const int64_t n = static_cast<int64_t>(size());
     auto clamp = [n](int64_t i) { return i < 0 ? std::max<int64_t>(i + n, 0) : std::min(i, n); };
     NamedList<ModulePtr> picked;

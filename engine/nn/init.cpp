@@ -31,16 +31,22 @@ double calculate_gain(const std::string& nonlinearity, double param) {
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
   if (tensor.dim() < 2) {
-    throw ShapeError("Fan in and fan out can not be computed for tensor with fewer than 2 "
-                     "dimensions (got shape " + shape_str(tensor.sizes()) + ")");
+    throw ShapeError(
+        "Fan in and fan out can not be computed for tensor with fewer than 2 "
+        "dimensions (got shape " +
+        shape_str(tensor.sizes()) + ")");
   }
   int64_t receptive = 1;
   for (int64_t d = 2; d < tensor.dim(); ++d) receptive *= tensor.size(d);
   return {tensor.size(1) * receptive, tensor.size(0) * receptive};
 }
 
-Tensor& zeros_(Tensor& tensor) { return constant_(tensor, 0); }
-Tensor& ones_(Tensor& tensor) { return constant_(tensor, 1); }
+Tensor& zeros_(Tensor& tensor) {
+  return constant_(tensor, 0);
+}
+Tensor& ones_(Tensor& tensor) {
+  return constant_(tensor, 1);
+}
 
 Tensor& constant_(Tensor& tensor, double value) {
   NoGradGuard no_grad;
@@ -61,13 +67,13 @@ Tensor& xavier_uniform_(Tensor& tensor, double gain, Generator* generator) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
   const double bound = std::sqrt(3.0) * std;
-  return uniform_(tensor, -bound, bound, generator);
+  return init::uniform_(tensor, -bound, bound, generator);
 }
 
 Tensor& xavier_normal_(Tensor& tensor, double gain, Generator* generator) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
-  return normal_(tensor, 0, std, generator);
+  return init::normal_(tensor, 0, std, generator);
 }
 
 Tensor& kaiming_uniform_(Tensor& tensor, double a, const std::string& mode,
@@ -75,14 +81,14 @@ Tensor& kaiming_uniform_(Tensor& tensor, double a, const std::string& mode,
   const double std =
       calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(correct_fan(tensor, mode)));
   const double bound = std::sqrt(3.0) * std;
-  return uniform_(tensor, -bound, bound, generator);
+  return init::uniform_(tensor, -bound, bound, generator);
 }
 
 Tensor& kaiming_normal_(Tensor& tensor, double a, const std::string& mode,
                         const std::string& nonlinearity, Generator* generator) {
   const double std =
       calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(correct_fan(tensor, mode)));
-  return normal_(tensor, 0, std, generator);
+  return init::normal_(tensor, 0, std, generator);
 }
 
 }  // namespace nns::nn::init

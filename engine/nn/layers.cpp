@@ -23,8 +23,8 @@ Linear::Linear(const LinearOptions& options) : options_(options) {
                      std::to_string(options.out_features));
   }
   const TensorOptions t = TensorOptions(options.dtype).device(options.device);
-  weight = register_parameter(
-      "weight", Parameter(empty({options.out_features, options.in_features}, t)));
+  weight = register_parameter("weight",
+                              Parameter(empty({options.out_features, options.in_features}, t)));
   bias = register_parameter("bias",
                             options.bias ? Parameter(empty({options.out_features}, t)) : Tensor());
   reset_parameters();
@@ -42,7 +42,9 @@ void Linear::reset_parameters() {
   }
 }
 
-Tensor Linear::forward(const Tensor& input) { return linear(input, weight, bias); }
+Tensor Linear::forward(const Tensor& input) {
+  return linear(input, weight, bias);
+}
 
 std::string Linear::extra_repr() const {
   return "in_features=" + std::to_string(options_.in_features) +
@@ -54,7 +56,9 @@ std::string Flatten::extra_repr() const {
   return "start_dim=" + std::to_string(start_dim_) + ", end_dim=" + std::to_string(end_dim_);
 }
 
-Tensor LeakyReLU::forward(const Tensor& input) { return leaky_relu(input, negative_slope_); }
+Tensor LeakyReLU::forward(const Tensor& input) {
+  return leaky_relu(input, negative_slope_);
+}
 
 std::string LeakyReLU::extra_repr() const {
   return "negative_slope=" + python_float(negative_slope_);
@@ -77,8 +81,12 @@ Dropout::Dropout(double p) : p_(p) {
   }
 }
 
-Tensor Dropout::forward(const Tensor& input) { return dropout(input, p_, is_training()); }
+Tensor Dropout::forward(const Tensor& input) {
+  return dropout(input, p_, is_training());
+}
 
-std::string Dropout::extra_repr() const { return "p=" + python_float(p_) + ", inplace=False"; }
+std::string Dropout::extra_repr() const {
+  return "p=" + python_float(p_) + ", inplace=False";
+}
 
 }  // namespace nns::nn

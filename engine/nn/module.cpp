@@ -69,7 +69,9 @@ std::string join_quoted(const std::vector<std::string>& keys, const char* quote)
   return out;
 }
 
-std::string torch_size(const Shape& shape) { return "torch.Size(" + shape_str(shape) + ")"; }
+std::string torch_size(const Shape& shape) {
+  return "torch.Size(" + shape_str(shape) + ")";
+}
 
 // PyTorch's _addindent: indents every line but the first.
 std::string add_indent(const std::string& text, int spaces) {
@@ -117,7 +119,8 @@ struct BackwardHookState {
           if (g.defined()) {
             throw AutogradError(
                 "Backward hook for Modules where no input requires gradient should always "
-                "return None or None for all gradients (module " + module->name() + ")");
+                "return None or None for all gradients (module " +
+                module->name() + ")");
           }
         }
       }
@@ -144,11 +147,12 @@ struct BackwardHookState {
   void check_count(const std::vector<Tensor>& got, size_t expected, const char* what,
                    const char* kind, const char* per) const {
     if (got.size() != expected) {
-      throw AutogradError(std::string(what) + " of " + module->name() +
-                          " returned an invalid number of " + kind + ", got " +
-                          std::to_string(got.size()) + ", but expected " +
-                          std::to_string(expected) + "; return one gradient (or an undefined "
-                          "tensor) per " + per + " of the module");
+      throw AutogradError(
+          std::string(what) + " of " + module->name() + " returned an invalid number of " + kind +
+          ", got " + std::to_string(got.size()) + ", but expected " + std::to_string(expected) +
+          "; return one gradient (or an undefined "
+          "tensor) per " +
+          per + " of the module");
     }
   }
   void check_shapes(const std::vector<Tensor>& got, const std::vector<Tensor>& before,
@@ -156,8 +160,8 @@ struct BackwardHookState {
     for (size_t i = 0; i < got.size(); ++i) {
       if (got[i].defined() && before[i].defined() && got[i].sizes() != before[i].sizes()) {
         throw ShapeError(std::string(what) + " of " + module->name() + " changed the shape of " +
-                         kind + "[" + std::to_string(i) + "] from " +
-                         shape_str(before[i].sizes()) + " to " + shape_str(got[i].sizes()));
+                         kind + "[" + std::to_string(i) + "] from " + shape_str(before[i].sizes()) +
+                         " to " + shape_str(got[i].sizes()));
       }
     }
   }
@@ -193,7 +197,8 @@ std::vector<Tensor> wrap(const std::vector<Tensor>& tensors,
     node->differentiable.push_back(diff);
     if (!diff) continue;
     const TensorImpl& t = *tensors[i].impl();
-    auto impl = std::make_shared<TensorImpl>(t.storage, t.sizes, t.strides, t.storage_offset, t.dtype);
+    auto impl =
+        std::make_shared<TensorImpl>(t.storage, t.sizes, t.strides, t.storage_offset, t.dtype);
     impl->is_view = true;
     out[i] = Tensor(std::move(impl));
     set_history(out[i], node, static_cast<uint32_t>(i));
@@ -205,8 +210,9 @@ std::vector<Tensor> wrap(const std::vector<Tensor>& tensors,
 
 Tensor Parameter(const Tensor& data, bool requires_grad) {
   if (!data.defined()) {
-    throw ValueError("Parameter: data is an undefined tensor; pass a tensor (or register an "
-                     "undefined tensor directly to reserve the name)");
+    throw ValueError(
+        "Parameter: data is an undefined tensor; pass a tensor (or register an "
+        "undefined tensor directly to reserve the name)");
   }
   Tensor p = data.detach();
   p.impl()->is_view = false;
@@ -237,7 +243,9 @@ RemovableHandle register_module_full_backward_hook(BackwardHook hook) {
 
 Module::Module(std::string name) : name_(std::move(name)) {}
 
-std::string Module::name() const { return name_.empty() ? class_name(typeid(*this)) : name_; }
+std::string Module::name() const {
+  return name_.empty() ? class_name(typeid(*this)) : name_;
+}
 
 std::vector<Tensor> Module::forward(const std::vector<Tensor>& inputs) {
   if (inputs.size() != 1) {
@@ -249,7 +257,8 @@ std::vector<Tensor> Module::forward(const std::vector<Tensor>& inputs) {
 }
 
 Tensor Module::forward(const Tensor&) {
-  throw ValueError("Module [" + name() + "] is missing the required \"forward\" function; "
+  throw ValueError("Module [" + name() +
+                   "] is missing the required \"forward\" function; "
                    "override forward(const Tensor&) or forward(const std::vector<Tensor>&)");
 }
 
@@ -334,12 +343,12 @@ void Module::check_name(const std::string& name, const char* kind, const char* w
     throw KeyError(std::string(caller) + ": " + kind + " name can't be empty string \"\"");
   }
   if (name.find('.') != std::string::npos) {
-    throw KeyError(std::string(caller) + ": " + kind + " name can't contain \".\", got: \"" +
-                   name + "\"; nest a submodule to make a dotted path");
+    throw KeyError(std::string(caller) + ": " + kind + " name can't contain \".\", got: \"" + name +
+                   "\"; nest a submodule to make a dotted path");
   }
   auto clash = [&](const char* other) {
-    throw KeyError(std::string(caller) + ": attribute '" + name + "' already exists as a " +
-                   other + " of " + this->name() + "; pick another name for the " + what);
+    throw KeyError(std::string(caller) + ": attribute '" + name + "' already exists as a " + other +
+                   " of " + this->name() + "; pick another name for the " + what);
   };
   if (own_tensors != &parameters_ && parameters_.contains(name)) clash("Parameter");
   if (own_tensors != &buffers_ && buffers_.contains(name)) clash("Buffer");
@@ -379,7 +388,8 @@ ModulePtr Module::register_module(const std::string& name, ModulePtr module) {
 }
 
 void Module::replace_children(OrderedDict<ModulePtr> children) {
-  for (const auto& item : children) check_name(item.key(), "module", "Submodule", nullptr, "register_module");
+  for (const auto& item : children)
+    check_name(item.key(), "module", "Submodule", nullptr, "register_module");
   children_ = std::move(children);
 }
 
@@ -406,12 +416,14 @@ ModulePtr Module::get_submodule(const std::string& target) {
       if (mod->parameters_.contains(item) || mod->buffers_.contains(item)) {
         throw KeyError("get_submodule: `" + item + "` is not an nn.Module (in \"" + target + "\")");
       }
-      throw KeyError("get_submodule: " + mod->name() + " has no attribute `" + item +
-                     "` (in \"" + target + "\")");
+      throw KeyError("get_submodule: " + mod->name() + " has no attribute `" + item + "` (in \"" +
+                     target + "\")");
     }
     if (!*child) {
-      throw KeyError("get_submodule: `" + item + "` is not an nn.Module (it is a null "
-                     "reservation, in \"" + target + "\")");
+      throw KeyError("get_submodule: `" + item +
+                     "` is not an nn.Module (it is a null "
+                     "reservation, in \"" +
+                     target + "\")");
     }
     mod = *child;
     if (dot == std::string::npos) return mod;
@@ -433,7 +445,8 @@ Tensor Module::get_parameter(const std::string& target) {
   const Tensor* p = mod->parameters_.find(leaf);
   if (!p) {
     if (mod->buffers_.contains(leaf) || mod->children_.contains(leaf)) {
-      throw KeyError("get_parameter: `" + leaf + "` is not an nn.Parameter (in \"" + target + "\")");
+      throw KeyError("get_parameter: `" + leaf + "` is not an nn.Parameter (in \"" + target +
+                     "\")");
     }
     throw KeyError("get_parameter: " + mod->name() + " has no attribute `" + leaf + "` (in \"" +
                    target + "\")");
@@ -526,8 +539,9 @@ NamedList<Tensor> named_members(const Module& root, const std::string& prefix, b
 
 NamedList<Tensor> Module::named_parameters(const std::string& prefix, bool recurse,
                                            bool remove_duplicate) const {
-  return named_members(*this, prefix, recurse, remove_duplicate,
-                       [](const Module& m) -> const OrderedDict<Tensor>& { return m.parameters_dict(); });
+  return named_members(
+      *this, prefix, recurse, remove_duplicate,
+      [](const Module& m) -> const OrderedDict<Tensor>& { return m.parameters_dict(); });
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
@@ -538,8 +552,9 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
 
 NamedList<Tensor> Module::named_buffers(const std::string& prefix, bool recurse,
                                         bool remove_duplicate) const {
-  return named_members(*this, prefix, recurse, remove_duplicate,
-                       [](const Module& m) -> const OrderedDict<Tensor>& { return m.buffers_dict(); });
+  return named_members(
+      *this, prefix, recurse, remove_duplicate,
+      [](const Module& m) -> const OrderedDict<Tensor>& { return m.buffers_dict(); });
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const {
@@ -600,9 +615,10 @@ void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
 namespace {
 void check_module_dtype(Dtype dtype) {
   if (!is_floating_point(dtype)) {
-    throw DtypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
-                     "desired dtype=" + dtype_name(dtype) +
-                     "; convert single tensors with Tensor::to instead");
+    throw DtypeError(
+        "nn.Module.to only accepts floating point or complex dtypes, but got "
+        "desired dtype=" +
+        dtype_name(dtype) + "; convert single tensors with Tensor::to instead");
   }
 }
 }  // namespace
@@ -672,7 +688,7 @@ IncompatibleKeys Module::load_state_dict(const StateDict& state_dict, bool stric
   // PyTorch's load(): every module (a shared one under each of its names) checks its own
   // entries, then its children's; nothing is written until everything has been checked.
   std::function<void(Module&, const std::string&)> load = [&](Module& m,
-                                                             const std::string& prefix) {
+                                                              const std::string& prefix) {
     for (auto& [id, hook] : m.load_pre_hooks_->snapshot()) hook(m, ctx.state, prefix);
     std::unordered_set<std::string> local;
     auto check = [&](const std::string& name, const Tensor& current, bool is_parameter) {
@@ -728,8 +744,8 @@ IncompatibleKeys Module::load_state_dict(const StateDict& state_dict, bool stric
                      ". ");
   }
   if (strict && !ctx.keys.unexpected_keys.empty()) {
-    errors.push_back("Unexpected key(s) in state_dict: " +
-                     join_quoted(ctx.keys.unexpected_keys, "\"") + ". ");
+    errors.push_back(
+        "Unexpected key(s) in state_dict: " + join_quoted(ctx.keys.unexpected_keys, "\"") + ". ");
   }
   errors.insert(errors.end(), ctx.error_msgs.begin(), ctx.error_msgs.end());
   if (!errors.empty()) {
@@ -803,6 +819,8 @@ std::string Module::repr() const {
   return out + ")";
 }
 
-std::ostream& operator<<(std::ostream& os, const Module& module) { return os << module.repr(); }
+std::ostream& operator<<(std::ostream& os, const Module& module) {
+  return os << module.repr();
+}
 
 }  // namespace nns::nn

@@ -10,7 +10,8 @@
 //       weight = register_parameter("weight", nns::nn::Parameter(nns::randn({in, out})));
 //       bias = register_parameter("bias", nns::nn::Parameter(nns::randn({out})));
 //     }
-//     nns::Tensor forward(const nns::Tensor& input) override { return input.matmul(weight) + bias; }
+//     nns::Tensor forward(const nns::Tensor& input) override { return input.matmul(weight) + bias;
+//     }
 //   };
 //   auto m = std::make_shared<MyLinear>(4, 3);
 //   nns::Tensor y = (*m)(nns::randn({4}));   // runs the hooks, then forward
@@ -244,8 +245,7 @@ class Module : public std::enable_shared_from_this<Module> {
   Table<BackwardPreHook> backward_pre_hooks_ = std::make_shared<HookTable<BackwardPreHook>>();
   Table<BackwardHook> backward_hooks_ = std::make_shared<HookTable<BackwardHook>>();
   Table<StateDictHook> state_dict_hooks_ = std::make_shared<HookTable<StateDictHook>>();
-  Table<LoadStateDictPreHook> load_pre_hooks_ =
-      std::make_shared<HookTable<LoadStateDictPreHook>>();
+  Table<LoadStateDictPreHook> load_pre_hooks_ = std::make_shared<HookTable<LoadStateDictPreHook>>();
   Table<LoadStateDictPostHook> load_post_hooks_ =
       std::make_shared<HookTable<LoadStateDictPostHook>>();
 };

@@ -7,8 +7,8 @@ namespace nns {
 
 // torch.matmul: 1-D dot, 2-D mm, batched with broadcasting of the batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b);
-Tensor mm(const Tensor& a, const Tensor& b);                 // [n,k] x [k,m]
-Tensor bmm(const Tensor& a, const Tensor& b);                // [B,n,k] x [B,k,m]
+Tensor mm(const Tensor& a, const Tensor& b);   // [n,k] x [k,m]
+Tensor bmm(const Tensor& a, const Tensor& b);  // [B,n,k] x [B,k,m]
 // beta * input + alpha * (a @ b); input broadcasts to [n, m].
 Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta = 1,
              double alpha = 1);

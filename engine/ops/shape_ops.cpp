@@ -26,7 +26,8 @@ struct ReshapeLikeBackward : Node {
 struct TransposeBackward0 : Node {
   std::string node_name;
   int64_t dim0, dim1;
-  TransposeBackward0(std::string n, int64_t d0, int64_t d1) : node_name(std::move(n)), dim0(d0), dim1(d1) {}
+  TransposeBackward0(std::string n, int64_t d0, int64_t d1)
+      : node_name(std::move(n)), dim0(d0), dim1(d1) {}
   std::string name() const override { return node_name; }
   variable_list apply(variable_list&& grads) override { return {grads[0].transpose(dim0, dim1)}; }
 };
@@ -45,7 +46,13 @@ struct SliceBackward0 : Node {
   int64_t dim, start, end, step;
   bool select;  // select drops the dim
   SliceBackward0(std::string n, Shape s, int64_t d, int64_t st, int64_t e, int64_t sp, bool sel)
-      : node_name(std::move(n)), self_sizes(std::move(s)), dim(d), start(st), end(e), step(sp), select(sel) {}
+      : node_name(std::move(n)),
+        self_sizes(std::move(s)),
+        dim(d),
+        start(st),
+        end(e),
+        step(sp),
+        select(sel) {}
   std::string name() const override { return node_name; }
   variable_list apply(variable_list&& grads) override {
     Tensor out = zeros(self_sizes, TensorOptions(grads[0].dtype()).device(grads[0].device()));
@@ -98,7 +105,8 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
   int64_t infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      if (infer >= 0) throw ShapeError(std::string(op) + ": only one dimension can be inferred (-1)");
+      if (infer >= 0)
+        throw ShapeError(std::string(op) + ": only one dimension can be inferred (-1)");
       infer = static_cast<int64_t>(i);
     } else if (out[i] < 0) {
       throw ShapeError(std::string(op) + ": invalid shape dimension " + std::to_string(out[i]));
@@ -136,9 +144,8 @@ std::optional<Shape> view_strides(const Shape& old_sizes, const Shape& old_strid
   int64_t view_numel = 1;
   for (int64_t tensor_d = static_cast<int64_t>(old_sizes.size()) - 1; tensor_d >= 0; tensor_d--) {
     tensor_numel *= old_sizes[tensor_d];
-    if (tensor_d == 0 ||
-        (old_sizes[tensor_d - 1] != 1 &&
-         old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+    if (tensor_d == 0 || (old_sizes[tensor_d - 1] != 1 &&
+                          old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
         strides[view_d] = view_numel * chunk_base_stride;
         view_numel *= sizes[view_d];
@@ -162,9 +169,10 @@ Tensor Tensor::view(const Shape& shape) const {
   Shape sizes = infer_size(shape, numel(), "view");
   auto strides = view_strides(this->sizes(), this->strides(), sizes);
   if (!strides) {
-    throw ShapeError("view: size " + shape_str(shape) + " is not compatible with input tensor's "
-                     "size " + shape_str(this->sizes()) + " and stride " +
-                     shape_str(this->strides()) +
+    throw ShapeError("view: size " + shape_str(shape) +
+                     " is not compatible with input tensor's "
+                     "size " +
+                     shape_str(this->sizes()) + " and stride " + shape_str(this->strides()) +
                      " (at least one dimension spans across two contiguous subspaces); use "
                      ".reshape(...) instead");
   }
@@ -232,7 +240,9 @@ Tensor Tensor::t() const {
     throw ShapeError("t: expects a tensor with <= 2 dimensions, but self is " +
                      std::to_string(dim()) + "D; use transpose(dim0, dim1) or permute");
   }
-  if (dim() < 2) return record<ReshapeLikeBackward>(make_view(*this, sizes(), strides(), storage_offset()), *this, "TBackward0", sizes());
+  if (dim() < 2)
+    return record<ReshapeLikeBackward>(make_view(*this, sizes(), strides(), storage_offset()),
+                                       *this, "TBackward0", sizes());
   Shape sizes = {size(1), size(0)};
   Shape strides = {stride(1), stride(0)};
   return record<TransposeBackward0>(make_view(*this, sizes, strides, storage_offset()), *this,
@@ -249,13 +259,15 @@ Tensor Tensor::permute(const Shape& dims) const {
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d = wrap_dim(dims[i], dim(), "permute");
-    if (seen[d]) throw IndexError("permute: repeated dim " + std::to_string(d) + " in " + shape_str(dims));
+    if (seen[d])
+      throw IndexError("permute: repeated dim " + std::to_string(d) + " in " + shape_str(dims));
     seen[d] = true;
     sizes[i] = size(d);
     strides[i] = stride(d);
     inverse[d] = static_cast<int64_t>(i);
   }
-  return record<PermuteBackward0>(make_view(*this, sizes, strides, storage_offset()), *this, inverse);
+  return record<PermuteBackward0>(make_view(*this, sizes, strides, storage_offset()), *this,
+                                  inverse);
 }
 
 Tensor Tensor::squeeze() const {
@@ -305,7 +317,8 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   sizes[d] = (end - start + step - 1) / step;
   strides[d] *= step;
   Tensor out = make_view(*this, sizes, strides, storage_offset() + start * stride(d));
-  return record<SliceBackward0>(out, *this, "SliceBackward0", this->sizes(), d, start, end, step, false);
+  return record<SliceBackward0>(out, *this, "SliceBackward0", this->sizes(), d, start, end, step,
+                                false);
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -314,7 +327,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n) {
     throw IndexError("narrow: start (" + std::to_string(start) + ") + length (" +
-                     std::to_string(length) + ") exceeds dimension size (" + std::to_string(n) + ")");
+                     std::to_string(length) + ") exceeds dimension size (" + std::to_string(n) +
+                     ")");
   }
   return slice(d, start, start + length);
 }
@@ -332,7 +346,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   Tensor out = make_view(*this, sizes, strides, storage_offset() + index * stride(d));
-  return record<SliceBackward0>(out, *this, "SelectBackward0", this->sizes(), d, index, index + 1, 1, true);
+  return record<SliceBackward0>(out, *this, "SelectBackward0", this->sizes(), d, index, index + 1,
+                                1, true);
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -358,12 +373,14 @@ Tensor Tensor::expand(const Shape& shape) const {
       sizes[i] = want;
       strides[i] = have == want ? stride(src) : 0;
     } else {
-      if (want < 0) throw ShapeError("expand: -1 is not allowed in a leading, non-existing dimension");
+      if (want < 0)
+        throw ShapeError("expand: -1 is not allowed in a leading, non-existing dimension");
       sizes[i] = want;
       strides[i] = 0;
     }
   }
-  return record<ExpandBackward0>(make_view(*this, sizes, strides, storage_offset()), *this, this->sizes());
+  return record<ExpandBackward0>(make_view(*this, sizes, strides, storage_offset()), *this,
+                                 this->sizes());
 }
 
 Tensor Tensor::contiguous() const {

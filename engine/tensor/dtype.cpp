@@ -4,24 +4,36 @@ namespace nns {
 
 size_t element_size(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Float32: return 4;
-    case Dtype::Float64: return 8;
-    case Dtype::Float16: return 2;
-    case Dtype::BFloat16: return 2;
-    case Dtype::Int64: return 8;
-    case Dtype::Bool: return 1;
+    case Dtype::Float32:
+      return 4;
+    case Dtype::Float64:
+      return 8;
+    case Dtype::Float16:
+      return 2;
+    case Dtype::BFloat16:
+      return 2;
+    case Dtype::Int64:
+      return 8;
+    case Dtype::Bool:
+      return 1;
   }
   return 0;
 }
 
 std::string dtype_name(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Float32: return "torch.float32";
-    case Dtype::Float64: return "torch.float64";
-    case Dtype::Float16: return "torch.float16";
-    case Dtype::BFloat16: return "torch.bfloat16";
-    case Dtype::Int64: return "torch.int64";
-    case Dtype::Bool: return "torch.bool";
+    case Dtype::Float32:
+      return "torch.float32";
+    case Dtype::Float64:
+      return "torch.float64";
+    case Dtype::Float16:
+      return "torch.float16";
+    case Dtype::BFloat16:
+      return "torch.bfloat16";
+    case Dtype::Int64:
+      return "torch.int64";
+    case Dtype::Bool:
+      return "torch.bool";
   }
   return "torch.unknown";
 }
@@ -39,12 +51,18 @@ bool is_compute_type(Dtype dtype) {
 namespace {
 int promotion_rank(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Bool: return 0;
-    case Dtype::Int64: return 1;
-    case Dtype::Float16: return 2;
-    case Dtype::BFloat16: return 2;
-    case Dtype::Float32: return 3;
-    case Dtype::Float64: return 4;
+    case Dtype::Bool:
+      return 0;
+    case Dtype::Int64:
+      return 1;
+    case Dtype::Float16:
+      return 2;
+    case Dtype::BFloat16:
+      return 2;
+    case Dtype::Float32:
+      return 3;
+    case Dtype::Float64:
+      return 4;
   }
   return 0;
 }

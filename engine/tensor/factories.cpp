@@ -42,8 +42,8 @@ Tensor from_data(const T* data, size_t count, const Shape& shape, const TensorOp
 Tensor empty(const Shape& shape, TensorOptions options) {
   check_shape(shape, "empty");
   const int64_t n = shape_numel(shape);
-  auto storage = Storage::allocate(static_cast<size_t>(n) * element_size(options.dtype()),
-                                   options.device());
+  auto storage =
+      Storage::allocate(static_cast<size_t>(n) * element_size(options.dtype()), options.device());
   auto impl = std::make_shared<TensorImpl>(std::move(storage), shape, contiguous_strides(shape), 0,
                                            options.dtype());
   return finish(Tensor(std::move(impl)), options);
@@ -55,16 +55,22 @@ Tensor full(const Shape& shape, double value, TensorOptions options) {
   return finish(t, options);
 }
 
-Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0, options); }
-Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1, options); }
+Tensor zeros(const Shape& shape, TensorOptions options) {
+  return full(shape, 0, options);
+}
+Tensor ones(const Shape& shape, TensorOptions options) {
+  return full(shape, 1, options);
+}
 
-Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, options); }
+Tensor arange(double end, TensorOptions options) {
+  return arange(0, end, 1, options);
+}
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
   if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) {
-    throw ValueError("arange: step must be nonzero and the bounds finite (got start=" +
-                     std::to_string(start) + ", end=" + std::to_string(end) +
-                     ", step=" + std::to_string(step) + ")");
+    throw ValueError(
+        "arange: step must be nonzero and the bounds finite (got start=" + std::to_string(start) +
+        ", end=" + std::to_string(end) + ", step=" + std::to_string(step) + ")");
   }
   if ((step > 0 && end < start) || (step < 0 && end > start)) {
     throw ValueError("arange: upper bound and larger bound inconsistent with step sign");
@@ -75,9 +81,15 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   return from_data(values.data(), values.size(), {n}, options, kFloat64);
 }
 
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
-Tensor ones_like(const Tensor& t) { return ones(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor empty_like(const Tensor& t) {
+  return empty(t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+}
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+}
+Tensor ones_like(const Tensor& t) {
+  return ones(t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+}
 Tensor full_like(const Tensor& t, double value) {
   return full(t.sizes(), value, TensorOptions(t.dtype()).device(t.device()));
 }
@@ -93,7 +105,8 @@ Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape, TensorO
 }
 Tensor from_vector(const std::vector<bool>& data, const Shape& shape, TensorOptions options) {
   std::vector<uint8_t> bytes(data.begin(), data.end());
-  return from_data(reinterpret_cast<const bool*>(bytes.data()), bytes.size(), shape, options, kBool);
+  return from_data(reinterpret_cast<const bool*>(bytes.data()), bytes.size(), shape, options,
+                   kBool);
 }
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions options) {

@@ -37,10 +37,12 @@ Tensor from_vector(const std::vector<double>& data, const Shape& shape,
                    TensorOptions options = kFloat64);
 Tensor from_vector(const std::vector<int64_t>& data, const Shape& shape,
                    TensorOptions options = kInt64);
-Tensor from_vector(const std::vector<bool>& data, const Shape& shape, TensorOptions options = kBool);
+Tensor from_vector(const std::vector<bool>& data, const Shape& shape,
+                   TensorOptions options = kBool);
 // torch.tensor([...]) and torch.tensor([[...], ...]) for float data (float32 by default).
 Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options = {});
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows,
+              TensorOptions options = {});
 // A zero-dim tensor.
 Tensor scalar_tensor(double value, TensorOptions options = {});
 

@@ -27,7 +27,8 @@ class Storage {
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  Storage(void* data, size_t nbytes, Device device) : data_(data), nbytes_(nbytes), device_(device) {}
+  Storage(void* data, size_t nbytes, Device device)
+      : data_(data), nbytes_(nbytes), device_(device) {}
   void* data_;
   size_t nbytes_;
   Device device_;

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "engine/autograd/autograd.h"
-#include "engine/ops/elementwise.h"
 #include "engine/backend/kernel_types.h"
+#include "engine/ops/elementwise.h"
 #include "engine/tensor/factories.h"
 
 namespace nns {
@@ -49,8 +49,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
 
 TensorImpl& Tensor::checked() const {
   if (!impl_) {
-    throw ValueError("Tensor: this tensor is undefined (default-constructed); give it a value "
-                     "with a factory such as nns::zeros before using it");
+    throw ValueError(
+        "Tensor: this tensor is undefined (default-constructed); give it a value "
+        "with a factory such as nns::zeros before using it");
   }
   return *impl_;
 }
@@ -65,7 +66,9 @@ int64_t Tensor::stride(int64_t dim) const {
   return t.strides[wrap_dim(dim, this->dim(), "stride")];
 }
 
-int64_t Tensor::numel() const { return shape_numel(checked().sizes); }
+int64_t Tensor::numel() const {
+  return shape_numel(checked().sizes);
+}
 
 bool Tensor::is_contiguous() const {
   const TensorImpl& t = checked();
@@ -88,13 +91,21 @@ namespace {
 template <class T>
 constexpr Dtype dtype_of();
 template <>
-constexpr Dtype dtype_of<float>() { return kFloat32; }
+constexpr Dtype dtype_of<float>() {
+  return kFloat32;
+}
 template <>
-constexpr Dtype dtype_of<double>() { return kFloat64; }
+constexpr Dtype dtype_of<double>() {
+  return kFloat64;
+}
 template <>
-constexpr Dtype dtype_of<int64_t>() { return kInt64; }
+constexpr Dtype dtype_of<int64_t>() {
+  return kInt64;
+}
 template <>
-constexpr Dtype dtype_of<bool>() { return kBool; }
+constexpr Dtype dtype_of<bool>() {
+  return kBool;
+}
 }  // namespace
 
 template <class T>
@@ -156,8 +167,10 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
     return *this;
   }
   if (requires_grad && !nns::is_floating_point(t.dtype)) {
-    throw DtypeError("requires_grad_: only tensors of floating point dtype can require "
-                     "gradients, this one is " + dtype_name(t.dtype));
+    throw DtypeError(
+        "requires_grad_: only tensors of floating point dtype can require "
+        "gradients, this one is " +
+        dtype_name(t.dtype));
   }
   if (requires_grad || t.autograd) t.autograd_meta().requires_grad = requires_grad;
   return *this;
@@ -225,7 +238,8 @@ bool Tensor::retains_grad() const {
 
 Tensor Tensor::detach() const {
   const TensorImpl& t = checked();
-  auto impl = std::make_shared<TensorImpl>(t.storage, t.sizes, t.strides, t.storage_offset, t.dtype);
+  auto impl =
+      std::make_shared<TensorImpl>(t.storage, t.sizes, t.strides, t.storage_offset, t.dtype);
   impl->is_view = true;
   return Tensor(std::move(impl));
 }
@@ -238,8 +252,9 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 
 RemovableHandle Tensor::register_hook(TensorHook hook) const {
   if (!requires_grad()) {
-    throw AutogradError("register_hook: cannot register a hook on a tensor that doesn't "
-                        "require gradient; call requires_grad_() on a leaf first");
+    throw AutogradError(
+        "register_hook: cannot register a hook on a tensor that doesn't "
+        "require gradient; call requires_grad_() on a leaf first");
   }
   AutogradMeta& meta = checked().autograd_meta();
   if (!meta.hooks) {
@@ -262,7 +277,9 @@ RemovableHandle Tensor::register_hook(std::function<void(const Tensor&)> hook) c
   }));
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& tensor) { return os << tensor.str(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor) {
+  return os << tensor.str();
+}
 
 // ---- Views for kernels ------------------------------------------------------------------
 

@@ -84,11 +84,20 @@ class TensorImpl {
 class TensorOptions {
  public:
   TensorOptions() = default;
-  TensorOptions(Dtype d) : dtype_(d) {}  // NOLINT: implicit like PyTorch's dtype argument
+  TensorOptions(Dtype d) : dtype_(d) {}    // NOLINT: implicit like PyTorch's dtype argument
   TensorOptions(Device d) : device_(d) {}  // NOLINT
-  TensorOptions& dtype(Dtype d) { dtype_ = d; return *this; }
-  TensorOptions& device(Device d) { device_ = d; return *this; }
-  TensorOptions& requires_grad(bool r) { requires_grad_ = r; return *this; }
+  TensorOptions& dtype(Dtype d) {
+    dtype_ = d;
+    return *this;
+  }
+  TensorOptions& device(Device d) {
+    device_ = d;
+    return *this;
+  }
+  TensorOptions& requires_grad(bool r) {
+    requires_grad_ = r;
+    return *this;
+  }
   Dtype dtype() const { return dtype_; }
   Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }
@@ -114,7 +123,7 @@ class Tensor {
   const Shape& sizes() const { return checked().sizes; }
   const Shape& shape() const { return checked().sizes; }
   const Shape& strides() const { return checked().strides; }
-  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
   int64_t dim() const { return static_cast<int64_t>(checked().sizes.size()); }
   int64_t numel() const;
@@ -161,12 +170,12 @@ class Tensor {
   RemovableHandle register_hook(std::function<void(const Tensor&)> hook) const;
 
   // ---- Views and layout (engine/ops/shape_ops.cpp) ------------------------------------------
-  Tensor view(const Shape& shape) const;       // one size may be -1
-  Tensor reshape(const Shape& shape) const;    // a view when possible, else a copy
+  Tensor view(const Shape& shape) const;     // one size may be -1
+  Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   Tensor unflatten(int64_t dim, const Shape& sizes) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
-  Tensor t() const;                            // 2-D transpose (<= 2 dims)
+  Tensor t() const;  // 2-D transpose (<= 2 dims)
   Tensor permute(const Shape& dims) const;
   Tensor squeeze() const;
   Tensor squeeze(int64_t dim) const;
@@ -176,11 +185,11 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor select(int64_t dim, int64_t index) const;  // x[..., index, ...]; drops dim
   Tensor operator[](int64_t index) const { return select(0, index); }
-  Tensor expand(const Shape& sizes) const;     // -1 keeps a size
+  Tensor expand(const Shape& sizes) const;  // -1 keeps a size
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
-  Tensor contiguous() const;                   // itself when already contiguous
+  Tensor contiguous() const;  // itself when already contiguous
   Tensor clone() const;
-  Tensor to(Dtype dtype) const;                // itself when the dtype already matches
+  Tensor to(Dtype dtype) const;  // itself when the dtype already matches
   Tensor to(Device device) const;
 
   // ---- Arithmetic (engine/ops/elementwise.cpp) -----------------------------------------------

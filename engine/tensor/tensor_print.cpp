@@ -135,8 +135,8 @@ class Formatter {
   int64_t max_width_ = 1;
 };
 
-std::string vector_str(int64_t offset, int64_t n, int64_t stride, int64_t indent,
-                       bool summarize, const Formatter& f) {
+std::string vector_str(int64_t offset, int64_t n, int64_t stride, int64_t indent, bool summarize,
+                       const Formatter& f) {
   const int64_t element_length = f.width() + 2;
   const int64_t per_line = std::max<int64_t>(1, (kLineWidth - indent) / element_length);
   std::vector<std::string> data;
@@ -189,9 +189,8 @@ std::string tensor_str(const Values& v, size_t dim, int64_t offset, int64_t inde
 std::string add_suffixes(std::string text, const std::vector<std::string>& suffixes,
                          int64_t indent) {
   size_t newline = text.rfind('\n');
-  int64_t last_line_len =
-      static_cast<int64_t>(text.size()) -
-      (newline == std::string::npos ? -1 : static_cast<int64_t>(newline)) + 1;
+  int64_t last_line_len = static_cast<int64_t>(text.size()) -
+                          (newline == std::string::npos ? -1 : static_cast<int64_t>(newline)) + 1;
   for (const std::string& suffix : suffixes) {
     const int64_t len = static_cast<int64_t>(suffix.size());
     if (last_line_len + len + 2 > kLineWidth) {
@@ -232,8 +231,12 @@ std::string Tensor::str() const {
     body = "[]";
   } else {
     if (!default_dtype) suffixes.push_back("dtype=" + dtype_name(dt));
-    Values v{dt == kFloat16 || dt == kBFloat16 ? kFloat32 : dt, sizes(), contiguous_strides(sizes()),
-             {}, {}, {}};
+    Values v{dt == kFloat16 || dt == kBFloat16 ? kFloat32 : dt,
+             sizes(),
+             contiguous_strides(sizes()),
+             {},
+             {},
+             {}};
     if (dt == kBool) {
       v.flags = to_vector<bool>();
     } else if (dt == kInt64) {

@@ -8,7 +8,9 @@
 namespace nns {
 namespace {
 
-TensorOptions grad_f64() { return TensorOptions(kFloat64).requires_grad(true); }
+TensorOptions grad_f64() {
+  return TensorOptions(kFloat64).requires_grad(true);
+}
 
 TEST(Autograd, Seed004LeafRulesAndGradients) {
   const auto& fx = test::Fixtures::load("autograd");
@@ -101,8 +103,8 @@ TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
 
 TEST(Autograd, SharedSubgraphSumsGradients) {
   Tensor x = tensor({3.0}, grad_f64());
-  Tensor h = x * x;          // used twice below
-  Tensor y = h * h + h;      // y = x^4 + x^2, dy/dx = 4x^3 + 2x = 114
+  Tensor h = x * x;      // used twice below
+  Tensor y = h * h + h;  // y = x^4 + x^2, dy/dx = 4x^3 + 2x = 114
   y.backward();
   EXPECT_DOUBLE_EQ(x.grad().item(), 114.0);
 }
@@ -192,7 +194,8 @@ TEST(Autograd, HookMayReplaceTheGradientOfALeaf) {
 TEST(Autograd, HookReturningTheWrongShapeIsAnError) {
   Tensor x = tensor({1.0, 2.0}, grad_f64());
   Tensor y = x * 2;
-  RemovableHandle h = y.register_hook(TensorHook([](const Tensor&) { return ones({3}, kFloat64); }));
+  RemovableHandle h =
+      y.register_hook(TensorHook([](const Tensor&) { return ones({3}, kFloat64); }));
   EXPECT_THROW(y.sum().backward(), ShapeError);
 }
 

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "engine/ops/ops.h"
-#include "support/test_util.h"
 #include "support/gradcheck.h"
 #include "support/op_case.h"
+#include "support/test_util.h"
 
 namespace nns {
 namespace {
@@ -23,7 +23,6 @@ Tensor rnd(const Shape& shape) {
 Tensor idx(const std::vector<int64_t>& v) {
   return from_vector(v, {static_cast<int64_t>(v.size())});
 }
-
 
 TEST(Indexing, MatchesPyTorch) {
   using test::check_op_case;

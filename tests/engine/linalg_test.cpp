@@ -6,9 +6,9 @@
 #include <limits>
 
 #include "engine/ops/ops.h"
-#include "support/test_util.h"
 #include "support/gradcheck.h"
 #include "support/op_case.h"
+#include "support/test_util.h"
 
 namespace nns {
 namespace {
@@ -25,8 +25,6 @@ constexpr double kRtol = 1e-5, kAtol = 1e-5;
 Tensor rnd(const Shape& shape) {
   return randn(shape, kFloat64);
 }
-
-
 
 TEST(Linalg, MmValues) {
   Tensor a = tensor({{1, 2, 3}, {4, 5, 6}});

@@ -29,8 +29,16 @@ TEST(ShapeOpsGrad, Views) {
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].select(1, -1).t(); }, {x}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].slice(2, 1, 4, 2); }, {x}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].narrow(1, 1, 2); }, {x}));
-  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].select(0, 1).expand({5, 3, 4}); }, {x}));
-  EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].slice(1, 0, 1).expand({2, 3, 4}); }, {x}));
+  EXPECT_TRUE(gradcheck(
+      [](const Inputs& in) {
+        return in[0].select(0, 1).expand({5, 3, 4});
+      },
+      {x}));
+  EXPECT_TRUE(gradcheck(
+      [](const Inputs& in) {
+        return in[0].slice(1, 0, 1).expand({2, 3, 4});
+      },
+      {x}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].transpose(0, 1).contiguous(); }, {x}));
   EXPECT_TRUE(gradcheck([](const Inputs& in) { return in[0].clone(); }, {x}));
 }

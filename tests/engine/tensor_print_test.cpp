@@ -19,7 +19,9 @@ TEST(TensorPrint, MatchesPyTorchRepr) {
   }
 }
 
-TEST(TensorPrint, UndefinedTensorSaysSo) { EXPECT_EQ(Tensor().str(), "tensor(undefined)"); }
+TEST(TensorPrint, UndefinedTensorSaysSo) {
+  EXPECT_EQ(Tensor().str(), "tensor(undefined)");
+}
 
 }  // namespace
 }  // namespace nns

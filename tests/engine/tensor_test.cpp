@@ -3,15 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "engine/ops/ops.h"
-#include "support/test_util.h"
 #include "support/fixtures.h"
+#include "support/test_util.h"
 
 namespace nns {
 namespace {
 
 using test::error_of;
 using test::values;
-
 
 TEST(TensorFactories, ShapesDtypesAndValues) {
   Tensor z = zeros({2, 3});
@@ -144,12 +143,13 @@ TEST(TensorDtypes, ConversionsMatchPyTorch) {
   EXPECT_TRUE(test::exactly_equal(f32, fx.tensor("to.float32")));
   EXPECT_TRUE(test::exactly_equal(f32.to(kFloat16), fx.tensor("to.float16")));
   EXPECT_TRUE(test::exactly_equal(f32.to(kBFloat16), fx.tensor("to.bfloat16")));
-  EXPECT_TRUE(test::exactly_equal(fx.tensor("source.float64").to_tensor().to(kBool),
-                                  fx.tensor("to.bool")));
+  EXPECT_TRUE(
+      test::exactly_equal(fx.tensor("source.float64").to_tensor().to(kBool), fx.tensor("to.bool")));
   EXPECT_TRUE(test::exactly_equal(fx.tensor("finite.float64").to_tensor().to(kInt64),
                                   fx.tensor("to.int64")));
-  EXPECT_TRUE(test::exactly_equal(from_vector(std::vector<int64_t>{(1LL << 24) + 1, -3, (1LL << 40) + 1}, {3}).to(kFloat32),
-                                  fx.tensor("int64.to.float32")));
+  EXPECT_TRUE(test::exactly_equal(
+      from_vector(std::vector<int64_t>{(1LL << 24) + 1, -3, (1LL << 40) + 1}, {3}).to(kFloat32),
+      fx.tensor("int64.to.float32")));
   EXPECT_EQ(f32.to(kFloat16).element_size(), 2u);
 }
 

@@ -10,7 +10,9 @@
 namespace nns::test {
 
 // The elements of t in row-major order, as doubles.
-inline std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+inline std::vector<double> values(const Tensor& t) {
+  return t.to_vector<double>();
+}
 
 // The message of the error E that fn throws; a test failure if it throws nothing.
 template <class E, class Fn>
