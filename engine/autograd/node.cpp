@@ -50,9 +50,9 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
 SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     : was_defined_(tensor.defined()), is_output_(is_output) {
   if (!tensor.defined()) return;
-  // Keep the data only: saving the tensor with its grad_fn would make a cycle when the
-  // tensor is an output of the node that saves it.
-  data_ = tensor.detach();
+  // An output is kept as data only: with its grad_fn it would own the node that saves it (a
+  // cycle). An input points only at earlier nodes, so the handle itself is kept (cheaper).
+  data_ = is_output ? tensor.detach() : tensor;
   saved_version_ = tensor.version();
   sizes_ = tensor.sizes();
   dtype_ = tensor.dtype();

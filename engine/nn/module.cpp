@@ -596,20 +596,25 @@ Module& Module::requires_grad_(bool requires_grad) {
 }
 
 void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
-  for (const ModulePtr& child : children()) child->convert(fn);
+  // Every tensor is converted before any is changed, so a failure (a device that is not
+  // there) leaves the module as it was.
+  std::vector<std::pair<Tensor, Tensor>> converted;
+  std::unordered_set<const TensorImpl*> seen;
   NoGradGuard no_grad;
-  auto convert_in_place = [&](const Tensor& t) {
-    if (!t.defined()) return;
-    Tensor converted = fn(t);
-    if (!converted.is_same(t)) set_data(t, converted);
+  auto add = [&](const Tensor& t) {
+    if (!t.defined() || !seen.insert(t.impl()).second) return;
+    Tensor c = fn(t);
+    if (!c.is_same(t)) converted.emplace_back(t, std::move(c));
   };
-  for (const auto& item : parameters_) {
-    convert_in_place(item.value());
-    if (item.value().defined()) convert_in_place(item.value().grad());
+  // Parameters (and their grads) keep their handles, as PyTorch's `param.data = ...` does.
+  // Buffers change in place too, where PyTorch replaces them: a C++ module keeps handles to
+  // its buffers in members, which must keep naming the module's buffers.
+  for (const auto& [name, p] : named_parameters("", true, false)) {
+    add(p);
+    add(p.grad());
   }
-  // Buffers change in place too (PyTorch replaces them): a C++ module keeps handles to its
-  // buffers in members, which must keep naming the module's buffers.
-  for (const auto& item : buffers_) convert_in_place(item.value());
+  for (const auto& [name, b] : named_buffers("", true, false)) add(b);
+  for (auto& [target, value] : converted) set_data(target, value);
 }
 
 namespace {

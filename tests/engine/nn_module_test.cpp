@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "engine/backend/dispatch.h"
 #include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "nn_seed_modules.h"
@@ -12,12 +13,18 @@
 namespace nns::test {
 namespace {
 
-const Fixtures& fx() { return Fixtures::load("nn_module"); }
+const Fixtures& fx() {
+  return Fixtures::load("nn_module");
+}
 
 template <class T>
 std::string joined_names(const nn::NamedList<T>& items) {
   std::string out;
-  for (const auto& [name, value] : items) out += (out.empty() ? "" : " ") + name;
+  bool first = true;
+  for (const auto& [name, value] : items) {
+    out += (first ? "" : " ") + name;
+    first = false;
+  }
   return out;
 }
 
@@ -91,8 +98,8 @@ TEST(NnModuleTest, DynamicNetNamesReprAndDtype) {
   EXPECT_EQ(w.dtype(), kFloat64);
   EXPECT_TRUE(w.requires_grad());
   EXPECT_TRUE(w.is_leaf());
-  EXPECT_TRUE(all_close((*dyn)(x.to(kFloat64)).detach(), fx().tensor("dynamicnet.out.f64"), 1e-5,
-                        1e-6));
+  EXPECT_TRUE(
+      all_close((*dyn)(x.to(kFloat64)).detach(), fx().tensor("dynamicnet.out.f64"), 1e-5, 1e-6));
 }
 
 TEST(NnModuleTest, ModalModuleFollowsTrainingFlag) {
@@ -129,7 +136,8 @@ TEST(NnModuleTest, RegistrationChecksNames) {
             std::string::npos);
   EXPECT_THROW(m.register_buffer("x.y", zeros({1})), KeyError);
   EXPECT_THROW(m.register_module("", nullptr), KeyError);
-  const std::string clash = message_of([&] { m.register_parameter("b", nn::Parameter(zeros({1}))); });
+  const std::string clash =
+      message_of([&] { m.register_parameter("b", nn::Parameter(zeros({1}))); });
   EXPECT_NE(clash.find("attribute 'b' already exists as a Buffer"), std::string::npos) << clash;
   EXPECT_THROW(m.register_parameter("c", nn::Parameter(zeros({1}))), KeyError);
   EXPECT_THROW(m.register_buffer("w", zeros({1})), KeyError);
@@ -177,10 +185,13 @@ TEST(NnModuleTest, GetSubmoduleParameterBuffer) {
   EXPECT_NE(missing.find("Net has no attribute `l7`"), std::string::npos) << missing;
   EXPECT_THROW(big->get_submodule("net.l7"), KeyError);
   EXPECT_THROW(big->get_submodule("net.l0.weight"), KeyError);
-  EXPECT_NE(message_of([&] { big->get_submodule("net.l0.weight"); }).find("`weight` is not an nn.Module"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { big->get_submodule("net.l0.weight"); }).find("`weight` is not an nn.Module"),
+      std::string::npos);
   EXPECT_THROW(big->get_parameter("net.l0.nope"), KeyError);
-  EXPECT_NE(message_of([&] { big->get_parameter("net.l0.nope"); }).find("MyLinear has no attribute `nope`"),
+  EXPECT_NE(message_of([&] {
+              big->get_parameter("net.l0.nope");
+            }).find("MyLinear has no attribute `nope`"),
             std::string::npos);
   EXPECT_THROW(big->get_parameter("net.l0"), KeyError);
 
@@ -212,8 +223,8 @@ TEST(NnModuleTest, SharedModulesAndTiedParametersAppearOnce) {
 }
 
 TEST(NnModuleTest, ApplyVisitsChildrenFirst) {
-  auto net = std::make_shared<nn::Sequential>(
-      std::vector<nn::ModulePtr>{std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Linear>(2, 2)});
+  auto net = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+      std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Linear>(2, 2)});
   std::vector<std::string> seen;
   nn::Module& result = net->apply([&](nn::Module& m) {
     seen.push_back(m.repr());
@@ -290,6 +301,17 @@ TEST(NnModuleTest, ToKeepsParameterObjectsAndSkipsIntegerBuffers) {
   EXPECT_EQ(p.dtype(), kFloat32);
 }
 
+TEST(NnModuleTest, MoveToAMissingDeviceChangesNothing) {
+  if (device_available(Device(DeviceType::CUDA, 0))) GTEST_SKIP() << "a CUDA device is present";
+  auto net = std::make_shared<Net>();
+  Tensor w = net->l0->weight;
+  const std::vector<float> before = w.to_vector<float>();
+  EXPECT_THROW(net->cuda(), DeviceError);
+  EXPECT_TRUE(w.device().is_cpu());
+  EXPECT_EQ(w.to_vector<float>(), before);
+  EXPECT_EQ(w.dtype(), kFloat32);
+}
+
 TEST(NnModuleTest, NameComesFromTheClass) {
   EXPECT_EQ(Net().name(), "Net");
   EXPECT_EQ(nn::Linear(1, 1).name(), "Linear");
@@ -303,6 +325,7 @@ TEST(NnModuleTest, MultiTensorForward) {
   struct AddMul : nn::Module {
     using Module::forward;
     std::vector<Tensor> forward(const std::vector<Tensor>& in) override {
+      if (in.size() == 1) return {in[0], in[0]};
       return {in[0] + in[1], in[0] * in[1]};
     }
   };
@@ -311,7 +334,10 @@ TEST(NnModuleTest, MultiTensorForward) {
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].item(), 5.0);
   EXPECT_EQ(out[1].item(), 6.0);
-  EXPECT_THROW((*m)(tensor({1.0})), Error);
+  // The single-tensor call needs exactly one output.
+  EXPECT_THROW((*m)(tensor({1.0})), ValueError);
+  // A module that overrides only the single-tensor forward takes exactly one input.
+  EXPECT_THROW((*std::make_shared<nn::ReLU>())({tensor({1.0}), tensor({2.0})}), ValueError);
 }
 
 }  // namespace

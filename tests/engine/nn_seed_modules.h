@@ -48,9 +48,9 @@ struct DynamicNet : nn::Module {
     linears = register_module("linears", std::make_shared<nn::ModuleList>());
     for (int i = 0; i < num_layers; ++i) linears->append(std::make_shared<MyLinear>(4, 4));
     activations = register_module(
-        "activations", std::make_shared<nn::ModuleDict>(nn::NamedList<nn::ModulePtr>{
-                           {"relu", std::make_shared<nn::ReLU>()},
-                           {"lrelu", std::make_shared<nn::LeakyReLU>()}}));
+        "activations",
+        std::make_shared<nn::ModuleDict>(nn::NamedList<nn::ModulePtr>{
+            {"relu", std::make_shared<nn::ReLU>()}, {"lrelu", std::make_shared<nn::LeakyReLU>()}}));
     final = register_module("final", std::make_shared<MyLinear>(4, 1));
   }
   using Module::forward;
