@@ -10,7 +10,9 @@
 //   net->append(std::make_shared<nns::nn::Linear>(3, 1));
 //   nns::Tensor y = (*net)(x);   // Linear -> ReLU -> Linear
 //   (*net)[-1];                  // the last Linear
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>

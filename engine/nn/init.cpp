@@ -1,5 +1,6 @@
 #include "engine/nn/init.h"
 
+#include <Eigen/Dense>
 #include <cmath>
 
 #include "engine/autograd/grad_mode.h"
@@ -8,6 +9,8 @@
 namespace nns::nn::init {
 
 namespace {
+thread_local bool skipping = false;
+
 int64_t correct_fan(const Tensor& tensor, const std::string& mode) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   if (mode == "fan_in") return fan_in;
@@ -49,16 +52,19 @@ Tensor& ones_(Tensor& tensor) {
 }
 
 Tensor& constant_(Tensor& tensor, double value) {
+  if (SkipInitGuard::active()) return tensor;
   NoGradGuard no_grad;
   return tensor.fill_(value);
 }
 
 Tensor& uniform_(Tensor& tensor, double a, double b, Generator* generator) {
+  if (SkipInitGuard::active()) return tensor;
   NoGradGuard no_grad;
   return nns::uniform_(tensor, a, b, generator);
 }
 
 Tensor& normal_(Tensor& tensor, double mean, double std, Generator* generator) {
+  if (SkipInitGuard::active()) return tensor;
   NoGradGuard no_grad;
   return nns::normal_(tensor, mean, std, generator);
 }
@@ -89,6 +95,57 @@ Tensor& kaiming_normal_(Tensor& tensor, double a, const std::string& mode,
   const double std =
       calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(correct_fan(tensor, mode)));
   return init::normal_(tensor, 0, std, generator);
+}
+
+Tensor& orthogonal_(Tensor& tensor, double gain, Generator* generator) {
+  if (tensor.dim() < 2) {
+    throw ShapeError(
+        "orthogonal_: only tensors with 2 or more dimensions are supported, got "
+        "shape " +
+        shape_str(tensor.sizes()));
+  }
+  if (tensor.numel() == 0 || SkipInitGuard::active()) return tensor;
+  const int64_t rows = tensor.size(0);
+  const int64_t cols = tensor.numel() / rows;
+  Tensor flat = empty({rows, cols}, TensorOptions(tensor.dtype()).device(tensor.device()));
+  nns::normal_(flat, 0, 1, generator);
+  // Q of the QR decomposition of the tall orientation, with the signs of R's diagonal moved
+  // into Q so that the result is uniformly distributed (as PyTorch does).
+  const bool wide = rows < cols;
+  const int64_t m = wide ? cols : rows, n = wide ? rows : cols;
+  const std::vector<double> values = flat.to_vector<double>();
+  Eigen::MatrixXd a(m, n);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      (wide ? a(j, i) : a(i, j)) = values[static_cast<size_t>(i * cols + j)];
+    }
+  }
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(a);
+  Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(m, n);
+  const Eigen::MatrixXd r = qr.matrixQR().topRows(n).triangularView<Eigen::Upper>();
+  for (int64_t j = 0; j < n; ++j) {
+    const double d = r(j, j);
+    q.col(j) *= d > 0 ? 1.0 : (d < 0 ? -1.0 : 0.0);
+  }
+  std::vector<double> out(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      out[static_cast<size_t>(i * cols + j)] = (wide ? q(j, i) : q(i, j)) * gain;
+    }
+  }
+  NoGradGuard no_grad;
+  tensor.copy_(from_vector(out, {rows, cols}).view(tensor.sizes()));
+  return tensor;
+}
+
+SkipInitGuard::SkipInitGuard() : previous_(skipping) {
+  skipping = true;
+}
+SkipInitGuard::~SkipInitGuard() {
+  skipping = previous_;
+}
+bool SkipInitGuard::active() {
+  return skipping;
 }
 
 }  // namespace nns::nn::init

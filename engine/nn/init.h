@@ -4,6 +4,7 @@
 //
 //   nns::manual_seed(0);
 //   nns::nn::init::kaiming_uniform_(linear->weight, std::sqrt(5.0));
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -33,5 +34,37 @@ Tensor& kaiming_uniform_(Tensor& tensor, double a = 0, const std::string& mode =
 Tensor& kaiming_normal_(Tensor& tensor, double a = 0, const std::string& mode = "fan_in",
                         const std::string& nonlinearity = "leaky_relu",
                         Generator* generator = nullptr);
+// A (semi-)orthogonal matrix from the QR decomposition of a normal one, times gain; tensors of
+// more than 2 dims are seen as [size(0), rest].
+Tensor& orthogonal_(Tensor& tensor, double gain = 1, Generator* generator = nullptr);
+
+// While one is alive (on this thread), the initializers above leave tensors untouched and draw
+// no random numbers: what skip_init uses.
+class SkipInitGuard {
+ public:
+  SkipInitGuard();
+  ~SkipInitGuard();
+  SkipInitGuard(const SkipInitGuard&) = delete;
+  SkipInitGuard& operator=(const SkipInitGuard&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
 
 }  // namespace nns::nn::init
+
+namespace nns::nn {
+
+// torch.nn.utils.skip_init: makes a module without running its parameter initialization
+// (the parameters hold whatever empty() gave), for a custom init afterwards.
+//
+//   auto m = nns::nn::skip_init<nns::nn::Linear>(5, 3);
+//   nns::nn::init::orthogonal_(m->weight);
+template <class M, class... Args>
+std::shared_ptr<M> skip_init(Args&&... args) {
+  init::SkipInitGuard guard;
+  return std::make_shared<M>(std::forward<Args>(args)...);
+}
+
+}  // namespace nns::nn

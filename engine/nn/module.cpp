@@ -150,9 +150,7 @@ struct BackwardHookState {
       throw AutogradError(
           std::string(what) + " of " + module->name() + " returned an invalid number of " + kind +
           ", got " + std::to_string(got.size()) + ", but expected " + std::to_string(expected) +
-          "; return one gradient (or an undefined "
-          "tensor) per " +
-          per + " of the module");
+          "; return one gradient (or an undefined tensor) per " + per + " of the module");
     }
   }
   void check_shapes(const std::vector<Tensor>& got, const std::vector<Tensor>& before,

@@ -104,3 +104,144 @@ TEST(NnLayersTest, InitFunctions) {
 
 }  // namespace
 }  // namespace nns::test
+
+namespace nns::test {
+namespace {
+
+TEST(NnLayersTest, Conv2dInitForwardAndRepr) {
+  manual_seed(0);
+  nn::Conv2dOptions options;
+  options.in_channels = 2;
+  options.out_channels = 3;
+  options.kernel_size = {3, 3};
+  options.padding = {1, 1};
+  auto conv = std::make_shared<nn::Conv2d>(options);
+  Tensor x = randn({2, 2, 5, 5});
+  EXPECT_TRUE(exactly_equal(conv->weight.detach(), fx().tensor("conv.weight")));
+  EXPECT_TRUE(exactly_equal(conv->bias.detach(), fx().tensor("conv.bias")));
+  EXPECT_TRUE(exactly_equal(x, fx().tensor("conv.x")));
+  EXPECT_TRUE(all_close((*conv)(x).detach(), fx().tensor("conv.out"), 1e-5, 1e-6));
+
+  nn::Conv2dOptions odd;
+  odd.in_channels = 4;
+  odd.out_channels = 4;
+  odd.kernel_size = {3, 1};
+  odd.stride = {2, 2};
+  odd.dilation = {2, 2};
+  odd.groups = 2;
+  odd.bias = false;
+  const std::string reprs =
+      conv->repr() + "\n" + nn::Conv2d(1, 6, {5, 5}).repr() + "\n" + nn::Conv2d(odd).repr();
+  EXPECT_EQ(reprs, fx().string("conv.repr"));
+  odd.groups = 3;
+  EXPECT_THROW(nn::Conv2d{odd}, ValueError);
+}
+
+TEST(NnLayersTest, BatchNormRunningStatsAndEval) {
+  manual_seed(0);
+  auto bn = std::make_shared<nn::BatchNorm2d>(3);
+  Tensor x1 = randn({4, 3, 2, 2});
+  Tensor x2 = randn({4, 3, 2, 2});
+  EXPECT_TRUE(exactly_equal(x2, fx().tensor("bn2d.x2")));
+  EXPECT_TRUE(all_close((*bn)(x1).detach(), fx().tensor("bn2d.train1"), 1e-5, 1e-6));
+  (*bn)(x2);
+  EXPECT_TRUE(all_close(bn->running_mean, fx().tensor("bn2d.running_mean"), 1e-5, 1e-7));
+  EXPECT_TRUE(all_close(bn->running_var, fx().tensor("bn2d.running_var"), 1e-5, 1e-7));
+  EXPECT_TRUE(exactly_equal(bn->num_batches_tracked, fx().tensor("bn2d.num_batches_tracked")));
+  bn->eval();
+  EXPECT_TRUE(all_close((*bn)(x1).detach(), fx().tensor("bn2d.eval"), 1e-5, 1e-6));
+  std::string keys;
+  for (const std::string& k : bn->state_dict().keys()) keys += (keys.empty() ? "" : " ") + k;
+  EXPECT_EQ(keys, fx().string("bn2d.keys"));
+
+  // The int64 counter stays int64 when the module changes dtype.
+  bn->double_();
+  EXPECT_EQ(bn->running_mean.dtype(), kFloat64);
+  EXPECT_EQ(bn->num_batches_tracked.dtype(), kInt64);
+  EXPECT_THROW((*bn)(zeros({4, 3})), ShapeError);
+
+  nn::BatchNormOptions cma_options{3};
+  cma_options.momentum = std::nullopt;
+  auto cma = std::make_shared<nn::BatchNorm1d>(cma_options);
+  (*cma)(x1.select(3, 0).select(2, 0));
+  (*cma)(x2.select(3, 0).select(2, 0));
+  EXPECT_TRUE(all_close(cma->running_mean, fx().tensor("bn1d.cma.running_mean"), 1e-5, 1e-7));
+  EXPECT_THROW((*cma)(zeros({2, 3, 4, 5})), ShapeError);
+
+  nn::BatchNormOptions plain{5};
+  plain.eps = 1e-3;
+  plain.affine = false;
+  plain.track_running_stats = false;
+  auto untracked = std::make_shared<nn::BatchNorm1d>(plain);
+  EXPECT_EQ(bn->repr() + "\n" + cma->repr() + "\n" + untracked->repr(), fx().string("bn.repr"));
+  EXPECT_TRUE(untracked->state_dict().empty());
+  untracked->eval();
+  EXPECT_EQ((*untracked)(randn({4, 5})).sizes(), (Shape{4, 5}));
+}
+
+TEST(NnLayersTest, BatchNormDtypeOption) {
+  nn::BatchNormOptions options{3};
+  options.dtype = kFloat16;
+  nn::BatchNorm2d bn(options);
+  EXPECT_EQ(bn.running_mean.dtype(), kFloat16);
+  EXPECT_EQ(bn.weight.dtype(), kFloat16);
+  EXPECT_EQ(bn.num_batches_tracked.dtype(), kInt64);
+}
+
+TEST(NnLayersTest, OrthogonalAndSkipInit) {
+  manual_seed(0);
+  Tensor w = empty({3, 5});
+  nn::init::orthogonal_(w);
+  EXPECT_TRUE(all_close(w, fx().tensor("orthogonal.3x5"), 1e-4, 1e-5));
+  Tensor v = empty({4, 2});
+  nn::init::orthogonal_(v, 2.0);
+  EXPECT_TRUE(all_close(v, fx().tensor("orthogonal.4x2.gain2"), 1e-4, 1e-5));
+  Tensor vector = empty({3});
+  EXPECT_THROW(nn::init::orthogonal_(vector), ShapeError);
+
+  manual_seed(0);
+  auto m = nn::skip_init<nn::Linear>(5, 3);
+  EXPECT_EQ(m->weight.sizes(), (Shape{3, 5}));
+  EXPECT_TRUE(m->weight.requires_grad());
+  EXPECT_TRUE(exactly_equal(randn({3}), fx().tensor("skip_init.next_randn")));
+  EXPECT_FALSE(nn::init::SkipInitGuard::active());
+  nn::init::orthogonal_(m->weight);
+  EXPECT_EQ(m->weight.sizes(), (Shape{3, 5}));
+}
+
+}  // namespace
+}  // namespace nns::test
+
+namespace nns::test {
+namespace {
+
+TEST(NnLayersTest, InitDrawsLikePyTorch) {
+  manual_seed(0);
+  Tensor a = empty({4, 6});
+  EXPECT_TRUE(
+      all_close(nn::init::xavier_normal_(a), fx().tensor("init.xavier_normal"), 1e-6, 1e-7));
+  Tensor b = empty({3, 4});
+  EXPECT_TRUE(all_close(nn::init::xavier_uniform_(b, 0.5), fx().tensor("init.xavier_uniform.gain"),
+                        1e-6, 1e-7));
+  Tensor c = empty({5, 3});
+  EXPECT_TRUE(all_close(nn::init::kaiming_normal_(c, 0, "fan_out", "relu"),
+                        fx().tensor("init.kaiming_normal"), 1e-6, 1e-7));
+  Tensor d = empty({2, 3, 2, 2});
+  EXPECT_TRUE(
+      all_close(nn::init::kaiming_uniform_(d), fx().tensor("init.kaiming_uniform"), 1e-6, 1e-7));
+  Tensor e = empty({20});
+  EXPECT_TRUE(all_close(nn::init::normal_(e, 1.0, 0.5), fx().tensor("init.normal"), 1e-6, 1e-7));
+  EXPECT_THROW(nn::init::kaiming_uniform_(d, 0, "fan_middle"), ValueError);
+
+  nn::LinearOptions options{5, 3};
+  options.dtype = kFloat16;
+  nn::Linear half(options);
+  // Within one float16 step: nns::uniform_ rounds float16 draws differently from PyTorch's
+  // kernel (which rounds the bounds to float16 first) in a few elements.
+  EXPECT_EQ(half.weight.dtype(), kFloat16);
+  EXPECT_TRUE(all_close(half.weight.detach(), fx().tensor("init.linear_half.weight"), 1e-3, 0));
+  EXPECT_TRUE(all_close(half.bias.detach(), fx().tensor("init.linear_half.bias"), 1e-3, 0));
+}
+
+}  // namespace
+}  // namespace nns::test

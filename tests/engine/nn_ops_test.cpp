@@ -245,6 +245,13 @@ TEST(Dropout, IdentityCasesAndErrors) {
   }
   EXPECT_THROW(dropout(x, 1.5), ValueError);
   EXPECT_THROW(dropout(x, -0.1), ValueError);
+  // The same seed draws the same mask on every evaluation, so finite differences apply.
+  EXPECT_TRUE(gradcheck(
+      [](const Inputs& in) {
+        Generator seeded(5);
+        return dropout(in[0], 0.3, true, &seeded);
+      },
+      {rnd({4, 5})}));
 }
 
 // The running statistics of a batch_norm case, made from the fixture and checked after.
