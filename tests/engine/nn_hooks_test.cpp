@@ -150,6 +150,35 @@ TEST(NnHooksTest, CallOrderGlobalFirstAndPrepend) {
   EXPECT_EQ(log, (std::vector<std::string>{"pre0", "pre1", "fwd0", "fwd1"}));
 }
 
+TEST(NnHooksTest, BackwardHooksRunInOrderWithPrepend) {
+  auto m = std::make_shared<nn::Identity>();
+  std::vector<std::string> log;
+  auto hook = [&log](std::string tag) {
+    return [&log, tag](nn::Module&, const Grads& gi, const Grads&) -> std::optional<Grads> {
+      log.push_back(tag);
+      return Grads{gi[0] * 2.0};  // each hook sees the previous one's result
+    };
+  };
+  m->register_full_backward_hook(hook("b"));
+  m->register_full_backward_hook(hook("a"), /*prepend=*/true);
+  Tensor x = tensor({1.0}, TensorOptions().requires_grad(true));
+  (*m)(x).sum().backward();
+  EXPECT_EQ(log, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(x.grad().item(), 4.0);
+}
+
+TEST(NnHooksTest, GlobalPreHookChangesEveryModulesInput) {
+  RemovableHandle g = nn::register_module_forward_pre_hook(
+      [](nn::Module&, const Grads& in) -> std::optional<Grads> { return Grads{in[0] * 10.0}; });
+  auto seq = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+      std::make_shared<nn::Identity>(), std::make_shared<nn::Identity>()});
+  // The Sequential and both children each scale by 10.
+  const double out = (*seq)(tensor({1.0})).item();
+  g.remove();
+  EXPECT_EQ(out, 1000.0);
+  EXPECT_EQ((*seq)(tensor({1.0})).item(), 1.0);
+}
+
 TEST(NnHooksTest, AlwaysCallHookRunsWhenForwardThrows) {
   struct Failing : nn::Module {
     using Module::forward;

@@ -312,6 +312,22 @@ TEST(NnModuleTest, MoveToAMissingDeviceChangesNothing) {
   EXPECT_EQ(w.dtype(), kFloat32);
 }
 
+TEST(NnModuleTest, ToDeviceAndDtypeTogether) {
+  auto net = std::make_shared<Net>();
+  Tensor w = net->l1->weight;
+  net->to(kCPU, kFloat64);
+  EXPECT_EQ(w.dtype(), kFloat64);
+  EXPECT_TRUE(w.device().is_cpu());
+  EXPECT_THROW(net->to(kCPU, kBool), DtypeError);
+  EXPECT_EQ(w.dtype(), kFloat64);
+}
+
+TEST(NnModuleTest, ModuleCannotBeItsOwnChild) {
+  auto m = std::make_shared<nn::Module>("Loop");
+  EXPECT_THROW(m->register_module("self", m), ValueError);
+  EXPECT_TRUE(m->named_children().empty());
+}
+
 TEST(NnModuleTest, NameComesFromTheClass) {
   EXPECT_EQ(Net().name(), "Net");
   EXPECT_EQ(nn::Linear(1, 1).name(), "Linear");
