@@ -13,6 +13,8 @@
 #include <string>
 #include <type_traits>
 
+#include <Eigen/Core>
+
 #include "engine/autograd/grad_mode.h"
 #include "engine/backend/dispatch.h"
 #include "engine/backend/kernel_types.h"
@@ -54,6 +56,18 @@ int mantissa_digits(Dtype dtype) {
       return 8;
     default:
       return 24;
+  }
+}
+
+// v rounded to a float16/bfloat16 tensor's type (unchanged for float32).
+float round_to(Dtype dtype, float v) {
+  switch (dtype) {
+    case Dtype::Float16:
+      return static_cast<float>(Eigen::half(v));
+    case Dtype::BFloat16:
+      return static_cast<float>(Eigen::bfloat16(v));
+    default:
+      return v;
   }
 }
 
@@ -267,9 +281,11 @@ Tensor& uniform_(Tensor& t, double from, double to, Generator* generator) {
       for (int64_t i = 0; i < n; ++i) out[i] = std::fma(uniform_double(g), to - from, from);
     });
   } else {
+    // PyTorch casts from and to to the tensor's type and subtracts them in it (c10::Half
+    // arithmetic rounds its result to half), then draws in float.
     const int digits = mantissa_digits(t.dtype());
-    const float lo = static_cast<float>(from);
-    const float span = static_cast<float>(to) - lo;
+    const float lo = round_to(t.dtype(), static_cast<float>(from));
+    const float span = round_to(t.dtype(), round_to(t.dtype(), static_cast<float>(to)) - lo);
     fill_in_memory_order<float>(t, "uniform_", [&](float* out, int64_t n) {
       for (int64_t i = 0; i < n; ++i) out[i] = std::fma(uniform_float(g, digits), span, lo);
     });

@@ -236,11 +236,13 @@ TEST(NnLayersTest, InitDrawsLikePyTorch) {
   nn::LinearOptions options{5, 3};
   options.dtype = kFloat16;
   nn::Linear half(options);
-  // Within one float16 step: nns::uniform_ rounds float16 draws differently from PyTorch's
-  // kernel (which rounds the bounds to float16 first) in a few elements.
   EXPECT_EQ(half.weight.dtype(), kFloat16);
-  EXPECT_TRUE(all_close(half.weight.detach(), fx().tensor("init.linear_half.weight"), 1e-3, 0));
-  EXPECT_TRUE(all_close(half.bias.detach(), fx().tensor("init.linear_half.bias"), 1e-3, 0));
+  EXPECT_TRUE(exactly_equal(half.weight.detach(), fx().tensor("init.linear_half.weight")));
+  EXPECT_TRUE(exactly_equal(half.bias.detach(), fx().tensor("init.linear_half.bias")));
+  options.dtype = kBFloat16;
+  nn::Linear bf16(options);
+  EXPECT_TRUE(exactly_equal(bf16.weight.detach(), fx().tensor("init.linear_bf16.weight")));
+  EXPECT_TRUE(exactly_equal(bf16.bias.detach(), fx().tensor("init.linear_bf16.bias")));
 }
 
 }  // namespace

@@ -1,0 +1,112 @@
+#include "engine/optim/sgd.h"
+
+#include <sstream>
+
+#include "engine/autograd/grad_mode.h"
+#include "engine/tensor/error.h"
+
+namespace nns::optim {
+
+namespace {
+
+// PyTorch's checks and words (torch/optim/sgd.py).
+void check_options(const SGDOptions& o) {
+  auto fail = [](const char* what, double value) {
+    std::ostringstream msg;
+    msg << "SGD: Invalid " << what << ": " << value << " (it must not be negative)";
+    throw ValueError(msg.str());
+  };
+  if (o.lr < 0.0) fail("learning rate", o.lr);
+  if (o.momentum < 0.0) fail("momentum value", o.momentum);
+  if (o.weight_decay < 0.0) fail("weight_decay value", o.weight_decay);
+  if (o.nesterov && (o.momentum <= 0.0 || o.dampening != 0.0)) {
+    std::ostringstream msg;
+    msg << "SGD: Nesterov momentum requires a momentum and zero dampening (got momentum="
+        << o.momentum << ", dampening=" << o.dampening << ")";
+    throw ValueError(msg.str());
+  }
+}
+
+const SGDOptions& sgd_options(const ParamGroup& group) {
+  const auto* options = dynamic_cast<const SGDOptions*>(&group.options());
+  if (options == nullptr) {
+    throw ValueError(
+        "SGD: a parameter group has options of another optimizer; give it "
+        "SGDOptions or none (the defaults)");
+  }
+  return *options;
+}
+
+std::vector<ParamGroup> checked(std::vector<ParamGroup> groups) {
+  for (const ParamGroup& group : groups) {
+    if (group.has_options()) check_options(sgd_options(group));
+  }
+  return groups;
+}
+
+const SGDOptions& checked(const SGDOptions& defaults) {
+  check_options(defaults);
+  return defaults;
+}
+
+}  // namespace
+
+OptionList SGDOptions::items() const {
+  return {{"lr", lr},
+          {"momentum", momentum},
+          {"dampening", dampening},
+          {"weight_decay", weight_decay},
+          {"nesterov", nesterov},
+          {"maximize", maximize}};
+}
+
+void SGDOptions::set(const std::string& name, const OptionValue& value) {
+  if (name == "lr") {
+    lr = option_number(name, value);
+  } else if (name == "momentum") {
+    momentum = option_number(name, value);
+  } else if (name == "dampening") {
+    dampening = option_number(name, value);
+  } else if (name == "weight_decay") {
+    weight_decay = option_number(name, value);
+  } else if (name == "nesterov") {
+    nesterov = option_flag(name, value);
+  } else if (name == "maximize") {
+    maximize = option_flag(name, value);
+  } else {
+    throw KeyError("SGD has no option '" + name +
+                   "' (it has lr, momentum, dampening, weight_decay, nesterov, maximize)");
+  }
+}
+
+SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults)
+    : Optimizer(checked(std::move(groups)), checked(defaults).clone()) {}
+
+void SGD::step() {
+  // Groups added or edited after construction are checked before anything changes.
+  for (const ParamGroup& group : param_groups()) check_options(sgd_options(group));
+  NoGradGuard no_grad;
+  for (const ParamGroup& group : param_groups()) {
+    const SGDOptions& o = sgd_options(group);
+    for (const Tensor& p : group.params) {
+      Tensor d_p = p.grad();
+      if (!d_p.defined()) continue;
+      if (o.maximize) d_p = d_p.neg();
+      if (o.weight_decay != 0.0) d_p = d_p.add(p, o.weight_decay);
+      if (o.momentum != 0.0) {
+        ParamState& st = state(p);
+        Tensor* buf = st.find("momentum_buffer");
+        if (buf == nullptr) {
+          buf = &st.insert("momentum_buffer", d_p.clone());
+        } else {
+          buf->mul_(o.momentum).add_(d_p, 1.0 - o.dampening);
+        }
+        d_p = o.nesterov ? d_p.add(*buf, o.momentum) : *buf;
+      }
+      Tensor param = p;
+      param.add_(d_p, -o.lr);
+    }
+  }
+}
+
+}  // namespace nns::optim
