@@ -112,7 +112,7 @@ Options parse_options(const std::string& command, const std::vector<OptionSpec>&
     if (spec->value_name.empty()) {
       if (eq != std::string::npos)
         throw UsageError(command + ": --" + name + " takes no value", command);
-      values[name] = std::string(1, '1');  // not = "1": GCC 12 false -Wrestrict
+      values[name] = "1";
     } else if (eq != std::string::npos) {
       values[name] = arg.substr(eq + 1);
     } else if (i + 1 < args.size()) {
