@@ -426,19 +426,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_operands(x, weight, "linear", "input", "weight");
-  if (weight.dim() != 2) {
-    throw ShapeError("linear: weight must be 2-D [out_features, in_features], but got " +
-                     shape_str(weight.sizes()));
-  }
-  if (x.dim() == 0 || x.size(-1) != weight.size(1)) {
+  // A 1-D weight [in_features] is PyTorch's single-output form (x @ w, a dot for 1-D x).
+  if (weight.dim() != 2 && weight.dim() != 1) {
     throw ShapeError(
-        "linear: input of shape " + shape_str(x.sizes()) + " does not fit weight of shape " +
-        shape_str(weight.sizes()) +
-        ": the input's last dim must be in_features = " + std::to_string(weight.size(1)));
+        "linear: weight must be 2-D [out_features, in_features] (or 1-D "
+        "[in_features]), but got " +
+        shape_str(weight.sizes()));
+  }
+  const int64_t in_features = weight.size(-1);
+  if (x.dim() == 0 || x.size(-1) != in_features) {
+    throw ShapeError("linear: input of shape " + shape_str(x.sizes()) +
+                     " does not fit weight of shape " + shape_str(weight.sizes()) +
+                     ": the input's last dim must be in_features = " + std::to_string(in_features));
   }
   if (bias.defined()) {
     check_operands(bias, weight, "linear", "bias", "weight");
-    const int64_t out_features = weight.size(0);
+    const int64_t out_features = weight.dim() == 2 ? weight.size(0) : 1;
     if (bias.dim() > 1 || (bias.dim() == 1 && bias.size(0) != out_features && bias.size(0) != 1)) {
       throw ShapeError("linear: bias of shape " + shape_str(bias.sizes()) +
                        " does not fit weight of shape " + shape_str(weight.sizes()) +

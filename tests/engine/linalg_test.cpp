@@ -238,7 +238,16 @@ TEST(Linalg, ShapeErrorsNameTheOpAndShapes) {
       << msg;
   msg = error_of<ShapeError>([] { linear(ones({2, 4}), ones({3, 4}), ones({5})); });
   EXPECT_NE(msg.find("bias of shape [5]"), std::string::npos) << msg;
-  EXPECT_THROW(linear(ones({2, 4}), ones({4})), ShapeError);
+  EXPECT_THROW(linear(ones({2, 4}), ones({2, 2, 4})), ShapeError);
+}
+
+// A 1-D weight is PyTorch's single-output linear: x @ w (MvBackward0 for a 2-D input).
+TEST(Linalg, LinearWithOneDimensionalWeight) {
+  Tensor x = ones({2, 4}).requires_grad_(true);
+  Tensor y = linear(x, ones({4}));
+  EXPECT_EQ(y.sizes(), (Shape{2}));
+  EXPECT_EQ(values(y), (std::vector<double>{4, 4}));
+  EXPECT_EQ(y.grad_fn()->name(), "MvBackward0");
 }
 
 TEST(Linalg, DtypeErrors) {

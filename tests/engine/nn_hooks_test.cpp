@@ -80,11 +80,10 @@ TEST_F(HookExample, BackwardHookReturning42s) {
 TEST(NnHooksTest, SeedTwoLayerHooksSeeInputsAndGradients) {
   auto fc1 = std::make_shared<nn::Linear>(1, 2, false);
   auto fc2 = std::make_shared<nn::Linear>(2, 1, false);
-  {
-    NoGradGuard no_grad;
-    fc1->weight.fill_(2.0);
-    fc2->weight.fill_(2.0);
-  }
+  // As the seed does: fc1.weight = Parameter([[2.], [2.]]); fc2.weight = Parameter([2., 2.]).
+  fc1->weight = fc1->register_parameter(
+      "weight", nn::Parameter(from_vector(std::vector<float>{2, 2}, {2, 1})));
+  fc2->weight = fc2->register_parameter("weight", nn::Parameter(tensor({2.0, 2.0})));
   auto model = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{fc1, fc2});
   struct Event {
     std::string tag;
@@ -106,7 +105,9 @@ TEST(NnHooksTest, SeedTwoLayerHooksSeeInputsAndGradients) {
         }));
   }
   Tensor x = tensor({2.0}, TensorOptions().requires_grad(true));
-  (*model)(x).sum().backward();
+  Tensor out = (*model)(x);
+  EXPECT_EQ(out.str(), fx().string("twolayer.out.repr"));
+  out.backward();
   std::string order;
   for (const Event& e : events) order += (order.empty() ? "" : " ") + e.tag;
   EXPECT_EQ(order, fx().string("twolayer.order"));
