@@ -62,7 +62,7 @@ decltype(auto) dispatch_arithmetic(Dtype dtype, const char* op, Fn&& fn, bool al
       if (allow_bool) return fn(bool{});
       [[fallthrough]];
     default:
-      throw DtypeError(std::string(op) + ": not implemented for " + dtype_name(dtype) +
+      throw DtypeError(std::string(op) + ": does not support " + dtype_name(dtype) +
                        " tensors; convert with .to(nns::kFloat32) first");
   }
 }

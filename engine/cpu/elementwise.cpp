@@ -451,7 +451,7 @@ void binary_typed(BinaryOp op, const TensorView& out, const TensorView& a, const
     }
   }
   throw DtypeError("elementwise: binary op " + std::to_string(static_cast<int>(op)) +
-                   " is not implemented for " + dtype_name(out.dtype));
+                   " does not support " + dtype_name(out.dtype));
 }
 
 void binary(BinaryOp op, const TensorView& out, const TensorView& a, const TensorView& b,
@@ -555,7 +555,7 @@ void unary_typed(UnaryOp op, const TensorView& out, const TensorView& a, double 
     }
   }
   throw DtypeError("elementwise: unary op " + std::to_string(static_cast<int>(op)) +
-                   " is not implemented for " + dtype_name(out.dtype));
+                   " does not support " + dtype_name(out.dtype));
 }
 
 void unary(UnaryOp op, const TensorView& out, const TensorView& a, double alpha, double beta) {

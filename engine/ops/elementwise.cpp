@@ -144,7 +144,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& a, Dtype dtype, const char* name, 
 
 void check_floating(const Tensor& a, const char* op) {
   if (!is_floating_point(a.dtype())) {
-    throw DtypeError(std::string(op) + ": not implemented for " + dtype_name(a.dtype()) +
+    throw DtypeError(std::string(op) + ": does not support " + dtype_name(a.dtype()) +
                      " tensors; it needs a floating dtype, convert with .to(nns::kFloat32) first");
   }
 }
@@ -152,7 +152,7 @@ void check_floating(const Tensor& a, const char* op) {
 void check_not_bool(const Tensor& a, const char* op) {
   if (a.dtype() == kBool) {
     throw DtypeError(std::string(op) +
-                     ": not implemented for torch.bool tensors; convert with "
+                     ": does not support torch.bool tensors; convert with "
                      ".to(nns::kInt64) or .to(nns::kFloat32) first");
   }
 }
