@@ -553,38 +553,42 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor add(const Tensor& a, double b) {
-  Tensor out = binary_scalar_kernel(BinaryOp::Add, a, b, false, "add");
-  if (auto node = make_node<AddBackward0>({a})) {
+namespace {
+// Subtraction has no meaning for bool masks (PyTorch's words).
+void check_not_bool_sub(const Tensor& a, const char* op) {
+  if (a.dtype() == kBool) {
+    throw DtypeError(std::string(op) +
+                     ": Subtraction, the `-` operator, with a bool tensor is not supported. "
+                     "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                     "operator instead.");
+  }
+}
+
+// A tensor op a scalar: the kernel, then the node NodeT (which keeps the scalar when its
+// formula needs it).
+template <class NodeT>
+Tensor scalar_op(BinaryOp op, const Tensor& a, double b, bool scalar_first, const char* name) {
+  Tensor out = binary_scalar_kernel(op, a, b, scalar_first, name);
+  if (auto node = make_node<NodeT>({a})) {
+    if constexpr (requires { node->scalar; }) node->scalar = b;
     node->self = InputInfo(a);
     set_history(out, node);
   }
   return out;
+}
+}  // namespace
+
+Tensor add(const Tensor& a, double b) {
+  return scalar_op<AddBackward0>(BinaryOp::Add, a, b, false, "add");
 }
 
 Tensor mul(const Tensor& a, double b) {
-  Tensor out = binary_scalar_kernel(BinaryOp::Mul, a, b, false, "mul");
-  if (auto node = make_node<MulBackward0>({a})) {
-    node->scalar = b;
-    node->self = InputInfo(a);
-    set_history(out, node);
-  }
-  return out;
+  return scalar_op<MulBackward0>(BinaryOp::Mul, a, b, false, "mul");
 }
 
 Tensor rsub(const Tensor& a, double b) {
-  if (a.dtype() == kBool) {
-    throw DtypeError(
-        "rsub: Subtraction, the `-` operator, with a bool tensor is not supported. "
-        "If you are trying to invert a mask, use the `~` or `logical_not()` "
-        "operator instead.");
-  }
-  Tensor out = binary_scalar_kernel(BinaryOp::Sub, a, b, /*scalar_first=*/true, "rsub");
-  if (auto node = make_node<RsubBackward1>({a})) {
-    node->self = InputInfo(a);
-    set_history(out, node);
-  }
-  return out;
+  check_not_bool_sub(a, "rsub");
+  return scalar_op<RsubBackward1>(BinaryOp::Sub, a, b, /*scalar_first=*/true, "rsub");
 }
 
 Tensor rdiv(const Tensor& a, double b) {
@@ -801,28 +805,12 @@ bool any_non_finite(const Tensor& a) {
 
 namespace {
 Tensor sub_scalar(const Tensor& a, double b) {
-  if (a.dtype() == kBool) {
-    throw DtypeError(
-        "sub: Subtraction, the `-` operator, with a bool tensor is not supported. "
-        "If you are trying to invert a mask, use the `~` or `logical_not()` "
-        "operator instead.");
-  }
-  Tensor out = binary_scalar_kernel(BinaryOp::Sub, a, b, false, "sub");
-  if (auto node = make_node<SubBackward0>({a})) {
-    node->self = InputInfo(a);
-    set_history(out, node);
-  }
-  return out;
+  check_not_bool_sub(a, "sub");
+  return scalar_op<SubBackward0>(BinaryOp::Sub, a, b, false, "sub");
 }
 
 Tensor div_scalar(const Tensor& a, double b) {
-  Tensor out = binary_scalar_kernel(BinaryOp::Div, a, b, false, "div");
-  if (auto node = make_node<DivBackward0>({a})) {
-    node->scalar = b;
-    node->self = InputInfo(a);
-    set_history(out, node);
-  }
-  return out;
+  return scalar_op<DivBackward0>(BinaryOp::Div, a, b, false, "div");
 }
 }  // namespace
 

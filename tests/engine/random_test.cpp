@@ -267,7 +267,7 @@ void expect_error(Fn fn, const std::string& message) {
   }
 }
 
-TEST(RandomTest, BadArgumentsThrowTypedErrorsThatSayWhatToDo) {
+TEST(RandomTest, BadArgumentsThrowTypedErrorsThatNameTheFix) {
   expect_error<DtypeError>([] { rand({2}, kInt64); },
                            "rand: expected a floating point dtype, got torch.int64; use randint "
                            "for integers");
