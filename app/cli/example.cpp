@@ -1,140 +1,16 @@
-// nnstudio-cli: NN Studio without a window. Every job the window can run has a subcommand
-// here, so that it can be scripted and tested headless.
-//
-//   nnstudio-cli example --epochs 30     train the example MLP on spirals, print progress
-#include <cctype>
+// nnstudio-cli example: trains a small MLP on spirals with the tensor API alone (no project
+// file), the quickest check that the engine runs on a machine.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
-#include <iostream>
-#include <map>
-#include <sstream>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
+#include "app/cli/commands.h"
 #include "engine/ops/ops.h"
 
+namespace nns::cli {
 namespace {
-
-constexpr const char* kProgram = "nnstudio-cli";
-
-// A bad command line: reported with a pointer to the right help and exit code 2.
-class UsageError : public std::runtime_error {
- public:
-  explicit UsageError(const std::string& message, std::string command = "")
-      : std::runtime_error(message), command(std::move(command)) {}
-  std::string command;  // whose --help to point at; empty for the program's
-};
-
-// ---- Command-line options --------------------------------------------------------------------
-
-// One option of a subcommand: `--name VALUE` or `--name=VALUE`, or a flag without a value.
-struct OptionSpec {
-  std::string name;
-  std::string value_name;  // empty for a flag
-  std::string default_value;
-  std::string help;
-};
-
-// The parsed options of one subcommand; typed getters check the values.
-class Options {
- public:
-  Options(std::string command, std::map<std::string, std::string> values)
-      : command_(std::move(command)), values_(std::move(values)) {}
-
-  bool flag(const std::string& name) const { return values_.at(name) == "1"; }
-
-  int64_t integer(const std::string& name, int64_t min, int64_t max) const {
-    const std::string& text = values_.at(name);
-    size_t used = 0;
-    int64_t v = 0;
-    try {
-      v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || text.empty()) bad(name, text, "an integer");
-    if (v < min || v > max) {
-      bad(name, text, "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-    }
-    return v;
-  }
-
-  double real(const std::string& name, double min, double max) const {
-    const std::string& text = values_.at(name);
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || text.empty() || !std::isfinite(v)) bad(name, text, "a number");
-    if (v < min || v > max) {
-      std::ostringstream range;
-      range << "a number in [" << min << ", " << max << "]";
-      bad(name, text, range.str());
-    }
-    return v;
-  }
-
- private:
-  [[noreturn]] void bad(const std::string& name, const std::string& text,
-                        const std::string& expected) const {
-    throw UsageError(command_ + ": --" + name + " expects " + expected + ", got '" + text + "'",
-                     command_);
-  }
-
-  std::string command_;
-  std::map<std::string, std::string> values_;
-};
-
-Options parse_options(const std::string& command, const std::vector<OptionSpec>& specs,
-                      const std::vector<std::string>& args) {
-  std::map<std::string, std::string> values;
-  for (const OptionSpec& spec : specs)
-    values[spec.name] = spec.value_name.empty() ? "0" : spec.default_value;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg.rfind("--", 0) != 0) {
-      throw UsageError(command + ": unexpected argument '" + arg + "'", command);
-    }
-    const size_t eq = arg.find('=');
-    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    const OptionSpec* spec = nullptr;
-    for (const OptionSpec& s : specs) {
-      if (s.name == name) spec = &s;
-    }
-    if (spec == nullptr) throw UsageError(command + ": unknown option '--" + name + "'", command);
-    if (spec->value_name.empty()) {
-      if (eq != std::string::npos)
-        throw UsageError(command + ": --" + name + " takes no value", command);
-      values[name] = "1";
-    } else if (eq != std::string::npos) {
-      values[name] = arg.substr(eq + 1);
-    } else if (i + 1 < args.size()) {
-      values[name] = args[++i];
-    } else {
-      throw UsageError(command + ": --" + name + " needs a value (" + spec->value_name + ")",
-                       command);
-    }
-  }
-  return Options(command, std::move(values));
-}
-
-std::string options_help(const std::vector<OptionSpec>& specs) {
-  std::ostringstream os;
-  for (const OptionSpec& s : specs) {
-    std::string left = "--" + s.name + (s.value_name.empty() ? "" : " " + s.value_name);
-    os << "  " << left << std::string(left.size() < 22 ? 22 - left.size() : 1, ' ') << s.help;
-    if (!s.value_name.empty()) os << " (default " << s.default_value << ")";
-    os << "\n";
-  }
-  return os.str();
-}
 
 // ---- Data: toy datasets ----------------------------------------------------------------------
 
@@ -332,15 +208,6 @@ TrainResult train(Mlp& model, const Dataset& data, const TrainConfig& config,
   return result;
 }
 
-// ---- Subcommands -----------------------------------------------------------------------------
-
-struct Command {
-  std::string name;
-  std::string summary;
-  std::vector<OptionSpec> options;
-  std::function<int(const Options&)> run;
-};
-
 int run_example(const Options& o) {
   const int64_t seed = o.integer("seed", 0, INT64_MAX);
   const int64_t points = o.integer("points", 2, 1000000);
@@ -371,87 +238,25 @@ int run_example(const Options& o) {
   return 0;
 }
 
-std::vector<Command> commands() {
-  return {
-      {"example",
-       "train the example model (an MLP on 2-D spirals) and print its progress",
-       {
-           {"epochs", "N", "30", "passes over the data"},
-           {"batch-size", "N", "32", "samples per step"},
-           {"lr", "X", "0.1", "learning rate"},
-           {"momentum", "X", "0.9", "SGD momentum"},
-           {"points", "N", "200", "points per class"},
-           {"classes", "N", "3", "spiral arms (classes)"},
-           {"noise", "X", "0.2", "standard deviation of the angle noise"},
-           {"hidden", "N", "64", "width of both hidden layers"},
-           {"seed", "N", "0", "seed of the data, the initial weights and the shuffling"},
-           {"quiet", "", "", "print only the final result"},
-       },
-       run_example},
-  };
-}
-
-std::string usage() {
-  std::ostringstream os;
-  os << "Usage: " << kProgram << " <command> [options]\n\n"
-     << "NN Studio without a window.\n\nCommands:\n";
-  for (const Command& c : commands()) {
-    os << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
-       << c.summary << "\n";
-  }
-  os << "\nOptions:\n  -h, --help            show this help, or a command's: " << kProgram
-     << " <command> --help\n  --version             print the version\n";
-  return os.str();
-}
-
-std::string command_help(const Command& c) {
-  std::string summary = c.summary;
-  if (!summary.empty()) summary[0] = static_cast<char>(std::toupper(summary[0]));
-  return "Usage: " + std::string(kProgram) + " " + c.name + " [options]\n\n" + summary +
-         ".\n\nOptions:\n" + options_help(c.options) + "  -h, --help            show this help\n";
-}
-
-int run(const std::vector<std::string>& args) {
-  if (args.empty()) {
-    std::cout << usage();
-    return 0;
-  }
-  const std::string& first = args[0];
-  if (first == "-h" || first == "--help" || first == "help") {
-    std::cout << usage();
-    return 0;
-  }
-  if (first == "--version") {
-    std::cout << kProgram << " " << NNS_VERSION << "\n";
-    return 0;
-  }
-  for (const Command& c : commands()) {
-    if (c.name != first) continue;
-    const std::vector<std::string> rest(args.begin() + 1, args.end());
-    for (const std::string& a : rest) {
-      if (a == "-h" || a == "--help") {
-        std::cout << command_help(c);
-        return 0;
-      }
-    }
-    return c.run(parse_options(c.name, c.options, rest));
-  }
-  if (first.rfind("-", 0) == 0) throw UsageError("unknown option '" + first + "'");
-  throw UsageError("unknown command '" + first + "'");
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  try {
-    return run(args);
-  } catch (const UsageError& e) {
-    const std::string help = e.command.empty() ? "--help" : e.command + " --help";
-    std::cerr << kProgram << ": " << e.what() << "\nTry '" << kProgram << " " << help << "'.\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << kProgram << ": error: " << e.what() << "\n";
-    return 1;
-  }
+Command example_command() {
+  return {"example",
+          "train the example model (an MLP on 2-D spirals) and print its progress",
+          {},
+          {
+              {"epochs", "N", "30", "passes over the data"},
+              {"batch-size", "N", "32", "samples per step"},
+              {"lr", "X", "0.1", "learning rate"},
+              {"momentum", "X", "0.9", "SGD momentum"},
+              {"points", "N", "200", "points per class"},
+              {"classes", "N", "3", "spiral arms (classes)"},
+              {"noise", "X", "0.2", "standard deviation of the angle noise"},
+              {"hidden", "N", "64", "width of both hidden layers"},
+              {"seed", "N", "0", "seed of the data, the initial weights and the shuffling"},
+              {"quiet", "", "", "print only the final result"},
+          },
+          run_example};
 }
+
+}  // namespace nns::cli

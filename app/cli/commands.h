@@ -1,0 +1,22 @@
+#pragma once
+// The subcommands of nnstudio-cli. Each lives in its own file and returns its description
+// here; cli/main.cpp lists them (the one place a new command is added) and dispatches.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "app/cli/options.h"
+
+namespace nns::cli {
+
+struct Command {
+  std::string name;
+  std::string summary;  // one line, lower case, no full stop: "train a project's model"
+  std::vector<PositionalSpec> positionals;
+  std::vector<OptionSpec> options;
+  std::function<int(const Options&)> run;  // returns the exit code
+};
+
+Command example_command();
+
+}  // namespace nns::cli

@@ -1,0 +1,112 @@
+// The command-line parsing shared by every subcommand (see options.h).
+#include "app/cli/options.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace nns::cli {
+
+int64_t Options::integer(const std::string& name, int64_t min, int64_t max) const {
+  const std::string& text = values_.at(name);
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty()) bad(name, text, "an integer");
+  if (v < min || v > max) {
+    bad(name, text, "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return v;
+}
+
+double Options::real(const std::string& name, double min, double max) const {
+  const std::string& text = values_.at(name);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v)) bad(name, text, "a number");
+  if (v < min || v > max) {
+    std::ostringstream range;
+    range << "a number in [" << min << ", " << max << "]";
+    bad(name, text, range.str());
+  }
+  return v;
+}
+
+const std::string& Options::choice(const std::string& name,
+                                   const std::vector<std::string>& allowed) const {
+  const std::string& text = values_.at(name);
+  std::string list;
+  for (const std::string& a : allowed) {
+    if (a == text) return text;
+    list += (list.empty() ? "" : ", ") + a;
+  }
+  bad(name, text, "one of " + list);
+}
+
+void Options::bad(const std::string& name, const std::string& text,
+                  const std::string& expected) const {
+  throw UsageError(command_ + ": --" + name + " expects " + expected + ", got '" + text + "'",
+                   command_);
+}
+
+Options parse_options(const std::string& command, const std::vector<PositionalSpec>& positionals,
+                      const std::vector<OptionSpec>& specs, const std::vector<std::string>& args) {
+  std::map<std::string, std::string> values;
+  std::vector<std::string> given;
+  for (const OptionSpec& spec : specs)
+    values[spec.name] = spec.value_name.empty() ? "0" : spec.default_value;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0) {
+      if (given.size() == positionals.size())
+        throw UsageError(command + ": unexpected argument '" + arg + "'", command);
+      given.push_back(arg);
+      continue;
+    }
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const OptionSpec* spec = nullptr;
+    for (const OptionSpec& s : specs) {
+      if (s.name == name) spec = &s;
+    }
+    if (spec == nullptr) throw UsageError(command + ": unknown option '--" + name + "'", command);
+    if (spec->value_name.empty()) {
+      if (eq != std::string::npos)
+        throw UsageError(command + ": --" + name + " takes no value", command);
+      values[name] = "1";
+    } else if (eq != std::string::npos) {
+      values[name] = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      values[name] = args[++i];
+    } else {
+      throw UsageError(command + ": --" + name + " needs a value (" + spec->value_name + ")",
+                       command);
+    }
+  }
+  if (given.size() < positionals.size()) {
+    throw UsageError(command + ": missing " + positionals[given.size()].name, command);
+  }
+  return Options(command, std::move(values), std::move(given));
+}
+
+std::string options_help(const std::vector<OptionSpec>& specs) {
+  std::ostringstream os;
+  for (const OptionSpec& s : specs) {
+    std::string left = "--" + s.name + (s.value_name.empty() ? "" : " " + s.value_name);
+    os << "  " << left << std::string(left.size() < 22 ? 22 - left.size() : 1, ' ') << s.help;
+    if (!s.value_name.empty() && !s.default_value.empty())
+      os << " (default " << s.default_value << ")";
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace nns::cli

@@ -1,0 +1,73 @@
+#pragma once
+// The command line of nnstudio-cli: each subcommand declares its positional arguments and its
+// options, and gets them parsed and checked here, so every command reports a bad command
+// line the same way (one line naming the command and the argument, exit code 2).
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nns::cli {
+
+constexpr const char* kProgram = "nnstudio-cli";
+
+// A bad command line: reported with a pointer to the right help and exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message, std::string command = "")
+      : std::runtime_error(message), command(std::move(command)) {}
+  std::string command;  // whose --help to point at; empty for the program's
+};
+
+// One option of a subcommand: `--name VALUE` or `--name=VALUE`, or a flag without a value.
+// An empty default_value on an option with a value means "not given" (see Options::has).
+struct OptionSpec {
+  std::string name;
+  std::string value_name;  // empty for a flag
+  std::string default_value;
+  std::string help;
+};
+
+// A required positional argument, e.g. {"PROJECT", "the project file (.nns)"}.
+struct PositionalSpec {
+  std::string name;
+  std::string help;
+};
+
+// The parsed arguments of one subcommand; typed getters check the values.
+class Options {
+ public:
+  Options(std::string command, std::map<std::string, std::string> values,
+          std::vector<std::string> positionals)
+      : command_(std::move(command)),
+        values_(std::move(values)),
+        positionals_(std::move(positionals)) {}
+
+  const std::string& command() const { return command_; }
+  // The i-th positional argument (all are required, so it is there).
+  const std::string& positional(size_t i) const { return positionals_.at(i); }
+  bool flag(const std::string& name) const { return values_.at(name) == "1"; }
+  // Whether an option without a default was given.
+  bool has(const std::string& name) const { return !values_.at(name).empty(); }
+  const std::string& text(const std::string& name) const { return values_.at(name); }
+  int64_t integer(const std::string& name, int64_t min, int64_t max) const;
+  double real(const std::string& name, double min, double max) const;
+  // One of the allowed words, or a UsageError listing them.
+  const std::string& choice(const std::string& name, const std::vector<std::string>& allowed) const;
+
+  // A UsageError naming this command and the option.
+  [[noreturn]] void bad(const std::string& name, const std::string& text,
+                        const std::string& expected) const;
+
+ private:
+  std::string command_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+Options parse_options(const std::string& command, const std::vector<PositionalSpec>& positionals,
+                      const std::vector<OptionSpec>& specs, const std::vector<std::string>& args);
+std::string options_help(const std::vector<OptionSpec>& specs);
+
+}  // namespace nns::cli
