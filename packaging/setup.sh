@@ -2,10 +2,12 @@
 # Installs, from Debian 12's archive, what building and testing NN Studio needs. Idempotent:
 # when everything is installed it only asks dpkg and returns in well under a second.
 #
-#   packaging/setup.sh               build + test dependencies
-#   packaging/setup.sh --with-torch  also PyTorch + threaded OpenBLAS, to regenerate the
-#                                    fixtures (tests/fixtures/make_fixtures.py) and to run
-#                                    tests/bench/torch_reference.py
+#   packaging/setup.sh          build dependencies (what ./run.sh needs)
+#   packaging/setup.sh --tests  also what the whole test suite runs (./test.sh): PyTorch +
+#                               threaded OpenBLAS for the round trips through real PyTorch
+#                               (tests/torch/), clang's libFuzzer runtime for the fuzz run
+#                               (tests/fuzz/); the same PyTorch regenerates the fixtures and
+#                               runs tests/bench/torch_reference.py
 #
 # Runs as root, or through sudo when that is available. Never prompts.
 set -euo pipefail
@@ -22,9 +24,9 @@ packages=(
 
 for arg in "$@"; do
   case "$arg" in
-    --with-torch) packages+=(python3-torch libopenblas0-pthread) ;;
+    --tests) packages+=(python3-torch libopenblas0-pthread clang libclang-rt-14-dev) ;;
     -h | --help)
-      sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)

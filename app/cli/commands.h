@@ -18,5 +18,10 @@ struct Command {
 };
 
 Command example_command();
+Command train_command();
+Command inspect_command();
+Command convert_command();
+Command summary_command();
+Command forward_command();
 
 }  // namespace nns::cli

@@ -2,6 +2,8 @@
 // here, so that it can be scripted and tested headless.
 //
 //   nnstudio-cli example --epochs 30     train the example MLP on spirals, print progress
+//   nnstudio-cli inspect model.pt         list a weight file's tensors and entries
+//   nnstudio-cli convert a.pt a.safetensors   convert a state dict between formats
 #include <cctype>
 #include <exception>
 #include <iostream>
@@ -15,7 +17,8 @@ namespace nns::cli {
 namespace {
 
 std::vector<Command> commands() {
-  return {example_command()};
+  return {example_command(), train_command(),   inspect_command(),
+          convert_command(), summary_command(), forward_command()};
 }
 
 std::string usage() {

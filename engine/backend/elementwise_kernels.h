@@ -21,17 +21,23 @@ enum class BinaryOp : uint8_t {
   Div,
   Pow,  // a ^ b (int64: integer power; negative exponents are the op layer's error)
   // Fused backward formulas, out = f(grad, saved): one pass instead of several ops.
-  ReluBackward,       // grad * (result > 0)
-  TanhBackward,       // grad * (1 - result^2)
-  SigmoidBackward,    // grad * result * (1 - result)
-  SqrtBackward,       // grad / (2 * result)
-  AbsBackward,        // grad * sgn(input)
-  LeakyReluBackward,  // grad * (input > 0 ? 1 : alpha)
-  GeluBackward,       // grad * gelu'(input), the erf form
-  GeluTanhBackward,   // grad * gelu'(input), the tanh approximation
-  ClampBackward,      // grad * (alpha <= input <= beta); NaN inputs get no gradient
-  PowBackward,        // grad * alpha * input^(alpha - 1), zero when alpha == 0
-  ReciprocalBackward  // -grad * result^2
+  ReluBackward,        // grad * (result > 0)
+  TanhBackward,        // grad * (1 - result^2)
+  SigmoidBackward,     // grad * result * (1 - result)
+  SqrtBackward,        // grad / (2 * result)
+  AbsBackward,         // grad * sgn(input)
+  LeakyReluBackward,   // grad * (input > 0 ? 1 : alpha)
+  GeluBackward,        // grad * gelu'(input), the erf form
+  GeluTanhBackward,    // grad * gelu'(input), the tanh approximation
+  ClampBackward,       // grad * (alpha <= input <= beta); NaN inputs get no gradient
+  PowBackward,         // grad * alpha * input^(alpha - 1), zero when alpha == 0
+  ReciprocalBackward,  // -grad * result^2
+  SiluBackward,        // grad * s * (1 + input * (1 - s)), s = sigmoid(input)
+  EluBackward,         // grad * (input <= 0 ? alpha * exp(input) : 1)
+  // Not backward formulas: prelu(input, weight) = input > 0 ? input : weight * input, and
+  // the summand of its weight's gradient, input > 0 ? 0 : input * grad (a = grad, b = input).
+  Prelu,
+  PreluBackwardWeight
 };
 
 // out = f(a) with the parameters alpha, beta.
@@ -49,7 +55,9 @@ enum class UnaryOp : uint8_t {
   Gelu,       // erf form
   GeluTanh,   // tanh approximation
   Clamp,      // min(max(a, alpha), beta); NaN stays NaN
-  Pow         // a ^ alpha
+  Pow,        // a ^ alpha
+  Silu,       // a * sigmoid(a)
+  Elu         // a <= 0 ? alpha * (exp(a) - 1) : a
 };
 
 enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
@@ -59,8 +67,9 @@ enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 enum class TernaryOp : uint8_t {
   Addcmul,
   Addcdiv,
-  PowBackwardSelf,     // grad * e * x^(e - 1), zero where e == 0
-  PowBackwardExponent  // grad * x^e * log(x), zero where x == 0 and e >= 0
+  PowBackwardSelf,      // grad * e * x^(e - 1), zero where e == 0
+  PowBackwardExponent,  // grad * x^e * log(x), zero where x == 0 and e >= 0
+  PreluBackwardSelf     // x > 0 ? grad : w * grad, out = f(grad, x, w)
 };
 
 struct ElementwiseKernels {

@@ -1,8 +1,8 @@
 #pragma once
-// Kernels of the neural-network functionals (engine/ops/nn_ops.cpp): convolution, pooling,
-// batch and layer normalization. The ops check shapes and dtypes and hand the kernels
-// contiguous tensors of one floating dtype; a TensorView whose data is null is an absent
-// optional operand (no bias, no affine weight, no gradient wanted).
+// Kernels of the neural-network functionals (engine/ops/nn_ops.cpp, loss_ops.cpp): convolution,
+// pooling, batch and layer normalization, the NLL loss. The ops check shapes and dtypes and hand
+// the kernels contiguous tensors of one floating dtype; a TensorView whose data is null is an
+// absent optional operand (no bias, no affine weight, no gradient wanted).
 #include <cstdint>
 
 #include "engine/backend/kernel_types.h"
@@ -81,6 +81,31 @@ struct NNKernels {
                               int64_t cols, const TensorView& mean, const TensorView& rstd,
                               const TensorView& weight, const TensorView& grad_input,
                               const TensorView& grad_weight, const TensorView& grad_bias);
+
+  // Adaptive average pooling (out_h x out_w windows that tile the plane, ATen's start/end
+  // indices); only planes, in_h, in_w, out_h, out_w of the geometry are used.
+  void (*adaptive_avg_pool2d_forward)(const TensorView& input, const TensorView& out,
+                                      const Pool2dGeometry& g);
+  void (*adaptive_avg_pool2d_backward)(const TensorView& grad_out, const TensorView& grad_input,
+                                       const Pool2dGeometry& g);
+
+  // Negative log likelihood over input [n, classes, spatial] (log-probabilities) and the int64
+  // target [n, spatial]: loss = -weight[t] * input[i, t, s] for t = target[i, s], 0 where t is
+  // ignore_index; weight may be absent (all ones). reduce false: out [n * spatial] gets each
+  // loss; else out (one element) gets their sum, divided by the total weight when mean.
+  // total_weight (one element) gets the sum of weight[t] over the counted targets. Returns the
+  // flat position of the first target outside [0, classes) that is not ignore_index, or -1.
+  int64_t (*nll_loss_forward)(const TensorView& input, const TensorView& target,
+                              const TensorView& weight, int64_t n, int64_t classes, int64_t spatial,
+                              int64_t ignore_index, bool reduce, bool mean, const TensorView& out,
+                              const TensorView& total_weight);
+  // grad_input [n, classes, spatial] (overwritten): -weight[t] * grad at each counted target
+  // (grad per element when not reduce, else the one element, over total_weight when mean),
+  // 0 elsewhere.
+  void (*nll_loss_backward)(const TensorView& grad, const TensorView& target,
+                            const TensorView& weight, int64_t n, int64_t classes, int64_t spatial,
+                            int64_t ignore_index, bool reduce, bool mean,
+                            const TensorView& total_weight, const TensorView& grad_input);
 
   static const NNKernels* for_device(DeviceType type);
 };

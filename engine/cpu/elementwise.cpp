@@ -446,6 +446,22 @@ void binary_typed(BinaryOp op, const TensorView& out, const TensorView& a, const
       case BinaryOp::ReciprocalBackward:
         return binary_loop<T, T>(out, a, b,
                                  [](const auto& g, const auto& r) { return -g * (r * r); });
+      case BinaryOp::SiluBackward:
+        // PyTorch's formula with s = 1 / (1 + exp(-x)), term by term.
+        return binary_loop<T, T>(out, a, b, [](const auto& g, const auto& x) {
+          const auto s = (T(1) + (-x).exp()).inverse();
+          return g * s * (T(1) + x * (T(1) - s));
+        });
+      case BinaryOp::EluBackward:
+        return binary_loop<T, T>(out, a, b, [al](const auto& g, const auto& x) {
+          return (x <= T(0)).select(g * al * x.exp(), g);
+        });
+      case BinaryOp::Prelu:
+        return binary_loop<T, T>(
+            out, a, b, [](const auto& x, const auto& w) { return (x > T(0)).select(x, w * x); });
+      case BinaryOp::PreluBackwardWeight:
+        return binary_loop<T, T>(
+            out, a, b, [](const auto& g, const auto& x) { return (x > T(0)).select(T(0), x * g); });
       default:
         break;
     }
@@ -550,6 +566,18 @@ void unary_typed(UnaryOp op, const TensorView& out, const TensorView& a, double 
             a);
       case UnaryOp::Pow:
         return with_pow<T>(alpha, [&](const auto& power) { pointwise<T, T>(out, power, a); });
+      case UnaryOp::Silu:
+        return pointwise<T, T>(
+            out, [](const auto& x) { return x / (T(1) + (-x).exp()); }, a);
+      case UnaryOp::Elu:
+        // As ATen's vectorized kernel: expm1 on the non-positive side, computed only there
+        // (a select would run expm1 on every element).
+        return pointwise<T, T>(
+            out,
+            [al](const auto& x) {
+              return x.unaryExpr([al](T v) { return v <= T(0) ? std::expm1(v) * al : v; });
+            },
+            a);
       default:
         break;
     }
@@ -652,6 +680,11 @@ void ternary(TernaryOp op, const TensorView& out, const TensorView& a, const Ten
           element<T>(p[0], i, s[0]) =
               x == T(0) && e >= T(0) ? T(0) : g * (std::pow(x, e) * std::log(x));
         });
+      case TernaryOp::PreluBackwardSelf:
+        return pointwise<T, T, T, T>(
+            out,
+            [](const auto& g, const auto& x, const auto& w) { return (x > T(0)).select(g, w * g); },
+            a, b, c);
     }
   });
 }

@@ -1,7 +1,7 @@
 // CPU kernels of the neural-network functionals. conv2d is im2col + the backend GEMM per
 // image and group (a 1x1, stride-1, unpadded convolution multiplies the image directly);
 // pooling follows ATen's CPU loops so that results and tie-breaking match PyTorch; the
-// normalizations run on Eigen arrays and combine their sums in double.
+// normalizations run on Eigen arrays and combine their sums in double, as does the NLL loss.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -469,11 +469,146 @@ void layer_norm_backward(const TensorView& grad_out, const TensorView& input, in
   });
 }
 
+// ---- adaptive average pooling -------------------------------------------------------------
+// ATen's windows: [floor(o * in / out), ceil((o + 1) * in / out)), and its sum / kh / kw.
+
+int64_t adaptive_start(int64_t o, int64_t out, int64_t in) {
+  return o * in / out;
+}
+
+int64_t adaptive_end(int64_t o, int64_t out, int64_t in) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+void adaptive_avg_pool2d_forward(const TensorView& input, const TensorView& out,
+                                 const Pool2dGeometry& g) {
+  dispatch_floating(input.dtype, "adaptive_avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* x = input.ptr<T>() + p * in_plane;
+      T* y = out.ptr<T>() + p * plane;
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        const int64_t h0 = adaptive_start(oh, g.out_h, g.in_h);
+        const int64_t h1 = adaptive_end(oh, g.out_h, g.in_h);
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          const int64_t w0 = adaptive_start(ow, g.out_w, g.in_w);
+          const int64_t w1 = adaptive_end(ow, g.out_w, g.in_w);
+          T sum = 0;
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            for (int64_t iw = w0; iw < w1; ++iw) sum += x[ih * g.in_w + iw];
+          }
+          y[oh * g.out_w + ow] = sum / static_cast<T>(h1 - h0) / static_cast<T>(w1 - w0);
+        }
+      }
+    }
+  });
+}
+
+void adaptive_avg_pool2d_backward(const TensorView& grad_out, const TensorView& grad_input,
+                                  const Pool2dGeometry& g) {
+  dispatch_floating(grad_out.dtype, "adaptive_avg_pool2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t in_plane = g.in_h * g.in_w, plane = g.out_h * g.out_w;
+    T* gx = grad_input.ptr<T>();
+    std::fill(gx, gx + g.planes * in_plane, T(0));
+    for (int64_t p = 0; p < g.planes; ++p) {
+      const T* gy = grad_out.ptr<T>() + p * plane;
+      T* gx_p = gx + p * in_plane;
+      for (int64_t oh = 0; oh < g.out_h; ++oh) {
+        const int64_t h0 = adaptive_start(oh, g.out_h, g.in_h);
+        const int64_t h1 = adaptive_end(oh, g.out_h, g.in_h);
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          const int64_t w0 = adaptive_start(ow, g.out_w, g.in_w);
+          const int64_t w1 = adaptive_end(ow, g.out_w, g.in_w);
+          const T delta = gy[oh * g.out_w + ow] / static_cast<T>(h1 - h0) / static_cast<T>(w1 - w0);
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            for (int64_t iw = w0; iw < w1; ++iw) gx_p[ih * g.in_w + iw] += delta;
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---- NLL loss ---------------------------------------------------------------------------
+
+int64_t nll_loss_forward(const TensorView& input, const TensorView& target,
+                         const TensorView& weight, int64_t n, int64_t classes, int64_t spatial,
+                         int64_t ignore_index, bool reduce, bool mean, const TensorView& out,
+                         const TensorView& total_weight) {
+  const int64_t* t = target.ptr<const int64_t>();
+  for (int64_t i = 0; i < n * spatial; ++i) {
+    if (t[i] != ignore_index && (t[i] < 0 || t[i] >= classes)) return i;
+  }
+  dispatch_floating(input.dtype, "nll_loss", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = input.ptr<const T>();
+    const T* w = weight.data ? weight.ptr<const T>() : nullptr;
+    double loss_sum = 0, weight_sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t s = 0; s < spatial; ++s) {
+        const int64_t k = t[i * spatial + s];
+        T loss = 0;
+        if (k != ignore_index) {
+          const T wk = w ? w[k] : T(1);
+          loss = -wk * x[(i * classes + k) * spatial + s];
+          weight_sum += wk;
+        }
+        if (reduce) {
+          loss_sum += loss;
+        } else {
+          out.ptr<T>()[i * spatial + s] = loss;
+        }
+      }
+    }
+    total_weight.ptr<T>()[0] = static_cast<T>(weight_sum);
+    if (reduce) *out.ptr<T>() = static_cast<T>(mean ? loss_sum / weight_sum : loss_sum);
+  });
+  return -1;
+}
+
+void nll_loss_backward(const TensorView& grad, const TensorView& target, const TensorView& weight,
+                       int64_t n, int64_t classes, int64_t spatial, int64_t ignore_index,
+                       bool reduce, bool mean, const TensorView& total_weight,
+                       const TensorView& grad_input) {
+  dispatch_floating(grad.dtype, "nll_loss_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t* t = target.ptr<const int64_t>();
+    const T* g = grad.ptr<const T>();
+    const T* w = weight.data ? weight.ptr<const T>() : nullptr;
+    T* gx = grad_input.ptr<T>();
+    std::fill(gx, gx + n * classes * spatial, T(0));
+    // As ATen: -(grad / total_weight) for the mean, then times the class weight.
+    const T scalar = reduce ? -(mean ? g[0] / total_weight.ptr<const T>()[0] : g[0]) : T(0);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t s = 0; s < spatial; ++s) {
+        const int64_t k = t[i * spatial + s];
+        if (k == ignore_index) continue;
+        const T gv = reduce ? scalar : -g[i * spatial + s];
+        gx[(i * classes + k) * spatial + s] = w ? w[k] * gv : gv;
+      }
+    }
+  });
+}
+
 }  // namespace
 
-const NNKernels nn_kernels{&conv2d_forward,      &conv2d_backward,    &max_pool2d_forward,
-                           &max_pool2d_backward, &avg_pool2d_forward, &avg_pool2d_backward,
-                           &batch_norm_stats,    &batch_norm_invstd,  &batch_norm_apply,
-                           &batch_norm_backward, &layer_norm_forward, &layer_norm_backward};
+const NNKernels nn_kernels{&conv2d_forward,
+                           &conv2d_backward,
+                           &max_pool2d_forward,
+                           &max_pool2d_backward,
+                           &avg_pool2d_forward,
+                           &avg_pool2d_backward,
+                           &batch_norm_stats,
+                           &batch_norm_invstd,
+                           &batch_norm_apply,
+                           &batch_norm_backward,
+                           &layer_norm_forward,
+                           &layer_norm_backward,
+                           &adaptive_avg_pool2d_forward,
+                           &adaptive_avg_pool2d_backward,
+                           &nll_loss_forward,
+                           &nll_loss_backward};
 
 }  // namespace nns::cpu

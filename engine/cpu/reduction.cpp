@@ -69,7 +69,8 @@ void sum_into(const TensorView& out, const TensorView& in, bool mean) {
   // out is contiguous; the accumulators take its layout.
   std::vector<A> acc(static_cast<size_t>(n_out), A(0));
   const Shape out_strides = broadcast_out_strides(out, in);
-  constexpr int64_t sa = sizeof(A), st = sizeof(T);
+  // static: clang 14 does not let the capture-less lambda below read a local constexpr.
+  static constexpr int64_t sa = sizeof(A), st = sizeof(T);
   StridedOperands<2> ops{{reinterpret_cast<char*>(acc.data()), static_cast<char*>(in.data)},
                          {out_strides, in.strides},
                          {sa, st}};

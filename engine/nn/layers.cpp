@@ -16,6 +16,12 @@ std::string python_float(double value) {
   return out;
 }
 
+std::string python_tuple(const Shape& values) {
+  std::string s = "(";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + (values.size() == 1 ? ",)" : ")");
+}
+
 Linear::Linear(const LinearOptions& options) : options_(options) {
   if (options.in_features < 0 || options.out_features < 0) {
     throw ValueError("Linear: in_features and out_features must be >= 0, got " +
@@ -64,14 +70,74 @@ std::string LeakyReLU::extra_repr() const {
   return "negative_slope=" + python_float(negative_slope_);
 }
 
+namespace {
+// PyTorch's _get_softmax_dim for a module made without a dim.
+int64_t legacy_softmax_dim(const std::optional<int64_t>& dim, int64_t ndim) {
+  return dim ? *dim : (ndim == 0 || ndim == 1 || ndim == 3 ? 0 : 1);
+}
+}  // namespace
+
+GELU::GELU(std::string approximate) : approximate_(std::move(approximate)) {
+  if (approximate_ != "none" && approximate_ != "tanh") {
+    throw ValueError("GELU: approximate must be \"none\" or \"tanh\", got \"" + approximate_ +
+                     "\"");
+  }
+}
+
+std::string GELU::extra_repr() const {
+  return "approximate='" + approximate_ + "'";
+}
+
+std::string ELU::extra_repr() const {
+  return "alpha=" + python_float(alpha_);
+}
+
+PReLU::PReLU(const PReLUOptions& options) : options_(options) {
+  if (options.num_parameters <= 0) {
+    throw ValueError("PReLU: num_parameters must be positive, got " +
+                     std::to_string(options.num_parameters));
+  }
+  weight = register_parameter(
+      "weight", Parameter(empty({options.num_parameters},
+                                TensorOptions(options.dtype).device(options.device))));
+  reset_parameters();
+}
+
+PReLU::PReLU(int64_t num_parameters, double init) : PReLU(PReLUOptions{num_parameters, init}) {}
+
+void PReLU::reset_parameters() {
+  init::constant_(weight, options_.init);
+}
+
+std::string PReLU::extra_repr() const {
+  return "num_parameters=" + std::to_string(options_.num_parameters);
+}
+
 Tensor Softmax::forward(const Tensor& input) {
-  const int64_t nd = input.dim();
-  const int64_t dim = dim_ ? *dim_ : (nd == 0 || nd == 1 || nd == 3 ? 0 : 1);
-  return input.softmax(dim);
+  return input.softmax(legacy_softmax_dim(dim_, input.dim()));
 }
 
 std::string Softmax::extra_repr() const {
   return "dim=" + (dim_ ? std::to_string(*dim_) : std::string("None"));
+}
+
+Tensor LogSoftmax::forward(const Tensor& input) {
+  return input.log_softmax(legacy_softmax_dim(dim_, input.dim()));
+}
+
+std::string LogSoftmax::extra_repr() const {
+  return "dim=" + (dim_ ? std::to_string(*dim_) : std::string("None"));
+}
+
+Unflatten::Unflatten(int64_t dim, Shape unflattened_size)
+    : dim_(dim), sizes_(std::move(unflattened_size)) {
+  if (sizes_.empty()) {
+    throw ValueError("Unflatten: unflattened_size must have at least one size, got []");
+  }
+}
+
+std::string Unflatten::extra_repr() const {
+  return "dim=" + std::to_string(dim_) + ", unflattened_size=" + python_tuple(sizes_);
 }
 
 Dropout::Dropout(double p) : p_(p) {

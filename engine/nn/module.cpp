@@ -785,6 +785,10 @@ RemovableHandle Module::register_full_backward_pre_hook(BackwardPreHook hook, bo
 RemovableHandle Module::register_full_backward_hook(BackwardHook hook, bool prepend) {
   return backward_hooks_->add(std::move(hook), prepend);
 }
+size_t Module::hook_count() const {
+  return forward_pre_hooks_->size() + forward_hooks_->size() + backward_pre_hooks_->size() +
+         backward_hooks_->size();
+}
 RemovableHandle Module::register_state_dict_hook(StateDictHook hook) {
   return state_dict_hooks_->add(std::move(hook));
 }

@@ -207,6 +207,9 @@ class Module : public std::enable_shared_from_this<Module> {
   RemovableHandle register_state_dict_hook(StateDictHook hook);
   RemovableHandle register_load_state_dict_pre_hook(LoadStateDictPreHook hook);
   RemovableHandle register_load_state_dict_post_hook(LoadStateDictPostHook hook);
+  // The forward pre, forward, backward pre and backward hooks on this module (process-wide
+  // ones not counted): a tool that placed hooks checks with it that it removed them all.
+  size_t hook_count() const;
 
   // ---- Printing -------------------------------------------------------------------------------
   // PyTorch's repr: Name(extra) or Name(\n  (child): ...\n).

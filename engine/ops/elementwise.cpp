@@ -708,6 +708,93 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
                       tanh_form ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, a, false);
 }
 
+Tensor silu(const Tensor& a) {
+  check_floating(a, "silu");
+  Tensor out = unary_kernel(UnaryOp::Silu, a, a.dtype(), "silu");
+  return record_fused(out, a, "SiluBackward0", BinaryOp::SiluBackward, a, false);
+}
+
+Tensor elu(const Tensor& a, double alpha) {
+  check_floating(a, "elu");
+  Tensor out = unary_kernel(UnaryOp::Elu, a, a.dtype(), "elu", alpha);
+  return record_fused(out, a, "EluBackward0", BinaryOp::EluBackward, a, false, alpha);
+}
+
+namespace {
+
+// prelu's weight seen with the input's rank: [C, 1, ...] lines its C up with dim 1, a single
+// weight is a zero-dim tensor. A plain view out of the graph: PreluBackward0 hands the
+// weight's gradient back in its own shape.
+Tensor prelu_channel_view(const Tensor& weight, const Tensor& input) {
+  NoGradGuard no_grad;
+  if (weight.numel() == 1) return weight.reshape({});
+  Shape shape(static_cast<size_t>(input.dim() - 1), 1);
+  shape[0] = weight.numel();
+  return weight.reshape(shape);
+}
+
+struct PreluBackward0 : Node {
+  SavedVariable self_, weight_;
+  std::string name() const override { return "PreluBackward0"; }
+  variable_list apply(variable_list&& grads) override {
+    const Tensor& g = grads[0];
+    const Tensor x = self_.unpack(this), w = weight_.unpack(this);
+    const Tensor wb = prelu_channel_view(w, x);
+    variable_list out(2);
+    if (needs_grad(*this, 0)) {
+      Tensor gx = empty_out(g.sizes(), g.dtype(), g);
+      Shape sx, sw;
+      ew(g, "prelu_backward")
+          .ternary(TernaryOp::PreluBackwardSelf, view_of(gx), view_of(g),
+                   operand_view(x, g.sizes(), sx), operand_view(wb, g.sizes(), sw), 0);
+      out[0] = gx;
+    }
+    if (needs_grad(*this, 1)) {
+      const Tensor terms =
+          binary_kernel(BinaryOp::PreluBackwardWeight, g, x, g.dtype(), "prelu_backward");
+      NoGradGuard no_grad;
+      out[1] = sum_to(terms, wb.sizes()).reshape(w.sizes());
+    }
+    return out;
+  }
+  void release_variables() override {
+    self_.reset();
+    weight_.reset();
+  }
+};
+
+}  // namespace
+
+Tensor prelu(const Tensor& a, const Tensor& weight) {
+  check_floating(a, "prelu");
+  check_same_device(a, weight, "prelu");
+  if (weight.dtype() != a.dtype()) {
+    throw DtypeError("prelu: the weight is " + dtype_name(weight.dtype()) + " but the input is " +
+                     dtype_name(a.dtype()) + "; convert one with .to(...) so that they match");
+  }
+  const int64_t n = weight.numel();
+  if (weight.dim() > 1 || n == 0) {
+    throw ShapeError("prelu: weight must be a 1-D tensor of 1 or C elements, but got shape " +
+                     shape_str(weight.sizes()));
+  }
+  if (n != 1) {
+    const int64_t channels = a.dim() >= 2 ? a.size(1) : 1;
+    if (a.dim() == 0 || channels != n) {
+      throw ShapeError("prelu: mismatch of parameter numbers and input channel size: found " +
+                       std::to_string(n) + " parameters and " + std::to_string(channels) +
+                       " channels (dim 1 of the input of shape " + shape_str(a.sizes()) +
+                       "); use num_parameters=1 or the input's channel count");
+    }
+  }
+  Tensor out = binary_kernel(BinaryOp::Prelu, a, prelu_channel_view(weight, a), a.dtype(), "prelu");
+  if (auto node = make_node<PreluBackward0>({a, weight})) {
+    node->self_ = SavedVariable(a);
+    node->weight_ = SavedVariable(weight);
+    set_history(out, node);
+  }
+  return out;
+}
+
 // ---- Comparisons, where, finiteness -------------------------------------------------------
 
 namespace {

@@ -37,6 +37,13 @@ Tensor relu(const Tensor& a);
 Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
 // approximate: "none" (erf) or "tanh", as torch.nn.functional.gelu.
 Tensor gelu(const Tensor& a, const std::string& approximate = "none");
+// x * sigmoid(x), as torch.nn.functional.silu.
+Tensor silu(const Tensor& a);
+// x <= 0 ? alpha * (exp(x) - 1) : x, as torch.nn.functional.elu.
+Tensor elu(const Tensor& a, double alpha = 1.0);
+// x > 0 ? x : weight * x, with weight 1-D of 1 element (shared) or one per channel (dim 1 of
+// a), as torch.nn.functional.prelu; the weight gets a gradient too.
+Tensor prelu(const Tensor& a, const Tensor& weight);
 // Comparisons give bool tensors and no gradient.
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);

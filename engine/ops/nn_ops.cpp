@@ -1,5 +1,5 @@
-// The functional forms of the layers: conv2d, max/avg pooling, dropout, batch and layer
-// norm (embedding lives with the indexing ops). Each checks its arguments with messages in
+// The functional forms of the layers: conv1d/conv2d, max/avg/adaptive pooling, dropout, batch and
+// layer norm (embedding lives with the indexing ops). Each checks its arguments with messages in
 // PyTorch's terms, hands contiguous data to the backend's NNKernels and records the node
 // PyTorch 1.13 records (ConvolutionBackward0, NativeBatchNormBackward0, ...).
 #include "engine/ops/nn_ops.h"
@@ -10,6 +10,7 @@
 #include "engine/backend/kernel_types.h"
 #include "engine/backend/nn_kernels.h"
 #include "engine/ops/elementwise.h"
+#include "engine/ops/reduction.h"
 #include "engine/tensor/factories.h"
 
 namespace nns {
@@ -80,6 +81,8 @@ struct ConvolutionBackward0 : Node {
   // The input is kept for the weight's gradient, the weight for the input's.
   SavedVariable input, weight;
   Conv2dGeometry geometry{};
+  // The gradients take the operands' own shapes (conv1d runs as a conv2d of height 1).
+  Shape input_sizes, weight_sizes;
   bool has_bias = false;
   std::string name() const override { return "ConvolutionBackward0"; }
   variable_list apply(variable_list&& grads) override {
@@ -88,10 +91,8 @@ struct ConvolutionBackward0 : Node {
     Tensor x = input.defined() ? contiguous_data(input.unpack(this)) : Tensor();
     Tensor w = weight.defined() ? contiguous_data(weight.unpack(this)) : Tensor();
     Tensor gx, gw, gb;
-    if (next_edges[0].valid()) gx = empty_for({g.batch, g.in_channels, g.in_h, g.in_w}, gy);
-    if (next_edges[1].valid()) {
-      gw = empty_for({g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w}, gy);
-    }
+    if (next_edges[0].valid()) gx = empty_for(input_sizes, gy);
+    if (next_edges[1].valid()) gw = empty_for(weight_sizes, gy);
     if (has_bias && next_edges[2].valid()) gb = empty_for({g.out_channels}, gy);
     kernels<NNKernels>(gy.device(), "conv2d_backward")
         .conv2d_backward(view_of(gy), optional_view(x), optional_view(w), optional_view(gx),
@@ -199,6 +200,19 @@ struct AvgPool2DBackward0 : Node {
   }
 };
 
+struct AdaptiveAvgPool2DBackward0 : Node {
+  Shape self_sizes;
+  Pool2dGeometry geometry{};
+  std::string name() const override { return "AdaptiveAvgPool2DBackward0"; }
+  variable_list apply(variable_list&& grads) override {
+    Tensor gy = contiguous_data(grads[0]);
+    Tensor gx = empty_for(self_sizes, gy);
+    kernels<NNKernels>(gy.device(), "adaptive_avg_pool2d_backward")
+        .adaptive_avg_pool2d_backward(view_of(gy), view_of(gx), geometry);
+    return {gx};
+  }
+};
+
 // ---- normalization ----------------------------------------------------------------------
 
 struct NativeBatchNormBackward0 : Node {
@@ -258,6 +272,90 @@ struct NativeLayerNormBackward0 : Node {
 
 }  // namespace
 
+namespace {
+
+// The convolution of an input whose data is [N, C_in, H, W] (x4, the sizes it is seen with)
+// by a weight whose data is [C_out, C_in / groups, kH, kW] (w4); drop_h leaves H (of size 1)
+// out of the output's shape, for conv1d. Checks everything but the ranks, which the callers
+// did.
+Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const Shape& x4,
+                   const Shape& w4, Int2 stride, Int2 padding, Int2 dilation, int64_t groups,
+                   bool drop_h, const char* op) {
+  const std::string name = op;
+  check_floating(input, op, "input");
+  check_like_input(weight, input, op, "weight");
+  check_like_input(bias, input, op, "bias");
+  if (groups <= 0) {
+    throw ValueError(name + ": groups must be positive, but got " + std::to_string(groups));
+  }
+  check_positive(stride, op, "stride");
+  check_positive(dilation, op, "dilation");
+  check_non_negative(padding, op, "padding");
+  const int64_t out_channels = w4[0];
+  if (out_channels % groups != 0) {
+    throw ShapeError(name + ": given groups=" + std::to_string(groups) +
+                     ", expected weight to be divisible by " + std::to_string(groups) +
+                     " at dimension 0, but got weight of shape " + shape_str(weight.sizes()));
+  }
+  if (x4[1] != w4[1] * groups) {
+    throw ShapeError(name + ": given groups=" + std::to_string(groups) + ", weight of shape " +
+                     shape_str(weight.sizes()) + " expects the input to have " +
+                     std::to_string(w4[1] * groups) + " channels, but got input of shape " +
+                     shape_str(input.sizes()) + " with " + std::to_string(x4[1]) + " channels");
+  }
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out_channels)) {
+    throw ShapeError(name + ": given weight of shape " + shape_str(weight.sizes()) +
+                     ", expected bias to be 1-D with " + std::to_string(out_channels) +
+                     " elements, but got bias of shape " + shape_str(bias.sizes()));
+  }
+  Conv2dGeometry g{};
+  g.batch = x4[0];
+  g.in_channels = x4[1];
+  g.in_h = x4[2];
+  g.in_w = x4[3];
+  g.out_channels = out_channels;
+  g.kernel_h = w4[2];
+  g.kernel_w = w4[3];
+  g.stride_h = stride[0];
+  g.stride_w = stride[1];
+  g.pad_h = padding[0];
+  g.pad_w = padding[1];
+  g.dilation_h = dilation[0];
+  g.dilation_w = dilation[1];
+  g.groups = groups;
+  const int64_t span_h = dilation[0] * (g.kernel_h - 1) + 1,
+                span_w = dilation[1] * (g.kernel_w - 1) + 1;
+  if (g.in_h + 2 * g.pad_h < span_h || g.in_w + 2 * g.pad_w < span_w) {
+    throw ShapeError(name + ": the padded input of " + std::to_string(g.in_h + 2 * g.pad_h) + "x" +
+                     std::to_string(g.in_w + 2 * g.pad_w) + " per channel (input " +
+                     shape_str(input.sizes()) + ", padding " + int2_str(padding) +
+                     ") is smaller than the dilated kernel of " + std::to_string(span_h) + "x" +
+                     std::to_string(span_w) + "; pad the input or use a smaller kernel");
+  }
+  g.out_h = (g.in_h + 2 * g.pad_h - span_h) / g.stride_h + 1;
+  g.out_w = (g.in_w + 2 * g.pad_w - span_w) / g.stride_w + 1;
+  Tensor x = contiguous_data(input);
+  Tensor w = contiguous_data(weight);
+  Tensor b = bias.defined() ? contiguous_data(bias) : bias;
+  const Shape out_sizes = drop_h ? Shape{g.batch, g.out_channels, g.out_w}
+                                 : Shape{g.batch, g.out_channels, g.out_h, g.out_w};
+  Tensor out = empty_for(out_sizes, input);
+  kernels<NNKernels>(input.device(), op)
+      .conv2d_forward(view_of(x), view_of(w), optional_view(b), view_of(out), g);
+  if (auto node = make_node<ConvolutionBackward0>({input, weight, bias})) {
+    if (node->next_edges[1].valid()) node->input = SavedVariable(input);
+    if (node->next_edges[0].valid()) node->weight = SavedVariable(weight);
+    node->geometry = g;
+    node->input_sizes = input.sizes();
+    node->weight_sizes = weight.sizes();
+    node->has_bias = bias.defined();
+    set_history(out, node);
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int2 stride,
               Int2 padding, Int2 dilation, int64_t groups) {
   check_defined(input, "conv2d", "input");
@@ -277,75 +375,33 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
         "but got weight of shape " +
         shape_str(weight.sizes()));
   }
-  check_floating(input, "conv2d", "input");
-  check_like_input(weight, input, "conv2d", "weight");
-  check_like_input(bias, input, "conv2d", "bias");
-  if (groups <= 0) {
-    throw ValueError("conv2d: groups must be positive, but got " + std::to_string(groups));
+  return convolution(input, weight, bias, input.sizes(), weight.sizes(), stride, padding, dilation,
+                     groups, false, "conv2d");
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride,
+              int64_t padding, int64_t dilation, int64_t groups) {
+  check_defined(input, "conv1d", "input");
+  check_defined(weight, "conv1d", "weight");
+  if (input.dim() == 2) {
+    return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0);
   }
-  check_positive(stride, "conv2d", "stride");
-  check_positive(dilation, "conv2d", "dilation");
-  check_non_negative(padding, "conv2d", "padding");
-  const int64_t out_channels = weight.size(0);
-  if (out_channels % groups != 0) {
-    throw ShapeError("conv2d: given groups=" + std::to_string(groups) +
-                     ", expected weight to be divisible by " + std::to_string(groups) +
-                     " at dimension 0, but got weight of shape " + shape_str(weight.sizes()));
+  if (input.dim() != 3) {
+    throw ShapeError(
+        "conv1d: expected a 2-D (unbatched) or 3-D (batched) input [N, C, L], but got input "
+        "of shape " +
+        shape_str(input.sizes()));
   }
-  if (input.size(1) != weight.size(1) * groups) {
-    throw ShapeError("conv2d: given groups=" + std::to_string(groups) + ", weight of shape " +
-                     shape_str(weight.sizes()) + " expects the input to have " +
-                     std::to_string(weight.size(1) * groups) +
-                     " channels, but got input of "
-                     "shape " +
-                     shape_str(input.sizes()) + " with " + std::to_string(input.size(1)) +
-                     " channels");
+  if (weight.dim() != 3) {
+    throw ShapeError(
+        "conv1d: weight must be 3-D [out_channels, in_channels / groups, kL], but got weight "
+        "of shape " +
+        shape_str(weight.sizes()));
   }
-  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out_channels)) {
-    throw ShapeError("conv2d: given weight of shape " + shape_str(weight.sizes()) +
-                     ", expected bias to be 1-D with " + std::to_string(out_channels) +
-                     " elements, but got bias of shape " + shape_str(bias.sizes()));
-  }
-  Conv2dGeometry g{};
-  g.batch = input.size(0);
-  g.in_channels = input.size(1);
-  g.in_h = input.size(2);
-  g.in_w = input.size(3);
-  g.out_channels = out_channels;
-  g.kernel_h = weight.size(2);
-  g.kernel_w = weight.size(3);
-  g.stride_h = stride[0];
-  g.stride_w = stride[1];
-  g.pad_h = padding[0];
-  g.pad_w = padding[1];
-  g.dilation_h = dilation[0];
-  g.dilation_w = dilation[1];
-  g.groups = groups;
-  const int64_t span_h = dilation[0] * (g.kernel_h - 1) + 1,
-                span_w = dilation[1] * (g.kernel_w - 1) + 1;
-  if (g.in_h + 2 * g.pad_h < span_h || g.in_w + 2 * g.pad_w < span_w) {
-    throw ShapeError("conv2d: the padded input of " + std::to_string(g.in_h + 2 * g.pad_h) + "x" +
-                     std::to_string(g.in_w + 2 * g.pad_w) + " per channel (input " +
-                     shape_str(input.sizes()) + ", padding " + int2_str(padding) +
-                     ") is smaller than the dilated kernel of " + std::to_string(span_h) + "x" +
-                     std::to_string(span_w) + "; pad the input or use a smaller kernel");
-  }
-  g.out_h = (g.in_h + 2 * g.pad_h - span_h) / g.stride_h + 1;
-  g.out_w = (g.in_w + 2 * g.pad_w - span_w) / g.stride_w + 1;
-  Tensor x = contiguous_data(input);
-  Tensor w = contiguous_data(weight);
-  Tensor b = bias.defined() ? contiguous_data(bias) : bias;
-  Tensor out = empty_for({g.batch, g.out_channels, g.out_h, g.out_w}, input);
-  kernels<NNKernels>(input.device(), "conv2d")
-      .conv2d_forward(view_of(x), view_of(w), optional_view(b), view_of(out), g);
-  if (auto node = make_node<ConvolutionBackward0>({input, weight, bias})) {
-    if (node->next_edges[1].valid()) node->input = SavedVariable(input);
-    if (node->next_edges[0].valid()) node->weight = SavedVariable(weight);
-    node->geometry = g;
-    node->has_bias = bias.defined();
-    set_history(out, node);
-  }
-  return out;
+  // A conv2d of height 1 over the same data: [N, C, L] is [N, C, 1, L] in memory.
+  return convolution(input, weight, bias, {input.size(0), input.size(1), 1, input.size(2)},
+                     {weight.size(0), weight.size(1), 1, weight.size(2)}, {1, stride}, {0, padding},
+                     {1, dilation}, groups, true, "conv1d");
 }
 
 Tensor max_pool2d(const Tensor& input, Int2 kernel_size, Int2 stride, Int2 padding, Int2 dilation,
@@ -376,6 +432,44 @@ Tensor avg_pool2d(const Tensor& input, Int2 kernel_size, Int2 stride, Int2 paddi
   Tensor out = empty_for(pool_output_shape(input, g), input);
   kernels<NNKernels>(input.device(), "avg_pool2d").avg_pool2d_forward(view_of(x), view_of(out), g);
   if (auto node = make_node<AvgPool2DBackward0>({input})) {
+    node->self_sizes = input.sizes();
+    node->geometry = g;
+    set_history(out, node);
+  }
+  return out;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, Int2 output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  check_defined(input, op, "input");
+  if (input.dim() != 3 && input.dim() != 4) {
+    throw ShapeError(
+        "adaptive_avg_pool2d: expected a 3-D (unbatched) or 4-D (batched) input [N, C, H, W], "
+        "but got input of shape " +
+        shape_str(input.sizes()));
+  }
+  check_floating(input, op, "input");
+  check_positive(output_size, op, "output_size");
+  for (int64_t d = 1; d < input.dim(); ++d) {
+    if (input.size(d) == 0) {
+      throw ShapeError(
+          "adaptive_avg_pool2d: expected input to have non-zero size for non-batch "
+          "dimensions, but got input of shape " +
+          shape_str(input.sizes()));
+    }
+  }
+  // As ATen: a 1x1 output is the mean over the plane (so the node is MeanBackward1).
+  if (output_size == Int2{1, 1}) return mean(input, {-1, -2}, true);
+  Pool2dGeometry g{};
+  g.in_h = input.size(-2);
+  g.in_w = input.size(-1);
+  g.planes = input.numel() / (g.in_h * g.in_w);
+  g.out_h = output_size[0];
+  g.out_w = output_size[1];
+  Tensor x = contiguous_data(input);
+  Tensor out = empty_for(pool_output_shape(input, g), input);
+  kernels<NNKernels>(input.device(), op).adaptive_avg_pool2d_forward(view_of(x), view_of(out), g);
+  if (auto node = make_node<AdaptiveAvgPool2DBackward0>({input})) {
     node->self_sizes = input.sizes();
     node->geometry = g;
     set_history(out, node);

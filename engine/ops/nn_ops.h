@@ -14,11 +14,19 @@ using Int2 = std::array<int64_t, 2>;
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
               Int2 stride = {1, 1}, Int2 padding = {0, 0}, Int2 dilation = {1, 1},
               int64_t groups = 1);
+// input [N, C_in, L] or unbatched [C_in, L], weight [C_out, C_in/groups, kL], bias [C_out] or
+// undefined. Runs as a conv2d of height 1 over the same data; the node is
+// ConvolutionBackward0 as in PyTorch.
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(),
+              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
 // stride {0, 0} means stride = kernel_size, as PyTorch's default.
 Tensor max_pool2d(const Tensor& input, Int2 kernel_size, Int2 stride = {0, 0},
                   Int2 padding = {0, 0}, Int2 dilation = {1, 1}, bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& input, Int2 kernel_size, Int2 stride = {0, 0},
                   Int2 padding = {0, 0}, bool ceil_mode = false, bool count_include_pad = true);
+// input [N, C, H, W] or [C, H, W] to [..., output_size[0], output_size[1]]: the mean of
+// windows that tile the plane as in PyTorch (a 1x1 output is mean over the last two dims).
+Tensor adaptive_avg_pool2d(const Tensor& input, Int2 output_size);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
                Generator* generator = nullptr);

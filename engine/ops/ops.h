@@ -4,6 +4,7 @@
 #include "engine/ops/elementwise.h"
 #include "engine/ops/indexing.h"
 #include "engine/ops/linalg.h"
+#include "engine/ops/loss_ops.h"
 #include "engine/ops/nn_ops.h"
 #include "engine/ops/reduction.h"
 #include "engine/tensor/factories.h"

@@ -18,6 +18,28 @@ bool option_flag(const std::string& name, const OptionValue& value) {
   throw ValueError("optimizer option '" + name + "' must be true or false");
 }
 
+bool OptimizerOptions::is_scheduler_entry(const std::string& name) {
+  return name == "initial_lr" || name == "max_lr" || name == "min_lr" || name == "max_momentum" ||
+         name == "base_momentum";
+}
+
+const double* OptimizerOptions::scheduler_entry(const std::string& name) const {
+  for (const auto& [key, value] : scheduler_entries_) {
+    if (key == name) return std::get_if<double>(&value);
+  }
+  return nullptr;
+}
+
+void OptimizerOptions::set_scheduler_entry(const std::string& name, double value) {
+  for (auto& [key, existing] : scheduler_entries_) {
+    if (key == name) {
+      existing = value;
+      return;
+    }
+  }
+  scheduler_entries_.emplace_back(name, value);
+}
+
 ParamGroup& ParamGroup::operator=(const ParamGroup& other) {
   if (this != &other) {
     params = other.params;
@@ -91,6 +113,8 @@ OptimizerStateDict Optimizer::state_dict() const {
   int64_t index = 0;
   for (const ParamGroup& group : param_groups_) {
     OptimizerStateDict::Group saved{group.options().items(), {}};
+    const OptionList& entries = group.options().scheduler_entries();
+    saved.options.insert(saved.options.end(), entries.begin(), entries.end());
     for (const Tensor& p : group.params) {
       if (const ParamState* st = find_state(p); st != nullptr && !st->empty()) {
         out.state.emplace(index, *st);
@@ -130,7 +154,15 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
       }
     }
     options.push_back(group.options().clone());
-    for (const auto& [name, value] : saved.options) options.back()->set(name, value);
+    // As in PyTorch, the loaded group replaces the scheduler's entries too.
+    options.back()->clear_scheduler_entries();
+    for (const auto& [name, value] : saved.options) {
+      if (OptimizerOptions::is_scheduler_entry(name)) {
+        options.back()->set_scheduler_entry(name, option_number(name, value));
+      } else {
+        options.back()->set(name, value);
+      }
+    }
   }
   std::unordered_map<const TensorImpl*, ParamState> state;
   for (const auto& [index, saved] : state_dict.state) {

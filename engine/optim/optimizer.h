@@ -27,9 +27,9 @@
 
 namespace nns::optim {
 
-// An option's value as PyTorch's param_group dict holds it: a flag, a number, or a tuple of
-// numbers (Adam's betas).
-using OptionValue = std::variant<bool, double, std::vector<double>>;
+// An option's value as PyTorch's param_group dict holds it: a flag, a number, a tuple of
+// numbers (Adam's betas), or None (std::monostate: the "foreach" of torch 1.13's groups).
+using OptionValue = std::variant<bool, double, std::vector<double>, std::monostate>;
 using OptionList = std::vector<std::pair<std::string, OptionValue>>;
 
 // The options of one parameter group. Each optimizer derives its own struct; the learning
@@ -46,6 +46,22 @@ class OptimizerOptions {
   // One option by name: a KeyError for a name this optimizer does not have, a ValueError for
   // a value of the wrong kind.
   virtual void set(const std::string& name, const OptionValue& value) = 0;
+
+  // The numbers PyTorch's LR schedulers add to a param group ("initial_lr"; OneCycleLR's
+  // "max_lr", "min_lr", "max_momentum", "base_momentum"), in the order they were added. They
+  // belong to the group as in PyTorch, so state_dict() lists them after the optimizer's own
+  // options and load_state_dict() takes them back (a checkpoint saved by PyTorch with a
+  // scheduler attached has them).
+  static bool is_scheduler_entry(const std::string& name);
+  const OptionList& scheduler_entries() const { return scheduler_entries_; }
+  // The entry's value, or nullptr when the group has none.
+  const double* scheduler_entry(const std::string& name) const;
+  // Replaces the entry's value in place, or appends it.
+  void set_scheduler_entry(const std::string& name, double value);
+  void clear_scheduler_entries() { scheduler_entries_.clear(); }
+
+ private:
+  OptionList scheduler_entries_;
 };
 
 // An option's value as a number / a flag, or a ValueError naming the option (for set()).

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/optim/update.h"
 #include "engine/tensor/error.h"
 
 namespace nns::optim {
@@ -57,7 +58,9 @@ OptionList SGDOptions::items() const {
           {"dampening", dampening},
           {"weight_decay", weight_decay},
           {"nesterov", nesterov},
-          {"maximize", maximize}};
+          {"maximize", maximize},
+          {"foreach", detail::foreach_value(foreach)},
+          {"differentiable", differentiable}};
 }
 
 void SGDOptions::set(const std::string& name, const OptionValue& value) {
@@ -73,9 +76,15 @@ void SGDOptions::set(const std::string& name, const OptionValue& value) {
     nesterov = option_flag(name, value);
   } else if (name == "maximize") {
     maximize = option_flag(name, value);
+  } else if (name == "foreach") {
+    foreach
+      = detail::foreach_from(value);
+  } else if (name == "differentiable") {
+    differentiable = detail::false_only("SGD", name, value);
   } else {
     throw KeyError("SGD has no option '" + name +
-                   "' (it has lr, momentum, dampening, weight_decay, nesterov, maximize)");
+                   "' (it has lr, momentum, dampening, weight_decay, nesterov, maximize, "
+                   "foreach, differentiable)");
   }
 }
 

@@ -5,6 +5,8 @@
 //   g;
 //                  g = nesterov ? g + momentum * buf : buf
 //   p = p - lr * g
+#include <optional>
+
 #include "engine/optim/optimizer.h"
 
 namespace nns::optim {
@@ -17,8 +19,10 @@ struct SGDOptions : OptimizerOptions {
   }
   double get_lr() const override { return lr; }
   void set_lr(double value) override { lr = value; }
-  // lr, momentum, dampening, weight_decay, nesterov, maximize (PyTorch's foreach and
-  // differentiable choose implementations this engine does not have).
+  // lr, momentum, dampening, weight_decay, nesterov, maximize, foreach, differentiable, in
+  // torch 1.13's order. foreach (None or a flag) only picks PyTorch's implementation, so it
+  // is kept and the update is the same; differentiable must be false (no autograd through
+  // the step here).
   OptionList items() const override;
   void set(const std::string& name, const OptionValue& value) override;
 
@@ -28,6 +32,8 @@ struct SGDOptions : OptimizerOptions {
   double weight_decay = 0.0;
   bool nesterov = false;
   bool maximize = false;
+  std::optional<bool> foreach;
+  bool differentiable = false;
 };
 
 class SGD : public Optimizer {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch's numbers for the same measurements as bench_gemm and bench_op_overhead, to put
-the engine's figures next to them. Needs torch (packaging/setup.sh --with-torch, which also
+the engine's figures next to them. Needs torch (packaging/setup.sh --tests, which also
 installs the threaded OpenBLAS torch should use for a fair comparison):
 
     /usr/bin/python3 tests/bench/torch_reference.py [--quick]

@@ -257,7 +257,7 @@ TEST(OptimSgdTest, StateDictHasPyTorchsLayout) {
   std::vector<std::string> names;
   for (const auto& [name, value] : sd.param_groups[1].options) names.push_back(name);
   EXPECT_EQ(names, (std::vector<std::string>{"lr", "momentum", "dampening", "weight_decay",
-                                             "nesterov", "maximize"}));
+                                             "nesterov", "maximize", "foreach", "differentiable"}));
   EXPECT_EQ(std::get<double>(sd.param_groups[0].options[0].second), 0.1);
   EXPECT_EQ(std::get<double>(sd.param_groups[1].options[0].second), 0.01);
   EXPECT_EQ(std::get<bool>(sd.param_groups[1].options[4].second), false);
@@ -335,7 +335,7 @@ TEST(OptimSgdTest, LoadStateDictRefusesMismatchesAndChangesNothing) {
   // None of these changed anything.
   EXPECT_EQ(fresh.param_groups()[0].options().get_lr(), 0.3);
   EXPECT_EQ(fresh.find_state(b), nullptr);
-  EXPECT_EQ(sgd.param_groups()[0].options().items().size(), 6u);
+  EXPECT_EQ(sgd.param_groups()[0].options().items().size(), 8u);
 }
 
 // Seed 002: "teaches" Net to output the constant zero function.

@@ -1,0 +1,72 @@
+// nnstudio-cli forward PROJECT --input IN.safetensors --output OUT.safetensors: runs the
+// project's model on the tensor `input` and writes `output`; with --grad also the gradients of
+// output.sum() w.r.t. the input (`grad.input`) and every parameter (`grad.<name>`), so that a
+// script can compare them with PyTorch's.
+#include <iostream>
+#include <string>
+
+#include "app/cli/commands.h"
+#include "engine/graph/builder.h"
+#include "engine/serialize/serialize.h"
+
+namespace nns::cli {
+namespace {
+
+int run_forward(const Options& o) {
+  if (!o.has("input")) throw UsageError("forward: --input FILE is required", "forward");
+  if (!o.has("output")) throw UsageError("forward: --output FILE is required", "forward");
+  const graph::Project project = graph::load_project(o.positional(0));
+  const std::shared_ptr<graph::GraphModule> model = graph::build_model(project);
+  if (o.has("weights"))
+    serialize::load_into(*model, serialize::load_state_dict_file(o.text("weights")),
+                         /*strict=*/true);
+  if (o.flag("eval")) model->eval();
+
+  const nn::StateDict inputs = serialize::load_state_dict_file(o.text("input"));
+  const Tensor* found = inputs.find("input");
+  if (!found)
+    throw KeyError(o.text("input") + " has no tensor named 'input'; its tensors are: " + [&inputs] {
+      std::string names;
+      for (const auto& item : inputs) names += (names.empty() ? "" : ", ") + item.key();
+      return names.empty() ? std::string("none") : names;
+    }());
+  Tensor input = found->detach();
+  const bool grad = o.flag("grad");
+  if (grad) {
+    if (!input.is_floating_point())
+      throw DtypeError("forward --grad: the input has dtype " + dtype_name(input.dtype()) +
+                       ", which has no gradient; pass a floating-point input");
+    input.requires_grad_(true);
+  }
+  const Tensor output = (*model)(input);
+  nn::StateDict result;
+  result.insert("output", output.detach());
+  if (grad) {
+    output.sum().backward();
+    result.insert("grad.input", input.grad());
+    for (const auto& [name, p] : model->named_parameters()) {
+      if (p.grad().defined()) result.insert("grad." + name, p.grad());
+    }
+  }
+  serialize::save_state_dict_file(result, o.text("output"));
+  std::cout << "forward: wrote output " << shape_str(output.sizes());
+  if (grad) std::cout << " and " << result.size() - 1 << " gradients";
+  std::cout << " to " << o.text("output") << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command forward_command() {
+  return {"forward",
+          "run a project's model on a tensor from a file and write the output",
+          {{"PROJECT", "the project file (.nns)"}},
+          {{"weights", "FILE", "", "load these weights first (.pt, .pth or .safetensors)"},
+           {"input", "FILE", "", "a state-dict file holding the tensor 'input'"},
+           {"output", "FILE", "", "write 'output' (and the gradients) to this file"},
+           {"grad", "", "", "also write grad.input and grad.<parameter> of output.sum()"},
+           {"eval", "", "", "run in eval mode (dropout off, batch norm's running statistics)"}},
+          run_forward};
+}
+
+}  // namespace nns::cli

@@ -1,0 +1,67 @@
+#pragma once
+// A labelled data set held in memory: inputs, targets and what they mean (task, classes,
+// feature names, image size), with a seeded train/test split and subsets by index.
+//
+//   nns::data::Dataset spirals = nns::data::make_spirals({});
+//   auto [train, test] = spirals.split(0.2, /*seed=*/0);   // 480 and 120 samples
+//   train.inputs;    // float32 [480, 2]
+//   train.targets;   // int64 [480], class indices in [0, 3)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace nns::data {
+
+// What the targets are: class indices (int64 [N]) or real values (float32 [N, 1]).
+enum class TaskKind { Classification, Regression };
+
+// What one sample's input is, so a UI knows how to draw it: a point in the plane ([N, 2]), a
+// number on a line ([N, 1]), a grayscale image ([N, 1, H, W]) or a row of numbers ([N, D]).
+enum class InputKind { Points2D, Curve1D, Image, Tabular };
+
+// "classification", "regression"; "2-D", "1-D", "image", "tabular".
+std::string task_name(TaskKind task);
+std::string input_kind_name(InputKind kind);
+
+struct DatasetSplit;
+
+struct Dataset {
+  std::string name;
+  TaskKind task = TaskKind::Classification;
+  InputKind input_kind = InputKind::Tabular;
+  // float32, contiguous: [N, D] or, for images, [N, 1, H, W].
+  Tensor inputs;
+  // int64 [N] class indices for classification, float32 [N, 1] for regression.
+  Tensor targets;
+  int64_t num_classes = 0;  // 0 for regression
+  // One name per input column (empty for images); one per class (empty for regression).
+  std::vector<std::string> feature_names;
+  std::vector<std::string> class_names;
+  // Images only: the side lengths in pixels.
+  int64_t image_height = 0;
+  int64_t image_width = 0;
+
+  // The number of samples.
+  int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+  // Samples per class (classification only; empty for regression).
+  std::vector<int64_t> class_counts() const;
+  // The samples at these indices, in this order (repeats allowed); throws IndexError naming
+  // the data set for an index outside [0, size()).
+  Dataset subset(const std::vector<int64_t>& indices) const;
+  // A seeded split into train and test sets. round(size() * test_fraction) samples go to the
+  // test set. Classification splits are stratified: each class gives the same fraction of its
+  // samples to the test set (the rounding remainders go to the classes with the largest
+  // fractional parts, lowest class first on ties), so both sets keep the class balance.
+  // Regression splits take a random subset. Both parts keep the original sample order.
+  // test_fraction must be in [0, 1) and leave at least one training sample (ValueError).
+  DatasetSplit split(double test_fraction, uint64_t seed) const;
+};
+
+struct DatasetSplit {
+  Dataset train;
+  Dataset test;
+};
+
+}  // namespace nns::data

@@ -1,0 +1,848 @@
+#include "engine/graph/builder.h"
+
+#include <algorithm>
+#include <set>
+
+#include "engine/nn/nn.h"
+
+namespace nns::graph {
+namespace {
+
+using Shapes = std::vector<SymShape>;
+
+// "Linear 'fc1'": how problems name a node.
+std::string describe(const Node& node) {
+  return node.type + " '" + node.name + "'";
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep = ", ") {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// The problems of one analysis, without repeats (a block's problem shows once however many
+// instances it has).
+class Problems {
+ public:
+  void add(const std::string& block, NodeId node, const std::string& port, std::string message) {
+    if (seen_.insert(block + "\n" + std::to_string(node) + "\n" + port + "\n" + message).second)
+      list.push_back({node, port, std::move(message), block});
+  }
+  std::vector<Problem> list;
+
+ private:
+  std::set<std::string> seen_;
+};
+
+// The port a shape error is about: node types phrase them "input 'in0' has shape ...".
+std::string port_of(const std::string& message) {
+  const std::string prefix = "input '";
+  if (message.rfind(prefix, 0) != 0) return "";
+  const size_t end = message.find('\'', prefix.size());
+  return end == std::string::npos ? "" : message.substr(prefix.size(), end - prefix.size());
+}
+
+// One node of a graph, as the analysis sees it.
+struct Resolved {
+  enum class Kind { Type, Container, Block, Unknown };
+  const Node* node = nullptr;
+  Kind kind = Kind::Unknown;
+  const NodeType* type = nullptr;
+  const BlockDef* block = nullptr;
+  Json options;     // checked options (Type), instance arguments (Block), as given (others)
+  bool ok = false;  // options are usable
+  bool ports_known = false;
+  std::vector<std::string> inputs, outputs;  // port names
+  const Node* parent = nullptr;              // the group it is a member of
+  bool runs = false;                         // a step of the forward (not run by its group)
+
+  bool is(const char* name) const { return kind == Kind::Type && type->name == name; }
+  bool is_switch() const {
+    return kind == Kind::Container && node->type == "ModuleDict" && node->options.is_object() &&
+           node->options.contains("switch") && node->options["switch"] == true;
+  }
+  // A module the tree holds: what a group may contain and a Ref may call.
+  bool is_module() const {
+    return (kind == Kind::Type && type->make_module) || kind == Kind::Block ||
+           kind == Kind::Container;
+  }
+  // Callable with tensors: a module with a forward (ModuleList and plain ModuleDict have none).
+  bool is_callable() const {
+    return (kind == Kind::Type && type->make_module) || kind == Kind::Block ||
+           (kind == Kind::Container && (node->type == "Sequential" || is_switch()));
+  }
+};
+
+// A switch ModuleDict's "active" option, or "" when it is missing or no string.
+std::string active_key(const Node& dict) {
+  const Json& o = dict.options;
+  return o.is_object() && o.contains("active") && o["active"].is_string()
+             ? o["active"].get<std::string>()
+             : std::string();
+}
+
+bool valid_attribute(const std::string& name) {
+  return !name.empty() && name.find('.') == std::string::npos;
+}
+
+}  // namespace
+
+// Checks one graph (the top level, or a block's inside for one instance's arguments) and
+// infers its shapes; then, if asked and nothing was wrong, makes its GraphModule.
+class Builder {
+ public:
+  Builder(const Project& project, const Graph& graph, std::string block, Json args,
+          std::vector<std::string> stack, Problems& problems)
+      : project_(project),
+        graph_(graph),
+        block_(std::move(block)),
+        args_(std::move(args)),
+        stack_(std::move(stack)),
+        problems_(problems) {}
+
+  // input_shapes: what a block instance feeds its Input nodes; nullptr at the top level (the
+  // Input nodes' own shape options). Returns the Output nodes' shapes when all are known.
+  std::optional<Shapes> analyze(const Shapes* input_shapes) {
+    resolve_nodes();
+    check_groups();
+    check_names();
+    check_edges();
+    order();
+    infer(input_shapes);
+    std::optional<Shapes> out = Shapes{};
+    for (const Resolved& r : nodes_) {
+      if (!r.is("Output")) continue;
+      const Edge* e = graph_.edge_into({r.node->id, "in"});
+      auto it = e ? shape_of(e->from) : nullptr;
+      if (!it) return std::nullopt;
+      out->push_back(*it);
+    }
+    return out;
+  }
+
+  std::map<NodeId, std::map<std::string, SymShape>> shapes;
+
+  // Only after analyze() found nothing wrong.
+  std::shared_ptr<GraphModule> build(const std::string& class_name);
+
+ private:
+  void problem(const Node& node, const std::string& port, const std::string& message) {
+    problems_.add(block_, node.id, port, message);
+  }
+  void problem(const std::string& message) { problems_.add(block_, 0, "", message); }
+
+  Resolved& resolved(NodeId id) { return nodes_[index_.at(id)]; }
+
+  // ---- Options and ports --------------------------------------------------------------------
+
+  // Replaces "$name" strings by the block's arguments.
+  bool substitute(Json& value, const Node& node, const std::string& option) {
+    if (value.is_array() || value.is_object()) {
+      for (auto& v : value) {
+        if (!substitute(v, node, option)) return false;
+      }
+      return true;
+    }
+    if (!value.is_string()) return true;
+    const std::string s = value.get<std::string>();
+    if (s.size() < 2 || s[0] != '$') return true;
+    if (args_.is_object() && args_.contains(s.substr(1))) {
+      value = args_.at(s.substr(1));
+      return true;
+    }
+    std::vector<std::string> names;
+    if (args_.is_object())
+      for (const auto& [k, v] : args_.items()) names.push_back(k);
+    problem(
+        node, "",
+        describe(node) + ": option '" + option + "' refers to '" + s + "', which is no " +
+            (block_.empty() ? std::string("argument: only a custom block's nodes take $arguments")
+                            : "argument of block '" + block_ + "' (its arguments: " +
+                                  (names.empty() ? std::string("none") : join(names)) + ")"));
+    return false;
+  }
+
+  void resolve_nodes() {
+    for (const Node& node : graph_.nodes) {
+      index_[node.id] = nodes_.size();
+      Resolved r;
+      r.node = &node;
+      r.parent = graph_.parent_of(node.id);
+      Json options = node.options;
+      bool substituted = true;
+      if (options.is_object()) {
+        for (auto& [key, value] : options.items()) substituted &= substitute(value, node, key);
+      }
+      if (is_container_type(node.type)) {
+        r.kind = Resolved::Kind::Container;
+        r.options = options;
+        r.ok = substituted && check_container_options(node);
+      } else if (const NodeType* t = find_node_type(node.type)) {
+        r.kind = Resolved::Kind::Type;
+        r.type = t;
+        r.options = options;
+        if (substituted) {
+          try {
+            r.options = t->checked_options(options);
+            r.ok = true;
+          } catch (const Error& e) {
+            problem(node, "", describe(node) + ": " + e.what());
+          }
+        }
+      } else if (const BlockDef* b = project_.find_block(node.type)) {
+        r.kind = Resolved::Kind::Block;
+        r.block = b;
+        r.ok = substituted && resolve_block_arguments(node, *b, options, r.options);
+      } else {
+        std::string message;
+        try {
+          node_type(node.type);
+        } catch (const KeyError& e) {
+          message = e.what();
+        }
+        problem(node, "",
+                "node '" + node.name + "': " + message +
+                    " (nor a container or a custom block of this project)");
+      }
+      nodes_.push_back(std::move(r));
+    }
+    for (Resolved& r : nodes_) resolve_ports(r);
+  }
+
+  bool check_container_options(const Node& node) {
+    if (!node.options.is_object()) {
+      problem(node, "", describe(node) + ": options must be a JSON object");
+      return false;
+    }
+    for (const auto& [key, value] : node.options.items()) {
+      const bool known = node.type == "ModuleDict" && (key == "switch" || key == "active");
+      if (!known) {
+        problem(node, "",
+                describe(node) + " has no option '" + key + "'" +
+                    (node.type == "ModuleDict" ? "; its options are: switch, active"
+                                               : "; it takes none"));
+        return false;
+      }
+      if (key == "switch" && !value.is_boolean()) {
+        problem(node, "",
+                describe(node) + " option 'switch': expected true or false, got " + value.dump());
+        return false;
+      }
+      if (key == "active" && !value.is_string()) {
+        problem(node, "",
+                describe(node) + " option 'active': expected a member's key, got " + value.dump());
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool resolve_block_arguments(const Node& node, const BlockDef& b, const Json& given, Json& out) {
+    out = b.arguments.is_object() ? b.arguments : Json::object();
+    if (!given.is_object()) {
+      problem(node, "", describe(node) + ": options must be a JSON object");
+      return false;
+    }
+    for (const auto& [key, value] : given.items()) {
+      if (!out.contains(key)) {
+        std::vector<std::string> names;
+        for (const auto& [k, v] : out.items()) names.push_back(k);
+        problem(node, "",
+                describe(node) + ": block '" + b.name + "' has no argument '" + key +
+                    "'; its arguments are: " + (names.empty() ? std::string("none") : join(names)));
+        return false;
+      }
+      out[key] = value;
+    }
+    return true;
+  }
+
+  void resolve_ports(Resolved& r) {
+    if (r.kind == Resolved::Kind::Block) {
+      for (const Node& n : r.block->graph.nodes) {
+        if (n.type == "Input") r.inputs.push_back(n.name);
+        if (n.type == "Output") r.outputs.push_back(n.name);
+      }
+      r.ports_known = true;
+    } else if (r.is("Ref")) {
+      if (!r.ok) return;
+      const NodeId target = r.options.at("target").get<NodeId>();
+      auto it = index_.find(target);
+      if (it == index_.end()) {
+        problem(*r.node, "",
+                describe(*r.node) + ": its target " + std::to_string(target) +
+                    " is no node of this graph");
+        r.ok = false;
+        return;
+      }
+      Resolved& t = nodes_[it->second];
+      if (!t.is_callable()) {
+        problem(*r.node, "",
+                describe(*r.node) + ": its target " + describe(*t.node) +
+                    " has no module to call (a Ref calls a layer, block, "
+                    "Sequential or switch ModuleDict again)");
+        r.ok = false;
+        return;
+      }
+      if (!t.ports_known) resolve_ports(t);
+      r.inputs = t.inputs;
+      r.outputs = t.outputs;
+      r.ports_known = t.ports_known;
+    } else if (r.kind != Resolved::Kind::Unknown) {
+      const std::optional<NodePorts> p = node_ports(*r.node);
+      r.inputs = p->inputs;
+      r.outputs = p->outputs;
+      r.ports_known = true;
+    }
+  }
+
+  // ---- Groups and names -----------------------------------------------------------------------
+
+  void check_groups() {
+    for (Resolved& r : nodes_) {
+      // Groups nested in a loop (A in B in A) have no place in a tree.
+      std::vector<std::string> chain{r.node->name};
+      for (const Node* p = r.parent; p; p = graph_.parent_of(p->id)) {
+        chain.push_back(p->name);
+        if (p == r.node || chain.size() > graph_.nodes.size() + 1) {
+          problem(*r.node, "", "groups contain each other: " + join(chain, " in "));
+          r.ok = false;
+          break;
+        }
+      }
+      if (r.kind == Resolved::Kind::Container) check_group(r);
+      const bool run_by_group =
+          r.parent && (r.parent->type == "Sequential" || resolved(r.parent->id).is_switch());
+      const bool portless =
+          r.kind == Resolved::Kind::Container && r.node->type != "Sequential" && !r.is_switch();
+      r.runs = !run_by_group && !portless && r.kind != Resolved::Kind::Unknown;
+    }
+  }
+
+  void check_group(const Resolved& g) {
+    const Node& group = *g.node;
+    const bool chained = group.type == "Sequential" || g.is_switch();
+    std::set<std::string> keys;
+    for (NodeId id : group.members) {
+      const Resolved& m = resolved(id);
+      if (m.kind == Resolved::Kind::Unknown) continue;
+      if (!m.is_module()) {
+        problem(*m.node, "",
+                describe(*m.node) + " cannot be a member of " + describe(group) +
+                    ": a group holds modules (layers, blocks, groups), and this node "
+                    "has none");
+        continue;
+      }
+      if (chained) {
+        if (m.ports_known && (m.inputs.size() != 1 || m.outputs.size() != 1))
+          problem(*m.node, "",
+                  describe(*m.node) + " cannot be a member of " + describe(group) +
+                      ": its members take one input and give one output");
+        if (m.kind == Resolved::Kind::Container && !m.is_callable())
+          problem(*m.node, "",
+                  describe(*m.node) + " cannot be a member of " + describe(group) +
+                      ": it has no forward to chain");
+      }
+      if (group.type == "ModuleDict" && !keys.insert(m.node->name).second)
+        problem(*m.node, "",
+                describe(group) + " has two members with the key '" + m.node->name + "'");
+      if (group.type == "ModuleDict" && !valid_attribute(m.node->name))
+        problem(*m.node, "",
+                describe(*m.node) +
+                    ": a ModuleDict key must be non-empty and "
+                    "without '.'");
+    }
+    if (g.is_switch()) {
+      const std::string active = active_key(group);
+      if (!keys.contains(active))
+        problem(group, "",
+                describe(group) + ": the active key '" + active + "' is none of its members' (" +
+                    (keys.empty() ? std::string("it has none") : join({keys.begin(), keys.end()})) +
+                    ")");
+    }
+    if (chained && group.members.empty())
+      problem(group, "", describe(group) + " has no members to run");
+  }
+
+  // A node that registers something on the module (a module, parameter or buffer) outside a
+  // group is an attribute: its name must be usable and unique.
+  void check_names() {
+    std::map<std::string, const Node*> taken;
+    for (const Resolved& r : nodes_) {
+      if (r.parent || r.kind == Resolved::Kind::Unknown) continue;
+      const bool attribute = r.is_module() || r.is("Parameter") || r.is("Buffer");
+      if (!attribute) continue;
+      if (!valid_attribute(r.node->name)) {
+        problem(*r.node, "",
+                describe(*r.node) +
+                    ": an attribute name must be non-empty and "
+                    "without '.'");
+        continue;
+      }
+      auto [it, inserted] = taken.emplace(r.node->name, r.node);
+      if (!inserted)
+        problem(*r.node, "",
+                "duplicate attribute name '" + r.node->name + "': " + describe(*it->second) +
+                    " (id " + std::to_string(it->second->id) + ") has it too");
+    }
+  }
+
+  // ---- Edges and order ------------------------------------------------------------------------
+
+  static bool has(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  }
+
+  void check_edges() {
+    for (const Edge& e : graph_.edges) {
+      Resolved& from = resolved(e.from.node);
+      Resolved& to = resolved(e.to.node);
+      bool ok = true;
+      for (Resolved* r : {&from, &to}) {
+        if (r->kind != Resolved::Kind::Unknown && !r->runs) {
+          problem(*r->node, "",
+                  describe(*r->node) + " has an edge, but " +
+                      (r->parent ? "it is run by its group " + describe(*r->parent) +
+                                       ": connect the group's ports instead"
+                                 : std::string("it has no ports")));
+          ok = false;
+        }
+      }
+      if (from.ports_known && !has(from.outputs, e.from.port)) {
+        problem(*from.node, e.from.port,
+                describe(*from.node) + " has no output port '" + e.from.port + "'");
+        ok = false;
+      }
+      if (to.ports_known && !has(to.inputs, e.to.port)) {
+        problem(*to.node, e.to.port, describe(*to.node) + " has no input port '" + e.to.port + "'");
+        ok = false;
+      }
+      if (ok && from.ports_known && to.ports_known) edges_.push_back(&e);
+    }
+    for (const Resolved& r : nodes_) {
+      if (!r.runs) continue;
+      for (const std::string& port : r.inputs) {
+        if (!graph_.edge_into({r.node->id, port}))
+          problem(*r.node, port, describe(*r.node) + ": input '" + port + "' is not connected");
+      }
+    }
+    bool has_input = false, has_output = false;
+    for (const Resolved& r : nodes_) {
+      has_input |= r.is("Input");
+      has_output |= r.is("Output");
+    }
+    const std::string where = block_.empty() ? "the model" : "block '" + block_ + "'";
+    if (!has_input) problem(where + " has no Input node");
+    if (!has_output) problem(where + " has no Output node");
+  }
+
+  // Kahn's algorithm, taking the earliest node (in node order) that is ready, so the order is
+  // stable under unrelated edits.
+  void order() {
+    std::map<NodeId, int> pending;
+    std::map<NodeId, std::vector<NodeId>> next;
+    for (const Resolved& r : nodes_) {
+      if (r.runs) pending[r.node->id] = 0;
+    }
+    for (const Edge* e : edges_) {
+      ++pending[e->to.node];
+      next[e->from.node].push_back(e->to.node);
+    }
+    std::set<size_t> ready;
+    for (const auto& [id, count] : pending) {
+      if (count == 0) ready.insert(index_.at(id));
+    }
+    while (!ready.empty()) {
+      const size_t i = *ready.begin();
+      ready.erase(ready.begin());
+      const NodeId id = nodes_[i].node->id;
+      order_.push_back(id);
+      for (NodeId n : next[id]) {
+        if (--pending[n] == 0) ready.insert(index_.at(n));
+      }
+    }
+    if (order_.size() == pending.size()) return;
+    // Walk back along edges among the nodes left until a node repeats: that is a cycle.
+    NodeId start = 0;
+    for (const auto& [id, count] : pending) {
+      if (count > 0) {
+        start = id;
+        break;
+      }
+    }
+    std::vector<NodeId> path{start};
+    while (true) {
+      NodeId prev = 0;
+      for (const Edge* e : edges_) {
+        if (e->to.node == path.back() && pending[e->from.node] > 0) prev = e->from.node;
+      }
+      auto seen = std::find(path.begin(), path.end(), prev);
+      if (seen != path.end()) {
+        // path[i + 1] feeds path[i]: the cycle runs prev -> path.back() -> ... -> prev.
+        const std::string& first = resolved(prev).node->name;
+        std::vector<std::string> names{first};
+        for (auto it = path.rbegin(); *it != prev; ++it) names.push_back(resolved(*it).node->name);
+        names.push_back(first);
+        problem(*resolved(prev).node, "", "the graph has a cycle: " + join(names, " -> "));
+        return;
+      }
+      path.push_back(prev);
+    }
+  }
+
+  // ---- Shapes ---------------------------------------------------------------------------------
+
+  const SymShape* shape_of(const PortRef& p) const {
+    auto n = shapes.find(p.node);
+    if (n == shapes.end()) return nullptr;
+    auto s = n->second.find(p.port);
+    return s == n->second.end() ? nullptr : &s->second;
+  }
+
+  void infer(const Shapes* input_shapes) {
+    size_t input_index = 0;
+    for (NodeId id : order_) {
+      Resolved& r = resolved(id);
+      Shapes in;
+      for (const std::string& port : r.inputs) {
+        const Edge* e = graph_.edge_into({id, port});
+        const SymShape* s = e ? shape_of(e->from) : nullptr;
+        if (!s) break;
+        in.push_back(*s);
+      }
+      std::optional<Shapes> out;
+      if (r.is("Input") && input_shapes) {
+        if (input_index < input_shapes->size()) out = Shapes{(*input_shapes)[input_index]};
+        ++input_index;
+      } else if (in.size() == r.inputs.size()) {
+        out = infer_call(r, r, in);
+      }
+      if (!out) continue;
+      for (size_t i = 0; i < out->size() && i < r.outputs.size(); ++i)
+        shapes[id][r.outputs[i]] = (*out)[i];
+    }
+  }
+
+  // The outputs of calling `callee`'s module (or function) on `in`; problems go to `blame`
+  // (a Ref blames itself for what its input does to its target).
+  std::optional<Shapes> infer_call(const Resolved& blame, const Resolved& callee,
+                                   const Shapes& in) {
+    if (!callee.ok) return std::nullopt;
+    try {
+      switch (callee.kind) {
+        case Resolved::Kind::Type:
+          if (callee.is("Ref")) {
+            const Resolved& target = resolved(callee.options.at("target").get<NodeId>());
+            return infer_call(blame, target, in);
+          }
+          return callee.type->infer_shapes(callee.options, in);
+        case Resolved::Kind::Container: {
+          if (callee.is_switch()) {
+            const Node* active = member_by_key(*callee.node);
+            if (!active) return std::nullopt;
+            const Resolved& m = resolved(active->id);
+            auto out = infer_call(&blame == &callee ? m : blame, m, in);
+            if (out && !out->empty()) shapes[active->id]["out"] = out->front();
+            return out;
+          }
+          Shapes x = in;
+          for (NodeId id : callee.node->members) {
+            const Resolved& m = resolved(id);
+            auto out = infer_call(&blame == &callee ? m : blame, m, x);
+            if (!out || out->size() != 1) return std::nullopt;
+            shapes[id]["out"] = out->front();
+            x = *out;
+          }
+          return x;
+        }
+        case Resolved::Kind::Block:
+          return infer_block(blame, callee, in);
+        case Resolved::Kind::Unknown:
+          return std::nullopt;
+      }
+    } catch (const Error& e) {
+      problem(*blame.node, port_of(e.what()), describe(*blame.node) + ": " + e.what());
+    }
+    return std::nullopt;
+  }
+
+  const Node* member_by_key(const Node& dict) {
+    const std::string active = active_key(dict);
+    for (NodeId id : dict.members) {
+      if (graph_.at(id).name == active) return &graph_.at(id);
+    }
+    return nullptr;
+  }
+
+  std::optional<Shapes> infer_block(const Resolved& blame, const Resolved& callee,
+                                    const Shapes& in) {
+    const BlockDef& b = *callee.block;
+    if (std::find(stack_.begin(), stack_.end(), b.name) != stack_.end()) {
+      std::vector<std::string> chain = stack_;
+      chain.push_back(b.name);
+      problem(*blame.node, "",
+              describe(*blame.node) + ": block '" + b.name + "' contains itself (" +
+                  join(chain, " -> ") + "); a block cannot hold an instance of itself");
+      return std::nullopt;
+    }
+    std::vector<std::string> stack = stack_;
+    stack.push_back(b.name);
+    Builder inner(project_, b.graph, b.name, callee.options, std::move(stack), problems_);
+    return inner.analyze(&in);
+  }
+
+  // ---- Building -------------------------------------------------------------------------------
+
+  nn::ModulePtr make_module(const Resolved& r);
+
+  const Project& project_;
+  const Graph& graph_;
+  std::string block_;
+  Json args_;
+  std::vector<std::string> stack_;
+  Problems& problems_;
+
+  std::vector<Resolved> nodes_;  // in node order
+  std::map<NodeId, size_t> index_;
+  std::vector<const Edge*> edges_;  // the edges between known ports
+  std::vector<NodeId> order_;       // the running nodes, in topological order
+};
+
+// One thing forward does: run a node's module or function on some slots, writing others.
+struct GraphModule::Step {
+  enum class Kind { Input, Output, Module, Function, Parameter, Buffer };
+  Kind kind = Kind::Module;
+  NodeId node = 0;
+  nn::Module* module = nullptr;  // owned by the module tree
+  const NodeType* type = nullptr;
+  Json options;
+  size_t member_index = 0;     // Parameter/Buffer: the index in this module's dict
+  std::vector<size_t> inputs;  // slots
+  size_t output = 0;           // the first output slot
+  size_t outputs = 0;          // how many
+};
+
+GraphModule::GraphModule(std::string class_name) : Module(std::move(class_name)) {}
+GraphModule::~GraphModule() = default;
+
+nn::ModulePtr Builder::make_module(const Resolved& r) {
+  switch (r.kind) {
+    case Resolved::Kind::Type:
+      return r.type->make_module(r.options);
+    case Resolved::Kind::Block: {
+      std::vector<std::string> stack = stack_;
+      stack.push_back(r.block->name);
+      // The instance's shapes were checked by analyze(); this pass only orders the block's
+      // nodes, so what it finds about the block's own Input shapes does not matter.
+      Problems scratch;
+      Builder inner(project_, r.block->graph, r.block->name, r.options, std::move(stack), scratch);
+      inner.analyze(nullptr);
+      return inner.build(r.block->name);
+    }
+    case Resolved::Kind::Container: {
+      nn::NamedList<nn::ModulePtr> members;
+      for (NodeId id : r.node->members)
+        members.emplace_back(graph_.at(id).name, make_module(resolved(id)));
+      if (r.node->type == "ModuleDict") return std::make_shared<nn::ModuleDict>(members);
+      std::vector<nn::ModulePtr> modules;
+      for (auto& [key, m] : members) modules.push_back(m);
+      if (r.node->type == "Sequential") return std::make_shared<nn::Sequential>(modules);
+      return std::make_shared<nn::ModuleList>(modules);
+    }
+    case Resolved::Kind::Unknown:
+      break;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
+  std::shared_ptr<GraphModule> gm(new GraphModule(class_name));
+  // Registration in node order: the order of named_parameters() and of the repr.
+  for (const Resolved& r : nodes_) {
+    if (r.parent) continue;
+    const std::string& name = r.node->name;
+    if (r.is("Parameter")) {
+      gm->register_parameter(name, nn::Parameter(initial_tensor(r.options),
+                                                 r.options.at("requires_grad").get<bool>()));
+    } else if (r.is("Buffer")) {
+      gm->register_buffer(name, initial_tensor(r.options), r.options.at("persistent").get<bool>());
+    } else if (r.is_module()) {
+      nn::ModulePtr m = make_module(r);
+      gm->register_module(name, m);
+      gm->node_modules_[r.node->id] = {m, name};
+    }
+  }
+  // Members' modules, under their qualified names ("features.0").
+  std::function<void(const Node&, const nn::ModulePtr&, const std::string&)> add_members =
+      [&](const Node& group, const nn::ModulePtr& module, const std::string& prefix) {
+        size_t i = 0;
+        for (NodeId id : group.members) {
+          const Node& m = graph_.at(id);
+          const std::string key = group.type == "ModuleDict" ? m.name : std::to_string(i);
+          const nn::ModulePtr child = module->children_dict()[key];
+          gm->node_modules_[id] = {child, prefix + "." + key};
+          if (!m.members.empty()) add_members(m, child, prefix + "." + key);
+          ++i;
+        }
+      };
+  for (const Resolved& r : nodes_) {
+    if (!r.parent && r.kind == Resolved::Kind::Container)
+      add_members(*r.node, gm->node_modules_.at(r.node->id).first, r.node->name);
+  }
+
+  // The callable module of a node: its own, or for a switch the active member's.
+  std::function<nn::Module*(const Resolved&)> callable = [&](const Resolved& r) -> nn::Module* {
+    if (r.is("Ref")) return callable(resolved(r.options.at("target").get<NodeId>()));
+    if (r.is_switch()) return callable(resolved(member_by_key(*r.node)->id));
+    return gm->node_modules_.at(r.node->id).first.get();
+  };
+
+  std::map<std::pair<NodeId, std::string>, size_t> slot;
+  size_t slots = 0;
+  for (NodeId id : order_) {
+    const Resolved& r = resolved(id);
+    GraphModule::Step step;
+    step.node = id;
+    for (const std::string& port : r.inputs) {
+      const Edge* e = graph_.edge_into({id, port});
+      step.inputs.push_back(slot.at({e->from.node, e->from.port}));
+    }
+    step.output = slots;
+    step.outputs = r.outputs.size();
+    for (const std::string& port : r.outputs) slot[{id, port}] = slots++;
+    if (r.is("Input")) {
+      step.kind = GraphModule::Step::Kind::Input;
+      step.member_index = gm->inputs_.size();
+      gm->inputs_.push_back(id);
+    } else if (r.is("Output")) {
+      step.kind = GraphModule::Step::Kind::Output;
+      step.member_index = gm->outputs_.size();
+      gm->outputs_.push_back(id);
+    } else if (r.is("Parameter") || r.is("Buffer")) {
+      const bool param = r.is("Parameter");
+      step.kind = param ? GraphModule::Step::Kind::Parameter : GraphModule::Step::Kind::Buffer;
+      const std::vector<std::string> keys =
+          param ? gm->parameters_dict().keys() : gm->buffers_dict().keys();
+      step.member_index =
+          static_cast<size_t>(std::find(keys.begin(), keys.end(), r.node->name) - keys.begin());
+    } else if (r.kind == Resolved::Kind::Type && r.type->apply) {
+      step.kind = GraphModule::Step::Kind::Function;
+      step.type = r.type;
+      step.options = r.options;
+    } else {
+      step.kind = GraphModule::Step::Kind::Module;
+      step.module = callable(r);
+    }
+    gm->steps_.push_back(std::move(step));
+  }
+  // Outputs in node order, as documented (the steps run them in topological order).
+  std::vector<NodeId> outputs;
+  for (const Resolved& r : nodes_) {
+    if (r.is("Output")) outputs.push_back(r.node->id);
+  }
+  std::vector<NodeId> inputs;
+  for (const Resolved& r : nodes_) {
+    if (r.is("Input")) inputs.push_back(r.node->id);
+  }
+  for (GraphModule::Step& s : gm->steps_) {
+    if (s.kind == GraphModule::Step::Kind::Output)
+      s.member_index =
+          static_cast<size_t>(std::find(outputs.begin(), outputs.end(), s.node) - outputs.begin());
+    if (s.kind == GraphModule::Step::Kind::Input)
+      s.member_index =
+          static_cast<size_t>(std::find(inputs.begin(), inputs.end(), s.node) - inputs.begin());
+  }
+  gm->inputs_ = inputs;
+  gm->outputs_ = outputs;
+  gm->slot_count_ = slots;
+  return gm;
+}
+
+std::vector<Tensor> GraphModule::forward(const std::vector<Tensor>& inputs) {
+  if (inputs.size() != inputs_.size())
+    throw ValueError(name() + ".forward: expected " + std::to_string(inputs_.size()) +
+                     " input tensor(s), one per Input node, got " + std::to_string(inputs.size()));
+  std::vector<Tensor> slots(slot_count_);
+  std::vector<Tensor> outputs(outputs_.size());
+  std::vector<Tensor> args;
+  for (const Step& s : steps_) {
+    args.clear();
+    for (size_t i : s.inputs) args.push_back(slots[i]);
+    switch (s.kind) {
+      case Step::Kind::Input:
+        slots[s.output] = inputs[s.member_index];
+        break;
+      case Step::Kind::Output:
+        outputs[s.member_index] = args[0];
+        break;
+      case Step::Kind::Parameter:
+        slots[s.output] = parameters_dict().items()[s.member_index].value();
+        break;
+      case Step::Kind::Buffer:
+        slots[s.output] = buffers_dict().items()[s.member_index].value();
+        break;
+      case Step::Kind::Function:
+      case Step::Kind::Module: {
+        std::vector<Tensor> out =
+            s.kind == Step::Kind::Module ? (*s.module)(args) : s.type->apply(args, s.options);
+        if (out.size() != s.outputs)
+          throw ValueError(name() + ": node " + std::to_string(s.node) + " gave " +
+                           std::to_string(out.size()) + " outputs, expected " +
+                           std::to_string(s.outputs));
+        std::move(out.begin(), out.end(), slots.begin() + static_cast<std::ptrdiff_t>(s.output));
+        break;
+      }
+    }
+    if (node_output_observer && s.kind != Step::Kind::Output)
+      node_output_observer(
+          s.node,
+          std::vector<Tensor>(slots.begin() + static_cast<std::ptrdiff_t>(s.output),
+                              slots.begin() + static_cast<std::ptrdiff_t>(s.output + s.outputs)));
+  }
+  return outputs;
+}
+
+Tensor GraphModule::forward(const Tensor& input) {
+  if (inputs_.size() != 1 || outputs_.size() != 1)
+    throw ValueError(name() + ".forward: this model has " + std::to_string(inputs_.size()) +
+                     " inputs and " + std::to_string(outputs_.size()) +
+                     " outputs; call it with a std::vector<Tensor>");
+  return forward(std::vector<Tensor>{input})[0];
+}
+
+nn::ModulePtr GraphModule::node_module(NodeId node) const {
+  auto it = node_modules_.find(node);
+  return it == node_modules_.end() ? nullptr : it->second.first;
+}
+
+std::string GraphModule::module_name(NodeId node) const {
+  auto it = node_modules_.find(node);
+  return it == node_modules_.end() ? "" : it->second.second;
+}
+
+Analysis analyze(const Project& project) {
+  Problems problems;
+  Builder b(project, project.graph, "", Json::object(), {}, problems);
+  b.analyze(nullptr);
+  return {std::move(b.shapes), std::move(problems.list)};
+}
+
+std::shared_ptr<GraphModule> build_model(const Project& project) {
+  Problems problems;
+  Builder b(project, project.graph, "", Json::object(), {}, problems);
+  b.analyze(nullptr);
+  if (!problems.list.empty()) {
+    std::string message = project.name + ": the graph has " + std::to_string(problems.list.size()) +
+                          (problems.list.size() == 1 ? " problem: " : " problems: ");
+    for (size_t i = 0; i < problems.list.size(); ++i) {
+      const Problem& p = problems.list[i];
+      message +=
+          (i ? "; " : "") + (p.block.empty() ? "" : "in block '" + p.block + "': ") + p.message;
+    }
+    throw GraphError(message, std::move(problems.list));
+  }
+  return b.build(project.name);
+}
+
+}  // namespace nns::graph

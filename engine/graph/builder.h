@@ -1,0 +1,78 @@
+#pragma once
+// From a graph spec to modules. build_model() checks the whole graph (types, options, ports,
+// cycles, groups, shapes) and makes a GraphModule: a Module whose children are the nodes'
+// modules, registered under PyTorch's names, and whose forward runs the nodes in topological
+// order. Every problem found is reported with the node and port it belongs to, so the canvas
+// can mark it; build_model throws a GraphError carrying all of them.
+//
+//   nns::graph::Project p = nns::graph::load_project("spirals.nns");
+//   auto model = nns::graph::build_model(p);          // GraphModule "Net"
+//   nns::Tensor logits = (*model)(nns::randn({8, 2}));
+//   model->state_dict();                               // "features.0.weight", ...
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph/node_types.h"
+#include "engine/graph/project.h"
+#include "engine/nn/module.h"
+#include "engine/tensor/error.h"
+
+namespace nns::graph {
+
+// One problem in a graph: where (node, and port if it is about a port), and what.
+struct Problem {
+  NodeId node = 0;   // 0: the graph as a whole
+  std::string port;  // empty: the node as a whole
+  std::string message;
+  std::string block;  // the custom block whose graph holds the node; empty: the top level
+};
+
+class GraphError : public Error {
+ public:
+  GraphError(const std::string& message, std::vector<Problem> problems)
+      : Error(message), problems(std::move(problems)) {}
+  std::vector<Problem> problems;
+};
+
+// What the canvas shows without building: every port's shape and every problem.
+struct Analysis {
+  std::map<NodeId, std::map<std::string, SymShape>> output_shapes;  // node -> port -> shape
+  std::vector<Problem> problems;
+  bool ok() const { return problems.empty(); }
+};
+// Never throws for a bad graph: problems are collected.
+Analysis analyze(const Project& project);
+
+// The model of a project (or of a block, for a block instance). forward takes the Input
+// nodes' tensors in node order and returns the Output nodes' tensors in node order.
+class GraphModule : public nn::Module {
+ public:
+  ~GraphModule() override;  // out of line: Step is complete only in builder.cpp
+  using Module::forward;
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) override;
+  Tensor forward(const Tensor& input) override;
+
+  // The module made for a node of this graph (nullptr for functional nodes and Input/Output);
+  // and its qualified name in named_modules() ("features.0").
+  nn::ModulePtr node_module(NodeId node) const;
+  std::string module_name(NodeId node) const;
+  // Runs fn on every node's output during forward (for probes on functional nodes and for
+  // NaN checks); empty to stop.
+  std::function<void(NodeId, const std::vector<Tensor>&)> node_output_observer;
+
+ private:
+  friend class Builder;
+  // Out of line like the destructor: both need the complete Step.
+  explicit GraphModule(std::string class_name);
+  struct Step;  // one node, group or block instance to run
+  std::vector<Step> steps_;
+  std::map<NodeId, std::pair<nn::ModulePtr, std::string>> node_modules_;
+  std::vector<NodeId> inputs_, outputs_;
+  size_t slot_count_ = 0;  // one per output port of a running node
+};
+
+std::shared_ptr<GraphModule> build_model(const Project& project);
+
+}  // namespace nns::graph

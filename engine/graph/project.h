@@ -1,0 +1,87 @@
+#pragma once
+// A project: the model's graph spec with its custom blocks, the probes placed on it, and the
+// dataset and training settings. It is saved as a versioned JSON file (.nns), documented in
+// docs/project-format.md with an example of every node type.
+//
+//   nns::graph::Project p = nns::graph::load_project("resources/examples/spirals.nns");
+//   p.training.optimizer = "Adam";
+//   nns::graph::save_project(p, "mine.nns");   // atomic: a crash never leaves half a file
+//
+// Files of an older version load (and are upgraded in memory); fields this version does not
+// know are kept and written back unchanged; a file of a newer major version is refused with a
+// message that says which version can open it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/graph/spec.h"
+
+namespace nns::graph {
+
+constexpr int kProjectFormatVersion = 1;
+
+// A probe: hooks on the module of one node (see engine/train/probes.h).
+struct ProbeSpec {
+  NodeId node = 0;          // a node of the top-level graph
+  bool activations = true;  // forward hook: output statistics and histogram
+  bool gradients = true;    // full backward hook: gradients w.r.t. outputs and inputs
+  bool parameters = true;   // tensor hooks: parameter gradients, update-to-weight ratio
+  int64_t every = 10;       // sample every N steps
+  Json extra = Json::object();
+  bool operator==(const ProbeSpec&) const = default;
+};
+
+struct DatasetSettings {
+  std::string name = "spirals";   // an entry of nns::data::dataset_catalog(), or "csv"
+  Json options = Json::object();  // the generator's options (noise, samples, ...)
+  double test_fraction = 0.2;
+  int64_t seed = 0;
+  std::string csv_path;      // for "csv": relative to the project file
+  std::string label_column;  // for "csv"
+  Json extra = Json::object();
+  bool operator==(const DatasetSettings&) const = default;
+};
+
+struct TrainingSettings {
+  std::string loss = "CrossEntropyLoss";
+  Json loss_options = Json::object();
+  std::string optimizer = "SGD";
+  Json optimizer_options = Json::object();  // {"lr": 0.1, "momentum": 0.9, ...}
+  std::string scheduler;                    // empty: none
+  Json scheduler_options = Json::object();
+  int64_t batch_size = 32;
+  int64_t epochs = 30;
+  int64_t seed = 0;           // initial weights and shuffling
+  double clip_grad_norm = 0;  // 0: off
+  Json extra = Json::object();
+  bool operator==(const TrainingSettings&) const = default;
+};
+
+struct Project {
+  int version = kProjectFormatVersion;
+  std::string name = "Net";  // the model's class name (what its repr prints)
+  Graph graph;
+  std::vector<BlockDef> blocks;
+  std::vector<ProbeSpec> probes;
+  DatasetSettings dataset;
+  TrainingSettings training;
+  Json extra = Json::object();  // top-level fields of a newer minor version, kept
+
+  const BlockDef* find_block(const std::string& name) const;
+  bool operator==(const Project&) const = default;
+};
+
+// source names the file in error messages. A ValueError with the JSON path of the bad field
+// ("spirals.nns: graph.nodes[3].x: expected a number, got \"ten\"") for anything malformed;
+// nothing is half-loaded. Node types and options are not checked here: a project with a bad
+// option still opens, and analyze() marks the node (builder.h).
+Project parse_project(std::string_view json_text, const std::string& source = "<project>");
+Project load_project(const std::string& path);
+std::string project_to_json(const Project& project);  // pretty, stable order
+void save_project(const Project& project, const std::string& path);
+
+Json graph_to_json(const Graph& graph);
+Graph graph_from_json(const Json& json, const std::string& where);
+
+}  // namespace nns::graph

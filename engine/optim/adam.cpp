@@ -1,0 +1,215 @@
+#include "engine/optim/adam.h"
+
+#include <cmath>
+
+#include "engine/autograd/grad_mode.h"
+#include "engine/optim/update.h"
+#include "engine/tensor/error.h"
+#include "engine/tensor/factories.h"
+
+namespace nns::optim {
+
+namespace {
+
+// PyTorch's checks and words (torch/optim/adam.py, adamw.py).
+void check_options(const char* name, const AdamOptions& o) {
+  detail::check_not_negative(name, "learning rate", o.lr);
+  detail::check_not_negative(name, "epsilon value", o.eps);
+  for (int i = 0; i < 2; ++i) {
+    detail::check_option(name, "beta parameter at index " + std::to_string(i), o.betas[i],
+                         o.betas[i] >= 0.0 && o.betas[i] < 1.0, "it must be in [0, 1)");
+  }
+  detail::check_not_negative(name, "weight_decay value", o.weight_decay);
+}
+
+// Sets an option both Adam and AdamW have; false for a name neither has.
+bool set_common(const char* optimizer, AdamOptions& o, const std::string& name,
+                const OptionValue& value) {
+  if (name == "lr") {
+    o.lr = option_number(name, value);
+  } else if (name == "betas") {
+    const auto* betas = std::get_if<std::vector<double>>(&value);
+    if (betas == nullptr || betas->size() != 2) {
+      throw ValueError(std::string(optimizer) +
+                       ": option 'betas' must be a pair of numbers (beta1, beta2)");
+    }
+    o.betas = {(*betas)[0], (*betas)[1]};
+  } else if (name == "eps") {
+    o.eps = option_number(name, value);
+  } else if (name == "weight_decay") {
+    o.weight_decay = option_number(name, value);
+  } else if (name == "amsgrad") {
+    o.amsgrad = option_flag(name, value);
+  } else if (name == "maximize") {
+    o.maximize = option_flag(name, value);
+  } else if (name == "foreach") {
+    o.foreach = detail::foreach_from(value);
+  } else if (name == "capturable") {
+    o.capturable = detail::false_only(optimizer, name, value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The scalars of one parameter's update, in float64 as PyTorch's Python code computes them.
+struct AdamStep {
+  double beta1, beta2, eps, weight_decay;
+  double step_size;  // lr / (1 - beta1^t)
+  double bias_correction2_sqrt;
+  double param_scale;  // AdamW: 1 - lr * weight_decay
+  bool maximize, decoupled;
+};
+
+// One pass over a parameter: the scalars are cast to T as PyTorch's kernels cast them, and
+// each operation rounds where PyTorch's does. Its add(other, alpha) and addcmul are fused
+// multiply-adds in the vectorized CPU kernels (and in their scalar tails, which GCC contracts
+// with the kernels' -mfma), so those are std::fma here.
+template <class T>
+void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
+                 const AdamStep& s) {
+  const T beta1 = static_cast<T>(s.beta1);
+  const T one_minus_beta1 = static_cast<T>(1.0 - s.beta1);
+  const T beta2 = static_cast<T>(s.beta2);
+  const T one_minus_beta2 = static_cast<T>(1.0 - s.beta2);
+  const T weight_decay = static_cast<T>(s.weight_decay);
+  const T bias_correction2_sqrt = static_cast<T>(s.bias_correction2_sqrt);
+  const T eps = static_cast<T>(s.eps);
+  const T neg_step_size = static_cast<T>(-s.step_size);
+  const T param_scale = static_cast<T>(s.param_scale);
+  const bool coupled_decay = !s.decoupled && s.weight_decay != 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    T g = s.maximize ? -grad[i] : grad[i];
+    T p = param[i];
+    if (s.decoupled) p *= param_scale;
+    if (coupled_decay) g = std::fma(p, weight_decay, g);
+    const T m = std::fma(g, one_minus_beta1, exp_avg[i] * beta1);
+    const T v = std::fma(one_minus_beta2 * g, g, exp_avg_sq[i] * beta2);
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    T v_used = v;
+    if (max_exp_avg_sq != nullptr) {
+      // torch.maximum: NaN wins.
+      const T old = max_exp_avg_sq[i];
+      v_used = (old < v || std::isnan(v)) ? v : old;
+      max_exp_avg_sq[i] = v_used;
+    }
+    const T denom = std::sqrt(v_used) / bias_correction2_sqrt + eps;
+    param[i] = p + neg_step_size * m / denom;
+  }
+}
+
+}  // namespace
+
+OptionList AdamOptions::items() const {
+  return {{"lr", lr},
+          {"betas", std::vector<double>{betas[0], betas[1]}},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
+          {"amsgrad", amsgrad},
+          {"maximize", maximize},
+          {"foreach", detail::foreach_value(foreach)},
+          {"capturable", capturable},
+          {"differentiable", differentiable},
+          {"fused", fused}};
+}
+
+void AdamOptions::set(const std::string& name, const OptionValue& value) {
+  if (set_common("Adam", *this, name, value)) return;
+  if (name == "differentiable") {
+    differentiable = detail::false_only("Adam", name, value);
+  } else if (name == "fused") {
+    fused = detail::false_only("Adam", name, value);
+  } else {
+    throw KeyError("Adam has no option '" + name +
+                   "' (it has lr, betas, eps, weight_decay, amsgrad, maximize, foreach, "
+                   "capturable, differentiable, fused)");
+  }
+}
+
+OptionList AdamWOptions::items() const {
+  return {{"lr", lr},
+          {"betas", std::vector<double>{betas[0], betas[1]}},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
+          {"amsgrad", amsgrad},
+          {"foreach", detail::foreach_value(foreach)},
+          {"maximize", maximize},
+          {"capturable", capturable}};
+}
+
+void AdamWOptions::set(const std::string& name, const OptionValue& value) {
+  if (set_common("AdamW", *this, name, value)) return;
+  throw KeyError("AdamW has no option '" + name +
+                 "' (it has lr, betas, eps, weight_decay, amsgrad, foreach, maximize, "
+                 "capturable)");
+}
+
+Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
+    : Adam(std::move(groups), defaults, false) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults, bool decoupled)
+    : Optimizer(std::move(groups), defaults.clone()), decoupled_(decoupled) {
+  // The base added the groups before decoupled_ was known; check them all now.
+  for (const ParamGroup& group : param_groups()) check_options(name(), group_options(group));
+}
+
+const AdamOptions& Adam::group_options(const ParamGroup& group) const {
+  const auto* options = dynamic_cast<const AdamOptions*>(&group.options());
+  const bool adamw = dynamic_cast<const AdamWOptions*>(&group.options()) != nullptr;
+  if (options == nullptr || adamw != decoupled_) {
+    throw ValueError(std::string(name()) +
+                     ": a parameter group has options of another "
+                     "optimizer; give it " +
+                     (decoupled_ ? "AdamWOptions" : "AdamOptions") + " or none (the defaults)");
+  }
+  return *options;
+}
+
+void Adam::step() {
+  // Everything is checked before any parameter changes.
+  for (const ParamGroup& group : param_groups()) check_options(name(), group_options(group));
+  detail::check_parameters(name(), param_groups());
+  NoGradGuard no_grad;
+  for (const ParamGroup& group : param_groups()) {
+    const AdamOptions& o = group_options(group);
+    for (const Tensor& p : group.params) {
+      const Tensor grad = p.grad().defined() ? p.grad().contiguous() : Tensor();
+      if (!grad.defined()) continue;
+      ParamState& st = state(p);
+      if (st.empty()) {
+        st.insert("step", scalar_tensor(0.0, kFloat32));
+        st.insert("exp_avg", zeros_like(p));
+        st.insert("exp_avg_sq", zeros_like(p));
+        if (o.amsgrad) st.insert("max_exp_avg_sq", zeros_like(p));
+      }
+      const double t = detail::increment_step(detail::state_entry(name(), st, "step"));
+      Tensor& exp_avg = detail::state_entry(name(), st, "exp_avg", &p);
+      Tensor& exp_avg_sq = detail::state_entry(name(), st, "exp_avg_sq", &p);
+      Tensor* max_exp_avg_sq =
+          o.amsgrad ? &detail::state_entry(name(), st, "max_exp_avg_sq", &p) : nullptr;
+      const AdamStep s{o.betas[0],
+                       o.betas[1],
+                       o.eps,
+                       o.weight_decay,
+                       o.lr / (1.0 - std::pow(o.betas[0], t)),
+                       std::sqrt(1.0 - std::pow(o.betas[1], t)),
+                       1.0 - o.lr * o.weight_decay,
+                       o.maximize,
+                       decoupled_};
+      detail::Writable param(p);
+      if (p.dtype() == kFloat32) {
+        adam_kernel(param.data<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(),
+                    exp_avg_sq.data_ptr<float>(),
+                    max_exp_avg_sq ? max_exp_avg_sq->data_ptr<float>() : nullptr, p.numel(), s);
+      } else {
+        adam_kernel(param.data<double>(), grad.data_ptr<double>(), exp_avg.data_ptr<double>(),
+                    exp_avg_sq.data_ptr<double>(),
+                    max_exp_avg_sq ? max_exp_avg_sq->data_ptr<double>() : nullptr, p.numel(), s);
+      }
+      param.finish();
+    }
+  }
+}
+
+}  // namespace nns::optim

@@ -1,0 +1,487 @@
+#include "engine/serialize/torch_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+namespace nns::serialize {
+
+namespace {
+
+constexpr uint32_t kLocalSig = 0x04034b50;
+constexpr uint32_t kCentralSig = 0x02014b50;
+constexpr uint32_t kDescriptorSig = 0x08074b50;
+constexpr uint32_t kEndSig = 0x06054b50;
+constexpr uint32_t kZip64EndSig = 0x06064b50;
+constexpr uint32_t kZip64LocatorSig = 0x07064b50;
+constexpr uint32_t k32 = 0xFFFFFFFF;
+constexpr size_t kEndSize = 22;
+constexpr size_t kCentralSize = 46;
+constexpr size_t kLocalSize = 30;
+// data.pkl of a state dict with a hundred thousand tensors is a few megabytes.
+constexpr uint64_t kMaxPickle = uint64_t{64} << 20;
+
+uint16_t le16(const std::string& b, size_t at) {
+  uint16_t v;
+  std::memcpy(&v, b.data() + at, 2);
+  return v;
+}
+uint32_t le32(const std::string& b, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, b.data() + at, 4);
+  return v;
+}
+uint64_t le64(const std::string& b, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, b.data() + at, 8);
+  return v;
+}
+
+}  // namespace
+
+std::vector<ZipEntry> read_zip_directory(const ByteSource& src) {
+  const std::string& file = src.name();
+  const uint64_t size = src.size();
+  if (size < kEndSize) throw FileError(file + ": too small to be a zip archive");
+  // The end record sits within the last 22 + 65535 (comment) bytes; search backwards.
+  const uint64_t tail_len = std::min<uint64_t>(size, kEndSize + 0xFFFF);
+  const std::string tail = src.read_string(size - tail_len, tail_len, "the zip end record");
+  uint64_t eocd = 0;
+  bool found = false;
+  for (size_t i = tail_len - kEndSize + 1; i-- > 0;) {
+    if (le32(tail, i) == kEndSig && i + kEndSize + le16(tail, i + 20) <= tail_len) {
+      eocd = size - tail_len + i;
+      found = true;
+      break;
+    }
+  }
+  if (!found) throw FileError(file + ": corrupt zip archive: no end of central directory record");
+  const std::string end = src.read_string(eocd, kEndSize, "the zip end record");
+  if (le16(end, 4) != 0 || le16(end, 6) != 0) {
+    throw FileError(file + ": multi-disk zip archives are not supported");
+  }
+  uint64_t count = le16(end, 10);
+  uint64_t cd_size = le32(end, 12);
+  uint64_t cd_offset = le32(end, 16);
+  uint64_t cd_limit = eocd;  // the central directory ends before the end records
+  if (count == 0xFFFF || cd_size == k32 || cd_offset == k32) {
+    if (eocd < 20) throw FileError(file + ": corrupt zip archive: the Zip64 locator is missing");
+    const uint64_t locator = eocd - 20;
+    if (src.u32(locator, "the Zip64 locator") != kZip64LocatorSig) {
+      throw FileError(file + ": corrupt zip archive: the Zip64 locator is missing");
+    }
+    const uint64_t z64 = src.u64(locator + 8, "the Zip64 locator");
+    if (z64 > locator || locator - z64 < 56) {
+      throw FileError(file + ": corrupt zip archive: the Zip64 end record lies outside the file");
+    }
+    const std::string rec = src.read_string(z64, 56, "the Zip64 end record");
+    if (le32(rec, 0) != kZip64EndSig) {
+      throw FileError(file + ": corrupt zip archive: no Zip64 end record where the locator points");
+    }
+    count = le64(rec, 32);
+    cd_size = le64(rec, 40);
+    cd_offset = le64(rec, 48);
+    cd_limit = z64;
+  }
+  if (cd_offset > cd_limit || cd_size > cd_limit - cd_offset) {
+    throw FileError(file + ": corrupt zip archive: the central directory (offset " +
+                    std::to_string(cd_offset) + ", " + std::to_string(cd_size) +
+                    " bytes) lies outside the file");
+  }
+  if (count > cd_size / kCentralSize) {
+    throw FileError(file + ": corrupt zip archive: " + std::to_string(count) +
+                    " entries cannot fit in a central directory of " + std::to_string(cd_size) +
+                    " bytes");
+  }
+  const std::string cd = src.read_string(cd_offset, cd_size, "the zip central directory");
+  std::vector<ZipEntry> entries;
+  entries.reserve(count);
+  size_t at = 0;
+  for (uint64_t e = 0; e < count; ++e) {
+    if (cd.size() - at < kCentralSize || le32(cd, at) != kCentralSig) {
+      throw FileError(file + ": corrupt zip archive: central directory entry " + std::to_string(e) +
+                      " is damaged");
+    }
+    const uint16_t flags = le16(cd, at + 8);
+    const uint16_t method = le16(cd, at + 10);
+    const uint32_t crc = le32(cd, at + 16);
+    uint64_t csize = le32(cd, at + 20);
+    uint64_t usize = le32(cd, at + 24);
+    const size_t nlen = le16(cd, at + 28);
+    const size_t elen = le16(cd, at + 30);
+    const size_t clen = le16(cd, at + 32);
+    uint64_t lho = le32(cd, at + 42);
+    if (cd.size() - at - kCentralSize < nlen + elen + clen) {
+      throw FileError(file + ": corrupt zip archive: central directory entry " + std::to_string(e) +
+                      " runs past the directory");
+    }
+    ZipEntry entry;
+    entry.name = cd.substr(at + kCentralSize, nlen);
+    // Zip64 extra field: the 64-bit values of the fields saturated at 0xFFFFFFFF, in order.
+    size_t x = at + kCentralSize + nlen;
+    const size_t xend = x + elen;
+    while (xend - x >= 4) {
+      const uint16_t id = le16(cd, x);
+      const size_t len = le16(cd, x + 2);
+      if (xend - x - 4 < len) {
+        throw FileError(file + ": corrupt zip archive: an extra field of '" + entry.name +
+                        "' runs past its entry");
+      }
+      if (id == 0x0001) {
+        size_t f = x + 4;
+        for (uint64_t* v : {&usize, &csize, &lho}) {
+          if (*v != k32) continue;
+          if (f + 8 > x + 4 + len) {
+            throw FileError(file + ": corrupt zip archive: the Zip64 field of '" + entry.name +
+                            "' is too short");
+          }
+          *v = le64(cd, f);
+          f += 8;
+        }
+      }
+      x += 4 + len;
+    }
+    at += kCentralSize + nlen + elen + clen;
+    if (flags & 1) throw FileError(file + ": '" + entry.name + "' is encrypted");
+    if (method == 8) {
+      throw FileError(file + ": '" + entry.name +
+                      "' is DEFLATE-compressed, which NN Studio does not read (torch.save "
+                      "never compresses); re-save the file with torch.save, or re-zip it "
+                      "uncompressed (zip -0)");
+    }
+    if (method != 0) {
+      throw FileError(file + ": '" + entry.name + "' uses zip compression method " +
+                      std::to_string(method) + "; only uncompressed (STORED) entries are read");
+    }
+    if (csize != usize) {
+      throw FileError(file + ": corrupt zip archive: stored entry '" + entry.name +
+                      "' has different compressed and uncompressed sizes");
+    }
+    // Data starts after the *local* header's name and extra field, whose length differs
+    // from the central one (PyTorch pads there).
+    if (lho > cd_offset || cd_offset - lho < kLocalSize) {
+      throw FileError(file + ": corrupt zip archive: the local header of '" + entry.name +
+                      "' lies outside the file's entries");
+    }
+    const std::string local = src.read_string(lho, kLocalSize, "a zip local header");
+    if (le32(local, 0) != kLocalSig) {
+      throw FileError(file + ": corrupt zip archive: no local header for '" + entry.name +
+                      "' at offset " + std::to_string(lho));
+    }
+    const uint64_t lnlen = le16(local, 26);
+    const uint64_t lelen = le16(local, 28);
+    if (le16(local, 8) != method) {
+      throw FileError(file + ": corrupt zip archive: the local and central headers of '" +
+                      entry.name + "' disagree on the compression method");
+    }
+    if (lnlen != nlen ||
+        src.read_string(lho + kLocalSize, lnlen, "a zip local header's name") != entry.name) {
+      throw FileError(file + ": corrupt zip archive: the local and central headers of '" +
+                      entry.name + "' disagree on the name");
+    }
+    entry.data_offset = lho + kLocalSize + lnlen + lelen;
+    entry.size = usize;
+    entry.crc = crc;
+    if (entry.data_offset > cd_offset || usize > cd_offset - entry.data_offset) {
+      throw FileError(file + ": corrupt zip archive: the data of '" + entry.name + "' (" +
+                      std::to_string(usize) + " bytes at offset " +
+                      std::to_string(entry.data_offset) +
+                      ") runs past the entries into the central directory or past the end");
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+void ZipWriter::add(const std::string& name, const void* data, uint64_t size) {
+  const uint64_t offset = sink_.offset();
+  const uint32_t crc = crc32(data, size);
+  // Local Zip64 extra (miniz's layout): the sizes when they do not fit, then the offset.
+  std::string z64;
+  if (size >= k32 || offset >= k32) {
+    StringSink f;
+    f.u16(0x0001);
+    f.u16(static_cast<uint16_t>((size >= k32 ? 16 : 0) + (offset >= k32 ? 8 : 0)));
+    if (size >= k32) {
+      f.u64(size);
+      f.u64(size);
+    }
+    if (offset >= k32) f.u64(offset);
+    z64 = std::move(f.bytes);
+  }
+  // PyTorch pads with an "FB" extra field so that every record's data is 64-byte aligned
+  // (tensors can then be mapped straight from the file).
+  const uint64_t start = offset + kLocalSize + name.size() + 4 + z64.size();
+  const uint16_t pad = static_cast<uint16_t>((64 - start % 64) % 64);
+  sink_.u32(kLocalSig);
+  sink_.u16(0);       // version needed
+  sink_.u16(0x0808);  // data descriptor follows; UTF-8 names
+  sink_.u16(0);       // STORED
+  sink_.u32(0);       // time, date
+  sink_.u32(0);       // CRC, sizes: in the descriptor
+  sink_.u32(0);
+  sink_.u32(0);
+  sink_.u16(static_cast<uint16_t>(name.size()));
+  sink_.u16(static_cast<uint16_t>(z64.size() + 4 + pad));
+  sink_.write(name);
+  sink_.write(z64);
+  sink_.write("FB", 2);
+  sink_.u16(pad);
+  sink_.write(std::string(pad, 'Z'));
+  sink_.write(data, size);
+  sink_.u32(kDescriptorSig);
+  sink_.u32(crc);
+  if (size >= k32) {
+    sink_.u64(size);
+    sink_.u64(size);
+  } else {
+    sink_.u32(static_cast<uint32_t>(size));
+    sink_.u32(static_cast<uint32_t>(size));
+  }
+  written_.push_back({name, offset, size, crc});
+}
+
+void ZipWriter::finish() {
+  const uint64_t cd_offset = sink_.offset();
+  for (const Written& w : written_) {
+    const bool big = w.size >= k32;
+    const bool far = w.header_offset >= k32;
+    sink_.u32(kCentralSig);
+    sink_.u16(0);  // made by
+    sink_.u16(0);  // needed
+    sink_.u16(0x0808);
+    sink_.u16(0);
+    sink_.u32(0);
+    sink_.u32(w.crc);
+    sink_.u32(big ? k32 : static_cast<uint32_t>(w.size));
+    sink_.u32(big ? k32 : static_cast<uint32_t>(w.size));
+    sink_.u16(static_cast<uint16_t>(w.name.size()));
+    const uint16_t extra =
+        (big || far) ? static_cast<uint16_t>(4 + (big ? 16 : 0) + (far ? 8 : 0)) : 0;
+    sink_.u16(extra);
+    sink_.u16(0);  // comment
+    sink_.u16(0);  // disk
+    sink_.u16(0);  // internal attributes
+    sink_.u32(0);  // external attributes
+    sink_.u32(far ? k32 : static_cast<uint32_t>(w.header_offset));
+    sink_.write(w.name);
+    if (extra) {
+      sink_.u16(0x0001);
+      sink_.u16(static_cast<uint16_t>(extra - 4));
+      if (big) {
+        sink_.u64(w.size);
+        sink_.u64(w.size);
+      }
+      if (far) sink_.u64(w.header_offset);
+    }
+  }
+  const uint64_t cd_size = sink_.offset() - cd_offset;
+  const uint64_t z64 = sink_.offset();
+  const uint64_t n = written_.size();
+  sink_.u32(kZip64EndSig);
+  sink_.u64(44);
+  sink_.u16(0x031E);  // made by
+  sink_.u16(45);      // needed: Zip64
+  sink_.u32(0);
+  sink_.u32(0);
+  sink_.u64(n);
+  sink_.u64(n);
+  sink_.u64(cd_size);
+  sink_.u64(cd_offset);
+  sink_.u32(kZip64LocatorSig);
+  sink_.u32(0);
+  sink_.u64(z64);
+  sink_.u32(1);
+  sink_.u32(kEndSig);
+  sink_.u16(0);
+  sink_.u16(0);
+  const uint16_t n16 = n >= 0xFFFF ? 0xFFFF : static_cast<uint16_t>(n);
+  sink_.u16(n16);
+  sink_.u16(n16);
+  sink_.u32(cd_size >= k32 ? k32 : static_cast<uint32_t>(cd_size));
+  sink_.u32(cd_offset >= k32 ? k32 : static_cast<uint32_t>(cd_offset));
+  sink_.u16(0);
+}
+
+// ---- torch.save files -------------------------------------------------------------------------
+
+namespace {
+
+void refuse_foreign(const ByteSource& src) {
+  const std::string& file = src.name();
+  static const uint8_t kLegacy[] = {0x80, 0x02, 0x8A, 0x0A, 0x6C, 0xFC, 0x9C, 0x46,
+                                    0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19, 0x2E};
+  const std::string head = src.read_string(0, std::min<uint64_t>(src.size(), 15), "the header");
+  if (head.size() == 15 && std::memcmp(head.data(), kLegacy, 15) == 0) {
+    throw FileError(file +
+                    ": a legacy torch.save file (PyTorch before 1.6, or "
+                    "_use_new_zipfile_serialization=False), which NN Studio does not read; load "
+                    "it in PyTorch and re-save it with torch.save(model.state_dict(), path) "
+                    "(the default zip format)");
+  }
+  if (head.rfind("PYTORCH1", 0) == 0) {
+    throw FileError(file +
+                    ": a 2018 PyTorch preview file (PYTORCH1), which NN Studio does not read; "
+                    "load it in PyTorch and re-save it with torch.save(model.state_dict(), "
+                    "path)");
+  }
+  if (src.size() >= 262 && src.read_string(257, 5, "the header") == "ustar") {
+    throw FileError(file +
+                    ": a tar archive (torch.save of PyTorch 0.1), which NN Studio does not "
+                    "read; load it in PyTorch and re-save it with torch.save(model.state_dict(), "
+                    "path)");
+  }
+  if (head.size() < 4 || std::memcmp(head.data(), "PK\3\4", 4) != 0) {
+    throw FileError(file + ": not a PyTorch file (a torch.save file is a zip archive)");
+  }
+}
+
+void verify_crc(const ZipEntry& e, const void* data, const std::string& file) {
+  if (e.crc != 0 && crc32(data, e.size) != e.crc) {
+    throw FileError(file + ": corrupt file: the CRC of '" + e.name + "' does not match its data");
+  }
+}
+
+void swap_bytes(void* data, size_t nbytes, size_t elem) {
+  auto* p = static_cast<uint8_t*>(data);
+  for (size_t i = 0; i + elem <= nbytes; i += elem) std::reverse(p + i, p + i + elem);
+}
+
+}  // namespace
+
+TorchFile read_torch_file(const ByteSource& src) {
+  const std::string& file = src.name();
+  refuse_foreign(src);
+  const std::vector<ZipEntry> entries = read_zip_directory(src);
+  if (entries.empty()) throw FileError(file + ": an empty zip archive, not a torch.save file");
+  // Records are named <archive>/<record>; the archive folder is the first entry's.
+  const size_t slash = entries[0].name.find('/');
+  if (slash == std::string::npos) {
+    throw FileError(file + ": not a torch.save file: entry '" + entries[0].name +
+                    "' is not inside an archive folder");
+  }
+  const std::string prefix = entries[0].name.substr(0, slash + 1);
+  std::map<std::string, const ZipEntry*> records;
+  for (const ZipEntry& e : entries) {
+    if (e.name.compare(0, prefix.size(), prefix) != 0) {
+      throw FileError(file + ": not a torch.save file: entry '" + e.name +
+                      "' is outside the archive folder '" + prefix + "' of the first entry");
+    }
+    if (!records.emplace(e.name.substr(prefix.size()), &e).second) {
+      throw FileError(file + ": corrupt file: the record '" + e.name + "' appears twice");
+    }
+  }
+  if (records.count("constants.pkl")) {
+    throw FileError(file +
+                    ": a TorchScript archive (torch.jit.save), which NN Studio does not read; "
+                    "in PyTorch, save its weights with torch.save(torch.jit.load(path)."
+                    "state_dict(), new_path)");
+  }
+  auto record = [&](const std::string& name) -> const ZipEntry* {
+    auto it = records.find(name);
+    return it == records.end() ? nullptr : it->second;
+  };
+  auto small_record = [&](const ZipEntry& e) {
+    if (e.size > 64)
+      throw FileError(file + ": corrupt file: the record '" + e.name + "' is too long");
+    std::string s = src.read_string(e.data_offset, e.size, e.name.c_str());
+    verify_crc(e, s.data(), file);
+    return s;
+  };
+
+  TorchFile out;
+  const ZipEntry* version = record("version");
+  if (!version) version = record(".data/version");
+  if (!version) throw FileError(file + ": not a torch.save file: it has no 'version' record");
+  {
+    const std::string text = small_record(*version);
+    size_t k = 0;
+    int64_t v = 0;
+    while (k < text.size() && text[k] >= '0' && text[k] <= '9' && v < 1000)
+      v = v * 10 + (text[k++] - '0');
+    while (k < text.size() && (text[k] == '\n' || text[k] == '\r' || text[k] == ' ')) ++k;
+    if (k == 0 || k != text.size() || v < 1 || v > 10) {
+      throw FileError(file + ": unsupported torch.save file version '" + text +
+                      "' (versions 1 to 10 are read)");
+    }
+    out.version = v;
+  }
+  out.byteorder = "little";
+  if (const ZipEntry* order = record("byteorder")) {
+    out.byteorder = small_record(*order);
+    if (out.byteorder != "little" && out.byteorder != "big") {
+      throw FileError(file + ": unknown byte order '" + out.byteorder +
+                      "' in the byteorder record");
+    }
+  }
+  const bool swap = out.byteorder == "big";
+
+  const ZipEntry* pkl = record("data.pkl");
+  if (!pkl) throw FileError(file + ": not a torch.save file: it has no 'data.pkl' record");
+  if (pkl->size > kMaxPickle) {
+    throw FileError(file + ": data.pkl is " + std::to_string(pkl->size) + " bytes, more than the " +
+                    std::to_string(kMaxPickle) + " a state dict's pickle needs");
+  }
+  std::string pickled = src.read_string(pkl->data_offset, pkl->size, "data.pkl");
+  verify_crc(*pkl, pickled.data(), file);
+
+  struct Loaded {
+    std::shared_ptr<Storage> storage;
+    Dtype dtype;
+    int64_t numel;
+  };
+  std::unordered_map<std::string, Loaded> loaded;
+  const StorageLoader loader = [&](const std::string& key, Dtype dtype,
+                                   int64_t numel) -> std::shared_ptr<Storage> {
+    auto it = loaded.find(key);
+    if (it != loaded.end()) {
+      if (it->second.dtype != dtype || it->second.numel != numel) {
+        throw FileError(file + ": storage '" + key +
+                        "' is used with two different dtypes or sizes");
+      }
+      return it->second.storage;
+    }
+    const ZipEntry* e = record("data/" + key);
+    if (!e)
+      throw FileError(file + ": the pickle refers to storage '" + key +
+                      "', but there is no record data/" + key);
+    const size_t elem = element_size(dtype);
+    uint64_t nbytes = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(numel), elem, &nbytes) || nbytes != e->size) {
+      throw FileError(file + ": storage '" + key + "' should hold " + std::to_string(numel) +
+                      " elements of " + dtype_name(dtype) + ", but data/" + key + " is " +
+                      std::to_string(e->size) + " bytes");
+    }
+    auto storage = Storage::allocate(nbytes, kCPU);
+    src.read(e->data_offset, storage->data(), nbytes, e->name.c_str());
+    verify_crc(*e, storage->data(), file);
+    if (swap && elem > 1) swap_bytes(storage->data(), nbytes, elem);
+    if (dtype == kBool) {
+      // The kernels rely on bools being 0 or 1.
+      auto* b = static_cast<uint8_t*>(storage->data());
+      for (uint64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
+    }
+    loaded.emplace(key, Loaded{storage, dtype, numel});
+    return storage;
+  };
+  out.root = unpickle(reinterpret_cast<const uint8_t*>(pickled.data()), pickled.size(), loader,
+                      file + " (data.pkl)");
+  return out;
+}
+
+void write_torch_file(const PyValue& root, const std::string& archive, ByteSink& sink) {
+  std::vector<PickledStorage> storages;
+  const std::string pickled = pickle(root, storages);
+  ZipWriter zip(sink);
+  zip.add(archive + "/data.pkl", pickled.data(), pickled.size());
+  zip.add(archive + "/byteorder", "little", 6);
+  for (const PickledStorage& s : storages) {
+    zip.add(archive + "/data/" + s.key, s.data.raw_data(),
+            static_cast<uint64_t>(s.data.numel()) * s.data.element_size());
+  }
+  zip.add(archive + "/version", "3\n", 2);
+  zip.finish();
+}
+
+}  // namespace nns::serialize

@@ -1,0 +1,163 @@
+// make_session: a TrainingSession from a project's graph, dataset and training settings.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <memory>
+
+#include "engine/data/catalog.h"
+#include "engine/data/csv.h"
+#include "engine/graph/builder.h"
+#include "engine/optim/factory.h"
+#include "engine/train/losses.h"
+#include "engine/train/session.h"
+
+namespace nns::train {
+namespace {
+
+bool same_name(const std::string& a, const std::string& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// optimizer_options JSON -> the optimizer factory's list: flags, numbers, lists of numbers.
+optim::OptionList optimizer_options(const graph::Json& json) {
+  optim::OptionList out;
+  if (json.is_null()) return out;
+  if (!json.is_object()) {
+    throw ValueError("training.optimizer_options must be an object, got " + json.dump());
+  }
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    const graph::Json& v = it.value();
+    if (v.is_boolean()) {
+      out.emplace_back(it.key(), v.get<bool>());
+    } else if (v.is_number()) {
+      out.emplace_back(it.key(), v.get<double>());
+    } else if (v.is_array() && std::all_of(v.begin(), v.end(),
+                                           [](const graph::Json& x) { return x.is_number(); })) {
+      out.emplace_back(it.key(), v.get<std::vector<double>>());
+    } else {
+      throw ValueError("training.optimizer_options." + it.key() +
+                       ": expected a flag, a number or a list of numbers, got " + v.dump());
+    }
+  }
+  return out;
+}
+
+optim::SchedulerValues scheduler_options(const graph::Json& json) {
+  optim::SchedulerValues out;
+  if (json.is_null()) return out;
+  if (!json.is_object()) {
+    throw ValueError("training.scheduler_options must be an object, got " + json.dump());
+  }
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    const graph::Json& v = it.value();
+    if (v.is_boolean()) {
+      out.emplace_back(it.key(), v.get<bool>());
+    } else if (v.is_number_integer()) {
+      out.emplace_back(it.key(), v.get<int64_t>());
+    } else if (v.is_number()) {
+      out.emplace_back(it.key(), v.get<double>());
+    } else if (v.is_string()) {
+      out.emplace_back(it.key(), v.get<std::string>());
+    } else if (v.is_array() && std::all_of(v.begin(), v.end(),
+                                           [](const graph::Json& x) { return x.is_number(); })) {
+      out.emplace_back(it.key(), v.get<std::vector<double>>());
+    } else {
+      throw ValueError("training.scheduler_options." + it.key() +
+                       ": expected a flag, a number, a string or a list of numbers, got " +
+                       v.dump());
+    }
+  }
+  return out;
+}
+
+data::Dataset project_dataset(const graph::DatasetSettings& d, const std::string& base_dir) {
+  if (d.name == "csv") {
+    if (d.csv_path.empty()) {
+      throw ValueError("dataset: \"csv\" needs csv_path (the file, relative to the project)");
+    }
+    const std::filesystem::path path = std::filesystem::path(base_dir) / d.csv_path;
+    return data::load_csv(path.string(), d.label_column);
+  }
+  data::DatasetOptions options;
+  if (!d.options.is_null() && !d.options.is_object()) {
+    throw ValueError("dataset.options must be an object, got " + d.options.dump());
+  }
+  for (auto it = d.options.begin(); it != d.options.end(); ++it) {
+    const graph::Json& v = it.value();
+    if (v.is_number()) {
+      options[it.key()] = v.get<double>();
+    } else if (v.is_string()) {
+      options[it.key()] = v.get<std::string>();
+    } else {
+      throw ValueError("dataset.options." + it.key() + ": expected a number or a string, got " +
+                       v.dump());
+    }
+  }
+  // The settings' seed is the data's unless the options give their own.
+  if (!options.count("seed")) options["seed"] = static_cast<double>(d.seed);
+  return data::make_dataset(d.name, options);
+}
+
+}  // namespace
+
+std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
+                                              const std::string& base_dir) {
+  const graph::TrainingSettings& t = project.training;
+  const data::Dataset all = project_dataset(project.dataset, base_dir);
+  data::DatasetSplit split =
+      all.split(project.dataset.test_fraction, static_cast<uint64_t>(project.dataset.seed));
+
+  SessionConfig config;
+  config.batch_size = t.batch_size;
+  config.epochs = t.epochs;
+  config.seed = static_cast<uint64_t>(t.seed);
+  config.clip_grad_norm = t.clip_grad_norm;
+  config.scheduler_per_step = same_name(t.scheduler, "OneCycleLR");
+
+  SessionParts parts;
+  // Checked once here, so that a bad graph fails make_session with its GraphError.
+  graph::build_model(project);
+  parts.make_model = [project] { return graph::build_model(project); };
+  parts.loss = make_loss(t.loss, t.loss_options);
+  const optim::OptionList opt = optimizer_options(t.optimizer_options);
+  const std::string optimizer = t.optimizer;
+  parts.make_optimizer = [optimizer, opt](const std::vector<Tensor>& params) {
+    return optim::make_optimizer(optimizer, {optim::ParamGroup(params)}, opt);
+  };
+  if (!t.scheduler.empty()) {
+    optim::SchedulerValues sched = scheduler_options(t.scheduler_options);
+    // OneCycleLR steps per batch: without a length of its own, it spans the whole run.
+    if (config.scheduler_per_step && std::none_of(sched.begin(), sched.end(), [](const auto& kv) {
+          return kv.first == "total_steps" || kv.first == "epochs";
+        })) {
+      const int64_t batches =
+          (split.train.size() + t.batch_size - 1) / std::max<int64_t>(t.batch_size, 1);
+      sched.emplace_back("epochs", std::max<int64_t>(t.epochs, 1));
+      sched.emplace_back("steps_per_epoch", std::max<int64_t>(batches, 1));
+    }
+    const std::string name = t.scheduler;
+    parts.make_scheduler = [name, sched](optim::Optimizer& o) {
+      return optim::make_scheduler(name, o, sched);
+    };
+  }
+  parts.train = std::move(split.train);
+  parts.test = std::move(split.test);
+
+  auto session = std::make_unique<TrainingSession>(std::move(parts), config);
+  const auto* model = dynamic_cast<const graph::GraphModule*>(session->model().get());
+  for (const graph::ProbeSpec& p : project.probes) {
+    if (!model || !model->node_module(p.node)) {
+      throw ValueError("probes: node " + std::to_string(p.node) +
+                       " has no module to place hooks on (a functional node, an Input or an "
+                       "Output, or no such node); probe a module node");
+    }
+    session->add_probe(model->module_name(p.node),
+                       ProbeOptions{p.activations, p.gradients, p.parameters, p.every});
+  }
+  return session;
+}
+
+}  // namespace nns::train

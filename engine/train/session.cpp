@@ -1,0 +1,679 @@
+#include "engine/train/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <utility>
+
+#include "engine/autograd/grad_mode.h"
+#include "engine/nn/clip_grad.h"
+#include "engine/ops/ops.h"
+#include "engine/tensor/generator.h"
+
+namespace nns::train {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kSmoothing = 0.9;
+// steps_per_second is measured over windows of about this much training time.
+constexpr double kRateWindowSeconds = 0.5;
+
+using Clock = std::chrono::steady_clock;
+
+// Correct class predictions (argmax over dim 1 of [B, C] outputs) for int64 targets [B];
+// -1 when the outputs are not [B, C] scores.
+int64_t count_correct(const Tensor& output, const Tensor& targets) {
+  if (output.dim() != 2 || targets.dim() != 1 || output.size(0) != targets.size(0) ||
+      targets.dtype() != kInt64 || !output.is_floating_point()) {
+    return -1;
+  }
+  NoGradGuard no_grad;
+  Tensor scores = output.detach();
+  if (scores.dtype() != kFloat32 && scores.dtype() != kFloat64) scores = scores.to(kFloat32);
+  scores = scores.contiguous();
+  const Tensor labels = targets.contiguous();
+  const int64_t rows = scores.size(0), cols = scores.size(1);
+  const int64_t* y = labels.data_ptr<int64_t>();
+  int64_t correct = 0;
+  auto count = [&](const auto* s) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto* row = s + r * cols;
+      // torch.argmax: the first maximum; a NaN counts as the maximum.
+      int64_t best = 0;
+      for (int64_t c = 1; c < cols; ++c) {
+        if (std::isnan(row[best])) break;
+        if (row[c] > row[best] || std::isnan(row[c])) best = c;
+      }
+      correct += best == y[r] ? 1 : 0;
+    }
+  };
+  if (scores.dtype() == kFloat32) {
+    count(scores.data_ptr<float>());
+  } else {
+    count(scores.data_ptr<double>());
+  }
+  return correct;
+}
+
+bool any_bad(const std::vector<Tensor>& tensors) {
+  for (const Tensor& t : tensors) {
+    if (t.defined() && t.is_floating_point() && any_non_finite(t)) return true;
+  }
+  return false;
+}
+
+// "nan", "inf", "-inf" or the number (std::to_string would print "-nan" for some NaNs).
+std::string number_text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string describe_module(const std::string& name, const nn::Module& module) {
+  return (name.empty() ? std::string("the model") : "module '" + name + "'") + " (" +
+         module.name() + ")";
+}
+
+}  // namespace
+
+std::string run_state_name(RunState state) {
+  switch (state) {
+    case RunState::Idle:
+      return "idle";
+    case RunState::Running:
+      return "running";
+    case RunState::Paused:
+      return "paused";
+    case RunState::Stopped:
+      return "stopped";
+    case RunState::Failed:
+      return "failed";
+  }
+  return "?";
+}
+
+namespace {
+
+nn::ModulePtr seeded_model(const SessionParts& parts, const SessionConfig& config) {
+  if (!parts.make_model) throw ValueError("TrainingSession: no make_model; pass a model factory");
+  if (!parts.loss) throw ValueError("TrainingSession: no loss module; pass one (CrossEntropyLoss)");
+  if (!parts.make_optimizer) {
+    throw ValueError("TrainingSession: no make_optimizer; pass an optimizer factory");
+  }
+  if (parts.train.size() == 0) {
+    throw ValueError("TrainingSession: the training set '" + parts.train.name +
+                     "' is empty; give it samples");
+  }
+  if (config.batch_size < 1) {
+    throw ValueError("TrainingSession: batch_size must be at least 1, got " +
+                     std::to_string(config.batch_size));
+  }
+  manual_seed(config.seed);
+  nn::ModulePtr model = parts.make_model();
+  if (!model) throw ValueError("TrainingSession: make_model returned no model");
+  model->train();
+  return model;
+}
+
+}  // namespace
+
+TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config)
+    : config_(config),
+      parts_(std::move(parts)),
+      model_(seeded_model(parts_, config_)),
+      probes_(model_) {
+  optimizer_ = parts_.make_optimizer(model_->parameters());
+  if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
+  loader_ = std::make_unique<data::DataLoader>(
+      parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+  for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
+  status_.batch_size = config_.batch_size;
+  status_.batches_per_epoch = loader_->num_batches();
+  status_.lr = current_lr();
+  worker_ = std::thread(&TrainingSession::worker_loop, this);
+}
+
+TrainingSession::~TrainingSession() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+// ---- Commands -----------------------------------------------------------------------------
+
+void TrainingSession::post(Command command) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    commands_.push_back(std::move(command));
+  }
+  wake_.notify_all();
+}
+
+void TrainingSession::start() {
+  post([this] {
+    // A run that reached its configured end stays stopped (reset starts it over).
+    const bool done = (config_.epochs > 0 && epoch_ >= config_.epochs) ||
+                      (config_.max_steps > 0 && step_ >= config_.max_steps);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.state == RunState::Failed || done) return;
+    status_.state = RunState::Running;
+    steps_to_run_ = 0;
+  });
+}
+
+void TrainingSession::pause() {
+  post([this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.state == RunState::Running) status_.state = RunState::Paused;
+    steps_to_run_ = 0;
+  });
+}
+
+void TrainingSession::stop() {
+  post([this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.state != RunState::Failed) status_.state = RunState::Stopped;
+    steps_to_run_ = 0;
+  });
+}
+
+void TrainingSession::step(int64_t batches) {
+  if (batches < 1) return;
+  post([this, batches] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.state == RunState::Failed || status_.state == RunState::Running) return;
+    status_.state = RunState::Paused;
+    steps_to_run_ += batches;
+  });
+}
+
+void TrainingSession::reset(std::optional<uint64_t> seed) {
+  post([this, seed] { apply_reset(seed.value_or(config_.seed)); });
+}
+
+void TrainingSession::set_lr(double lr) {
+  post([this, lr] {
+    for (optim::ParamGroup& group : optimizer_->param_groups()) group.options().set_lr(lr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.lr = lr;
+  });
+}
+
+void TrainingSession::set_batch_size(int64_t batch_size) {
+  if (batch_size < 1) {
+    throw ValueError("set_batch_size: the batch size must be at least 1, got " +
+                     std::to_string(batch_size));
+  }
+  post([this, batch_size] { pending_batch_size_ = batch_size; });
+}
+
+void TrainingSession::set_progress(int64_t step, int64_t epoch) {
+  if (step < 0 || epoch < 0) {
+    throw ValueError("set_progress: step and epoch must not be negative, got step " +
+                     std::to_string(step) + ", epoch " + std::to_string(epoch));
+  }
+  post([this, step, epoch] {
+    step_ = step;
+    epoch_ = epoch;
+    epoch_batches_.reset();
+    batch_ = 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.step = step;
+    status_.epoch = epoch;
+    status_.batch = 0;
+  });
+}
+
+void TrainingSession::evaluate() {
+  post([this] {
+    const Evaluation e = run_evaluation();
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.last_evaluation = e;
+  });
+}
+
+uint64_t TrainingSession::predict(const Tensor& inputs) {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    id = next_prediction_++;
+  }
+  post([this, id, inputs] {
+    Prediction p;
+    p.id = id;
+    p.step = step_;
+    try {
+      NoGradGuard no_grad;
+      model_->eval();
+      p.outputs = (*model_)(inputs).clone();
+    } catch (const std::exception& e) {
+      p.error = e.what();
+    }
+    model_->train();
+    std::lock_guard<std::mutex> lock(mutex_);
+    prediction_ = std::move(p);
+  });
+  return id;
+}
+
+ProbeId TrainingSession::add_probe(const std::string& module_name, const ProbeOptions& options) {
+  check_probe(module_names_, module_name, options);
+  const ProbeId id = next_probe_id_++;
+  post([this, module_name, options, id] { probes_.add(module_name, options, id); });
+  return id;
+}
+
+void TrainingSession::remove_probe(ProbeId id) {
+  post([this, id] { probes_.remove(id); });
+}
+
+// ---- Reading ------------------------------------------------------------------------------
+
+SessionStatus TrainingSession::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+std::vector<StepMetrics> TrainingSession::take_step_metrics() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<StepMetrics> out(step_metrics_.begin(), step_metrics_.end());
+  step_metrics_.clear();
+  return out;
+}
+
+std::vector<EpochMetrics> TrainingSession::epoch_history() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return history_;
+}
+
+std::optional<Prediction> TrainingSession::take_prediction() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<Prediction> out = std::move(prediction_);
+  prediction_.reset();
+  return out;
+}
+
+bool TrainingSession::wait_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return settled_.wait_for(lock, timeout, [this] {
+    return commands_.empty() && !busy_ && status_.state != RunState::Running && steps_to_run_ == 0;
+  });
+}
+
+// ---- The worker ---------------------------------------------------------------------------
+
+void TrainingSession::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] {
+      return quit_ || !commands_.empty() || status_.state == RunState::Running || steps_to_run_ > 0;
+    });
+    if (quit_) return;
+    busy_ = true;
+    // Batches asked for by step(n) come before the commands queued after it (so that
+    // step(2); set_lr(x); step(2) changes the rate between the two pairs); a continuous run
+    // takes commands between any two steps.
+    const bool stepping = status_.state != RunState::Running && steps_to_run_ > 0;
+    if (!stepping && !commands_.empty()) {
+      Command command = std::move(commands_.front());
+      commands_.pop_front();
+      lock.unlock();
+      command();
+      lock.lock();
+    } else {
+      lock.unlock();
+      run_step();
+      lock.lock();
+      if (stepping && steps_to_run_ > 0) --steps_to_run_;
+    }
+    busy_ = false;
+    if (commands_.empty() && status_.state != RunState::Running && steps_to_run_ == 0) {
+      settled_.notify_all();
+    }
+  }
+}
+
+double TrainingSession::current_lr() const {
+  const auto& groups = optimizer_->param_groups();
+  return groups.empty() ? 0 : groups.front().options().get_lr();
+}
+
+void TrainingSession::begin_epoch() {
+  if (pending_batch_size_ > 0) {
+    config_.batch_size = pending_batch_size_;
+    pending_batch_size_ = 0;
+    loader_ = std::make_unique<data::DataLoader>(
+        parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+  }
+  epoch_batches_ = loader_->epoch(epoch_);
+  batch_ = 0;
+  epoch_loss_sum_ = 0;
+  epoch_correct_ = 0;
+  epoch_samples_ = 0;
+  epoch_seconds_ = 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_.batch = 0;
+  status_.batch_size = config_.batch_size;
+  status_.batches_per_epoch = epoch_batches_->size();
+}
+
+void TrainingSession::run_step() {
+  const auto start = Clock::now();
+  if (!epoch_batches_) begin_epoch();
+  const data::Batch batch = (*epoch_batches_)[batch_];
+  const int64_t step = step_ + 1;
+  double loss_value = 0;
+  int64_t correct = -1;
+  try {
+    probes_.begin_step(step);
+    optimizer_->zero_grad();
+    const Tensor output = (*model_)(batch.inputs);
+    const Tensor loss = (*parts_.loss)({output, batch.targets}).at(0);
+    loss_value = loss.item();
+    if (!std::isfinite(loss_value)) {
+      probes_.end_step();
+      const std::string where = locate_non_finite_activation(batch);
+      fail("the loss is " + number_text(loss_value) + " at step " + std::to_string(step) +
+               ": the first non-finite value (NaN or Inf) appeared in " +
+               (where.empty() ? "the loss (" + parts_.loss->name() + ")"
+                              : describe_module(where, *model_->get_submodule(where))) +
+               "; lower the learning rate, normalize the inputs or clip gradients",
+           where);
+      return;
+    }
+    loss.backward();
+    bool finite = true;
+    for (const optim::ParamGroup& group : optimizer_->param_groups()) {
+      for (const Tensor& p : group.params) {
+        const Tensor g = p.grad();
+        if (g.defined() && any_non_finite(g)) finite = false;
+      }
+    }
+    if (!finite) {
+      probes_.end_step();
+      const std::string where = locate_non_finite_gradient(batch);
+      fail("a gradient is not finite (NaN or Inf) at step " + std::to_string(step) +
+               ": it first appeared in " + where + "; lower the learning rate or clip gradients",
+           failed_module_);
+      return;
+    }
+    if (config_.clip_grad_norm > 0) {
+      std::vector<Tensor> params;
+      for (const optim::ParamGroup& group : optimizer_->param_groups()) {
+        params.insert(params.end(), group.params.begin(), group.params.end());
+      }
+      nn::clip_grad_norm_(params, config_.clip_grad_norm);
+    }
+    probes_.before_optimizer_step();
+    optimizer_->step();
+    if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
+    probes_.end_step();
+    if (parts_.train.task == data::TaskKind::Classification) {
+      correct = count_correct(output, batch.targets);
+    }
+  } catch (const std::exception& e) {
+    try {
+      probes_.end_step();
+    } catch (const std::exception&) {
+      // The step's own error is the one to report.
+    }
+    fail(std::string("step ") + std::to_string(step) + " failed: " + e.what(), "");
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const int64_t samples = batch.inputs.size(0);
+  step_ = step;
+  ++batch_;
+  epoch_loss_sum_ += loss_value * static_cast<double>(samples);
+  epoch_correct_ += std::max<int64_t>(correct, 0);
+  epoch_samples_ += samples;
+  epoch_seconds_ += seconds;
+  smoothed_ = kSmoothing * smoothed_ + (1 - kSmoothing) * loss_value;
+  ++smoothed_count_;
+  rate_seconds_ += seconds;
+  ++rate_steps_;
+  if (rate_seconds_ > 0) rate_ = static_cast<double>(rate_steps_) / rate_seconds_;
+  if (rate_seconds_ >= kRateWindowSeconds) {
+    rate_seconds_ = 0;
+    rate_steps_ = 0;
+  }
+
+  StepMetrics m;
+  m.step = step;
+  m.epoch = epoch_ + 1;
+  m.loss = loss_value;
+  m.smoothed_loss = smoothed_ / (1 - std::pow(kSmoothing, static_cast<double>(smoothed_count_)));
+  m.accuracy = correct < 0 ? kNaN : static_cast<double>(correct) / static_cast<double>(samples);
+  m.lr = current_lr();
+  publish_step(m);
+  if (batch_ == epoch_batches_->size()) end_epoch();
+  if (config_.max_steps > 0 && step_ >= config_.max_steps) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.state = RunState::Stopped;
+    steps_to_run_ = 0;
+  }
+}
+
+void TrainingSession::publish_step(const StepMetrics& m) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_.step = m.step;
+  status_.batch = batch_;
+  status_.loss = m.loss;
+  status_.smoothed_loss = m.smoothed_loss;
+  status_.lr = m.lr;
+  status_.steps_per_second = rate_;
+  if (step_metrics_.size() >= std::max<size_t>(config_.metrics_capacity, 1)) {
+    step_metrics_.pop_front();
+  }
+  step_metrics_.push_back(m);
+}
+
+void TrainingSession::end_epoch() {
+  EpochMetrics e;
+  e.epoch = epoch_ + 1;
+  e.step = step_;
+  const auto n = static_cast<double>(std::max<int64_t>(epoch_samples_, 1));
+  e.train_loss = epoch_loss_sum_ / n;
+  e.train_accuracy = parts_.train.task == data::TaskKind::Classification
+                         ? static_cast<double>(epoch_correct_) / n
+                         : kNaN;
+  const Evaluation test = run_evaluation();
+  e.test_loss = test.loss;
+  e.test_accuracy = test.accuracy;
+  e.seconds = epoch_seconds_;
+  e.steps_per_second =
+      epoch_seconds_ > 0 ? static_cast<double>(epoch_batches_->size()) / epoch_seconds_ : 0;
+  ++epoch_;
+  epoch_batches_.reset();
+  if (scheduler_ && !config_.scheduler_per_step) scheduler_->step();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (status_.state == RunState::Failed) return;
+  history_.push_back(e);
+  status_.epoch = epoch_;
+  status_.lr = current_lr();
+  status_.last_epoch = e;
+  if (parts_.test.size() > 0) status_.last_evaluation = test;
+  if (config_.epochs > 0 && epoch_ >= config_.epochs) {
+    status_.state = RunState::Stopped;
+    steps_to_run_ = 0;
+  }
+}
+
+Evaluation TrainingSession::run_evaluation() {
+  Evaluation e;
+  e.step = step_;
+  e.loss = e.accuracy = kNaN;
+  const data::Dataset& test = parts_.test;
+  const int64_t n = test.size();
+  if (n == 0) return e;
+  try {
+    NoGradGuard no_grad;
+    model_->eval();
+    double loss_sum = 0;
+    int64_t correct = 0;
+    bool counted = test.task == data::TaskKind::Classification;
+    const int64_t chunk = std::max<int64_t>(config_.eval_chunk, 1);
+    for (int64_t begin = 0; begin < n; begin += chunk) {
+      const int64_t len = std::min(chunk, n - begin);
+      const Tensor x = test.inputs.narrow(0, begin, len);
+      const Tensor y = test.targets.narrow(0, begin, len);
+      const Tensor output = (*model_)(x);
+      loss_sum += (*parts_.loss)({output, y}).at(0).item() * static_cast<double>(len);
+      if (counted) {
+        const int64_t c = count_correct(output, y);
+        counted = c >= 0;
+        correct += std::max<int64_t>(c, 0);
+      }
+    }
+    e.loss = loss_sum / static_cast<double>(n);
+    e.accuracy = counted ? static_cast<double>(correct) / static_cast<double>(n) : kNaN;
+  } catch (const std::exception& ex) {
+    model_->train();
+    fail(std::string("evaluating on the test set failed: ") + ex.what(), "");
+    return e;
+  }
+  model_->train();
+  return e;
+}
+
+void TrainingSession::fail(const std::string& message, const std::string& module) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_.state = RunState::Failed;
+  status_.error = message;
+  status_.failed_module = module;
+  steps_to_run_ = 0;
+}
+
+// Replays the batch's forward (no grad) with a forward hook on every module; hooks run as
+// each module finishes, so the first one that sees a non-finite output is where it began.
+std::string TrainingSession::locate_non_finite_activation(const data::Batch& batch) {
+  std::string first;
+  bool found = false;
+  std::vector<RemovableHandle> hooks;
+  for (auto& [name, module] : model_->named_modules()) {
+    hooks.push_back(module->register_forward_hook(
+        [&first, &found, name = name](
+            nn::Module&, const std::vector<Tensor>&,
+            const std::vector<Tensor>& outputs) -> std::optional<std::vector<Tensor>> {
+          if (!found && any_bad(outputs)) {
+            found = true;
+            first = name;
+          }
+          return std::nullopt;
+        }));
+  }
+  try {
+    NoGradGuard no_grad;
+    (*model_)(batch.inputs);
+  } catch (const std::exception&) {
+    // The replay only looks for the place; the step's failure is reported either way.
+  }
+  for (RemovableHandle& h : hooks) h.remove();
+  return found ? first : std::string();
+}
+
+// Replays the batch's forward and backward with a full backward hook on every module. Hooks
+// run in backward order: the first module whose input gradients are not finite while its
+// output gradients are made them; output gradients that are already bad at the first hook
+// came from the loss. A parameter's gradient can go bad alone (the first layer's input needs
+// no gradient): then the last such parameter in the model, the first in backward order.
+std::string TrainingSession::locate_non_finite_gradient(const data::Batch& batch) {
+  failed_module_.clear();
+  std::string where;
+  bool found = false, first_hook = true;
+  std::vector<RemovableHandle> hooks;
+  for (auto& [name, module] : model_->named_modules()) {
+    nn::Module* m = module.get();
+    hooks.push_back(module->register_full_backward_hook(
+        [&, name = name, m](
+            nn::Module&, const std::vector<Tensor>& grad_input,
+            const std::vector<Tensor>& grad_output) -> std::optional<std::vector<Tensor>> {
+          const bool was_first = first_hook;
+          first_hook = false;
+          if (found) return std::nullopt;
+          if (any_bad(grad_output)) {
+            found = true;
+            if (was_first) {
+              where = "the gradient of the loss (" + parts_.loss->name() + ")";
+            } else {
+              where = "the gradient w.r.t. the output of " + describe_module(name, *m);
+              failed_module_ = name;
+            }
+          } else if (any_bad(grad_input)) {
+            found = true;
+            where = "the gradient w.r.t. the input of " + describe_module(name, *m);
+            failed_module_ = name;
+          }
+          return std::nullopt;
+        }));
+  }
+  try {
+    optimizer_->zero_grad();
+    const Tensor output = (*model_)(batch.inputs);
+    (*parts_.loss)({output, batch.targets}).at(0).backward();
+  } catch (const std::exception&) {
+    // As above: only the place is looked for.
+  }
+  for (RemovableHandle& h : hooks) h.remove();
+  if (!found) {
+    const nn::NamedList<Tensor> params = model_->named_parameters();
+    for (auto it = params.rbegin(); it != params.rend(); ++it) {
+      const Tensor g = it->second.grad();
+      if (!g.defined() || !any_non_finite(g)) continue;
+      const std::string& pname = it->first;
+      const size_t dot = pname.rfind('.');
+      failed_module_ = dot == std::string::npos ? "" : pname.substr(0, dot);
+      where = "the gradient of parameter '" + pname + "' of " +
+              describe_module(failed_module_, *model_->get_submodule(failed_module_));
+      found = true;
+      break;
+    }
+  }
+  optimizer_->zero_grad();
+  return found ? where : "a gradient the module hooks did not see";
+}
+
+void TrainingSession::apply_reset(uint64_t seed) {
+  config_.seed = seed;
+  manual_seed(seed);
+  const nn::ModulePtr fresh = parts_.make_model();
+  {
+    NoGradGuard no_grad;
+    model_->load_state_dict(fresh->state_dict());
+  }
+  model_->train();
+  scheduler_.reset();
+  optimizer_ = parts_.make_optimizer(model_->parameters());
+  if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
+  if (pending_batch_size_ > 0) {
+    config_.batch_size = pending_batch_size_;
+    pending_batch_size_ = 0;
+  }
+  loader_ = std::make_unique<data::DataLoader>(
+      parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+  epoch_batches_.reset();
+  step_ = epoch_ = batch_ = 0;
+  smoothed_ = 0;
+  smoothed_count_ = 0;
+  rate_seconds_ = 0;
+  rate_steps_ = 0;
+  rate_ = 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t resets = status_.resets + 1;
+  status_ = SessionStatus();
+  status_.resets = resets;
+  status_.batch_size = config_.batch_size;
+  status_.batches_per_epoch = loader_->num_batches();
+  status_.lr = current_lr();
+  steps_to_run_ = 0;
+  step_metrics_.clear();
+  history_.clear();
+}
+
+}  // namespace nns::train

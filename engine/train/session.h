@@ -1,0 +1,286 @@
+#pragma once
+// TrainingSession: a model, its loss, optimizer, learning-rate scheduler and data, trained on
+// a worker thread of its own and steered from any other thread (the window, the CLI, tests).
+//
+//   auto session = nns::train::make_session(project, "/path/to/project/dir");
+//   session->start();                       // returns at once; the worker trains
+//   session->set_lr(0.01);                  // applied between two steps
+//   nns::train::SessionStatus s = session->status();   // a copy; never waits on a step
+//   for (const nns::train::StepMetrics& m : session->take_step_metrics()) plot(m);
+//   session->pause();
+//   session->step();                        // one batch, then paused again
+//
+// Commands (start, pause, resume, step, stop, reset, set_lr, set_batch_size, evaluate,
+// add_probe, remove_probe, predict) return at once: they go into a queue that the worker
+// empties, in order, before its next step. Everything the worker produces is read through
+// copies taken under a mutex that the worker holds only to publish (never during a step):
+// the status, the per-step metrics (a bounded queue that drops the oldest), the per-epoch
+// history, probe samples and predictions. The model, loss and optimizer belong to the worker
+// while the session lives; read them only through these calls.
+//
+// A run is reproducible: the session seeds the default generator with `seed` before it makes
+// the model (and again on reset), the data loader shuffles epoch e with epoch_seed(seed, e),
+// and nothing else draws numbers on the worker, so the same seed gives bit-identical losses
+// whether the run was paused, stepped or resumed on the way. (Other code that draws from the
+// default generator while a session with dropout trains changes that run's masks.)
+//
+// A NaN or an infinity in the loss or in a gradient stops the run (state Failed) before the
+// optimizer's step, so the weights stay finite, and names the first module where it appeared:
+// the batch is replayed with forward hooks on every module (the first output that is not
+// finite, in execution order) and, for gradients, full backward hooks (the first in backward
+// order). Any other error in a step (a shape mismatch between the model and the data, say)
+// also stops the run with its message. Nothing throws out of the worker.
+//
+// Threads: the worker leaves the BLAS thread count as the process has it (Eigen's own
+// products run on the worker alone). Measured with tests/bench/bench_train on the 2-core
+// build machine under load, the 784-512-512-10 MLP took 121 steps/s with one OpenBLAS thread
+// and 131 with two: within the noise, so the session does not override the BLAS setting.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/data/dataloader.h"
+#include "engine/data/dataset.h"
+#include "engine/nn/module.h"
+#include "engine/optim/lr_scheduler.h"
+#include "engine/optim/optimizer.h"
+#include "engine/train/probes.h"
+
+namespace nns::graph {
+struct Project;
+}
+
+namespace nns::train {
+
+enum class RunState {
+  Idle,     // made or reset, no step taken since
+  Running,  // the worker steps continuously
+  Paused,   // waiting; step(n) runs n batches and pauses again
+  Stopped,  // stop() was called (start() goes on), or the configured epochs or steps are done
+  Failed,   // a NaN/Inf or an error stopped the run; reset() makes it trainable again
+};
+// "idle", "running", "paused", "stopped", "failed".
+std::string run_state_name(RunState state);
+
+struct StepMetrics {
+  int64_t step = 0;   // counted from 1
+  int64_t epoch = 0;  // the epoch this step belongs to, counted from 1
+  double loss = 0;
+  double smoothed_loss = 0;  // exponential moving average (0.9), bias-corrected
+  double accuracy = 0;       // on this batch; NaN for regression
+  double lr = 0;             // the first parameter group's learning rate for this step
+};
+
+struct EpochMetrics {
+  int64_t epoch = 0;          // counted from 1
+  int64_t step = 0;           // steps taken when the epoch ended
+  double train_loss = 0;      // mean over the epoch's samples, with the weights as they were
+  double train_accuracy = 0;  // then (as PyTorch loops report it); NaN for regression
+  double test_loss = 0;       // on the test set after the epoch, eval mode, no grad (NaN: no test
+  double test_accuracy = 0;   // set)
+  double seconds = 0;         // wall time of the epoch's steps
+  double steps_per_second = 0;
+};
+
+// The test set's loss and accuracy at a step (after evaluate() or an epoch's end).
+struct Evaluation {
+  int64_t step = 0;
+  double loss = 0;
+  double accuracy = 0;
+};
+
+struct SessionStatus {
+  RunState state = RunState::Idle;
+  int64_t step = 0;   // steps taken
+  int64_t epoch = 0;  // epochs completed
+  int64_t batch = 0;  // batches taken in the current epoch
+  int64_t batches_per_epoch = 0;
+  int64_t batch_size = 0;
+  double lr = 0;
+  double loss = 0;              // last step's
+  double smoothed_loss = 0;     // see StepMetrics
+  double steps_per_second = 0;  // over the last half second or so of running
+  std::optional<EpochMetrics> last_epoch;
+  std::optional<Evaluation> last_evaluation;
+  int64_t resets = 0;  // reset() calls applied so far: a UI clears its curves when it changes
+  std::string error;   // why the run failed (Failed)
+  std::string failed_module;  // the module named in `error` ("" for none or the loss)
+};
+
+struct Prediction {
+  uint64_t id = 0;  // what predict() returned
+  int64_t step = 0;
+  Tensor outputs;     // the model's outputs in eval mode (a tensor of its own)
+  std::string error;  // the forward's error, if it failed (outputs undefined)
+};
+
+struct SessionConfig {
+  int64_t batch_size = 32;
+  int64_t epochs = 0;     // stop after this many epochs; 0: run until stopped
+  int64_t max_steps = 0;  // stop after this many steps; 0: no limit
+  uint64_t seed = 0;      // the initial weights (via the default generator) and the shuffling
+  bool shuffle = true;
+  double clip_grad_norm = 0;  // max total gradient norm (nn::clip_grad_norm_); 0: off
+  bool scheduler_per_step = false;
+  size_t metrics_capacity = 100000;  // step metrics kept for take_step_metrics()
+  int64_t eval_chunk = 4096;         // test samples per forward in an evaluation
+};
+
+// What a session is made of. make_model is called with the default generator seeded with
+// the config's seed (at construction and on every reset, whose fresh weights are copied into
+// the session's model, so module pointers held elsewhere stay valid). make_optimizer is
+// called with the model's parameters (again on reset, for a fresh state).
+struct SessionParts {
+  std::function<nn::ModulePtr()> make_model;
+  // Called as loss({output, target}) and must return the scalar loss first.
+  nn::ModulePtr loss;
+  std::function<std::unique_ptr<optim::Optimizer>(const std::vector<Tensor>& params)>
+      make_optimizer;
+  // Optional: called with the optimizer (again on reset); stepped once per epoch, or once
+  // per step when SessionConfig::scheduler_per_step (OneCycleLR).
+  std::function<std::unique_ptr<optim::LRScheduler>(optim::Optimizer& optimizer)> make_scheduler;
+  data::Dataset train;
+  data::Dataset test;  // may be empty (no test metrics)
+};
+
+class TrainingSession {
+ public:
+  // Makes the model and optimizer and checks the parts (ValueError naming what is missing);
+  // the worker starts waiting for commands.
+  TrainingSession(SessionParts parts, const SessionConfig& config);
+  // Stops the worker (after the step it is in) and joins it.
+  ~TrainingSession();
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+
+  // ---- Commands: queued, applied by the worker in order ------------------------------------
+  // From Idle, Paused or Stopped; nothing in Failed or when the configured epochs or steps
+  // are done (reset first).
+  void start();
+  void resume() { start(); }
+  void pause();
+  void stop();
+  // Runs `batches` more batches (from any state but Failed and Running), then pauses.
+  void step(int64_t batches = 1);
+  // Fresh weights from the seed (a new seed if given), a fresh optimizer and scheduler
+  // state, step and epoch 0, history and metrics cleared, probes kept; state Idle.
+  void reset(std::optional<uint64_t> seed = std::nullopt);
+  // Every parameter group's learning rate, from the next step on.
+  void set_lr(double lr);
+  // From the next epoch on (the current one keeps its batches).
+  void set_batch_size(int64_t batch_size);
+  // Test loss and accuracy now (see status().last_evaluation).
+  void evaluate();
+  // The model's outputs for `inputs` in eval mode, computed between two steps; the result
+  // appears in take_prediction() with the returned id.
+  uint64_t predict(const Tensor& inputs);
+  // Checks the name and options at once (KeyError, ValueError as Probes::add); the hooks are
+  // placed before the next step. The id is valid at once.
+  ProbeId add_probe(const std::string& module_name, const ProbeOptions& options = {});
+  void remove_probe(ProbeId id);
+
+  // ---- Reading: any thread, never waits for a step -----------------------------------------
+  SessionStatus status() const;
+  std::vector<StepMetrics> take_step_metrics();
+  std::vector<EpochMetrics> epoch_history() const;
+  std::vector<ProbeSample> take_probe_samples() { return probes_.take_samples(); }
+  std::optional<Prediction> take_prediction();
+  // rebin, kept_steps and dropped are safe from any thread (see probes.h).
+  const Probes& probes() const { return probes_; }
+  // The model's module names (named_modules order), for a UI that offers probes.
+  const std::vector<std::string>& module_names() const { return module_names_; }
+  // The data, for drawing it (it never changes while the session lives).
+  const data::Dataset& train_set() const { return parts_.train; }
+  const data::Dataset& test_set() const { return parts_.test; }
+
+  // ---- Waiting (CLI and tests; a window never calls it) ------------------------------------
+  // Until every queued command is applied and the worker is not running: Paused after
+  // step(n), Stopped after the last epoch, Failed. Returns false on timeout.
+  bool wait_idle(std::chrono::milliseconds timeout = std::chrono::hours(24));
+  // The model and optimizer, for while the session is idle (before the first command, or
+  // after wait_idle() returned true with nothing queued since): loading weights or a
+  // checkpoint, saving, printing a summary. Never while it runs.
+  nn::ModulePtr model() const { return model_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  // Queued: continue counting from here (a resumed checkpoint): the next step is step + 1,
+  // in epoch `epoch` + 1 from its first batch.
+  void set_progress(int64_t step, int64_t epoch);
+
+ private:
+  using Command = std::function<void()>;
+  void post(Command command);
+  void worker_loop();
+  // One training step; false when the run failed in it.
+  void run_step();
+  void begin_epoch();
+  void end_epoch();
+  Evaluation run_evaluation();
+  void fail(const std::string& message, const std::string& module);
+  std::string locate_non_finite_activation(const data::Batch& batch);
+  std::string locate_non_finite_gradient(const data::Batch& batch);
+  void apply_reset(uint64_t seed);
+  void publish_step(const StepMetrics& metrics);
+  double current_lr() const;
+
+  SessionConfig config_;
+  SessionParts parts_;
+  nn::ModulePtr model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LRScheduler> scheduler_;
+  std::unique_ptr<data::DataLoader> loader_;
+  std::optional<data::EpochBatches> epoch_batches_;
+  std::vector<std::string> module_names_;
+  Probes probes_;
+  std::atomic<ProbeId> next_probe_id_{1};
+
+  // Worker-only training state.
+  int64_t step_ = 0;
+  int64_t epoch_ = 0;  // completed
+  int64_t batch_ = 0;  // taken in the current epoch
+  int64_t pending_batch_size_ = 0;
+  double epoch_loss_sum_ = 0;
+  int64_t epoch_correct_ = 0;
+  int64_t epoch_samples_ = 0;
+  double epoch_seconds_ = 0;
+  double smoothed_ = 0;
+  int64_t smoothed_count_ = 0;
+  double rate_seconds_ = 0;
+  int64_t rate_steps_ = 0;
+  double rate_ = 0;
+  std::string failed_module_;  // set by locate_non_finite_gradient
+
+  // Shared with the reading threads, under mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;     // the worker: a command, or stepping to do
+  std::condition_variable settled_;  // wait_idle: the queue is empty and nothing is running
+  std::deque<Command> commands_;
+  bool busy_ = false;  // the worker is applying a command or taking a step
+  bool quit_ = false;
+  int64_t steps_to_run_ = 0;  // step(n) while not running
+  SessionStatus status_;
+  std::deque<StepMetrics> step_metrics_;
+  std::vector<EpochMetrics> history_;
+  std::optional<Prediction> prediction_;
+  uint64_t next_prediction_ = 1;
+
+  std::thread worker_;
+};
+
+// A session for a project: the model from its graph (graph::build_model; a bad graph throws
+// its GraphError here), the train and test sets from its dataset settings (a CSV path is
+// relative to base_dir), its loss (make_loss), optimizer and scheduler (optim::make_optimizer,
+// make_scheduler; OneCycleLR steps per batch and, without a length of its own, spans the
+// configured epochs), batch size, epochs and seed, and its probes placed.
+std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
+                                              const std::string& base_dir);
+
+}  // namespace nns::train

@@ -1,0 +1,308 @@
+// The window driven as a user drives it: palette drops, port-to-port drags, shortcuts, the
+// inspector's editors, files and recovery.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModel>
+#include <QDropEvent>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <memory>
+
+#include "engine/graph/node_types.h"
+#include "engine/serialize/serialize.h"
+#include "ui/example_project.h"
+#include "ui/graph_scene.h"
+#include "ui/graph_view.h"
+#include "ui/inspector_widget.h"
+#include "ui/main_window.h"
+#include "ui/node_item.h"
+#include "ui/options_editor.h"
+#include "ui/palette_widget.h"
+#include "ui/project_document.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+using graph::NodeId;
+using test::settle;
+
+class MainWindowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    window = std::make_unique<MainWindow>();
+    window->resize(1400, 900);
+    window->document()->setProject(spiralsExample(), QString());
+    window->show();
+    QApplication::setActiveWindow(window.get());
+    settle();
+    window->view()->frameAll();
+    settle();
+  }
+  void TearDown() override {
+    // Nothing to ask about on close: the tests' changes are thrown away.
+    window->document()->undoStack()->setClean();
+    window->close();
+    window.reset();
+  }
+
+  ProjectDocument* doc() const { return window->document(); }
+  NodeId id(const std::string& name) const {
+    const graph::Node* n = doc()->project().graph.find_by_name(name);
+    EXPECT_TRUE(n) << name;
+    return n ? n->id : 0;
+  }
+  QPointF port(NodeId node, const std::string& name, bool output) const {
+    return window->scene()->shownItem(node)->portScenePos(name, output);
+  }
+  // Drops a palette entry on the canvas at a scene position, as a drag from the palette ends.
+  void dropFromPalette(const QString& type, QPointF scenePos) {
+    QTreeWidgetItem* item = window->palette()->itemFor(type);
+    ASSERT_TRUE(item) << type.toStdString();
+    QTreeWidget* tree = window->palette()->tree();
+    const QModelIndex index = tree->indexFromItem(item);
+    std::unique_ptr<QMimeData> mime(tree->model()->mimeData({index}));
+    ASSERT_TRUE(mime);
+    QWidget* viewport = window->view()->viewport();
+    const QPoint at = window->view()->mapFromScene(scenePos);
+    QDragEnterEvent enter(at, Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &enter);
+    ASSERT_TRUE(enter.isAccepted());
+    QDragMoveEvent move(at, Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &move);
+    QDropEvent drop(QPointF(at), Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &drop);
+    settle();
+  }
+  void key(int k, Qt::KeyboardModifiers mods = Qt::NoModifier) {
+    QTest::keyClick(window->view(), static_cast<Qt::Key>(k), mods);
+    settle();
+  }
+
+  std::unique_ptr<MainWindow> window;
+};
+
+TEST_F(MainWindowTest, PaletteListsEveryNodeTypeWithItsReprAsTooltip) {
+  for (const graph::NodeType& t : graph::node_types()) {
+    EXPECT_TRUE(window->palette()->itemFor(QString::fromStdString(t.name))) << t.name;
+  }
+  const QString tip = window->palette()->itemFor("Linear")->toolTip(0);
+  EXPECT_TRUE(tip.contains("Linear(in_features=")) << tip.toStdString();
+  window->palette()->searchBox()->setText("relu");
+  EXPECT_FALSE(window->palette()->itemFor("ReLU")->isHidden());
+  EXPECT_TRUE(window->palette()->itemFor("Linear")->isHidden());
+}
+
+TEST_F(MainWindowTest, DroppingFromThePaletteAddsANodeWhereItFalls) {
+  const size_t before = doc()->project().graph.nodes.size();
+  const QPointF at = window->view()->mapToScene(window->view()->viewport()->rect().center());
+  dropFromPalette("Dropout", at);
+  ASSERT_EQ(doc()->project().graph.nodes.size(), before + 1);
+  const graph::Node& added = doc()->project().graph.nodes.back();
+  EXPECT_EQ(added.type, "Dropout");
+  EXPECT_NEAR(added.x + NodeItem::kWidth / 2, at.x(), 2);
+  EXPECT_EQ(doc()->selection(), std::vector<NodeId>{added.id});
+  ASSERT_TRUE(window->scene()->nodeItem(added.id));
+  EXPECT_TRUE(window->scene()->nodeItem(added.id)->isSelected());
+}
+
+TEST_F(MainWindowTest, DraggingFromPortToPortConnectsAndACycleIsRefused) {
+  const QPointF at = port(id("fc3"), "out", true) + QPointF(0, 250);
+  dropFromPalette("Linear", at);
+  const NodeId extra = doc()->selection().front();
+  const auto edgesBefore = doc()->project().graph.edges.size();
+
+  test::dragMouse(window->view(), port(id("act1"), "out", true), port(extra, "in", false));
+  ASSERT_EQ(doc()->project().graph.edges.size(), edgesBefore + 1);
+  EXPECT_EQ(doc()->project().graph.edge_into({extra, "in"})->from.node, id("act1"));
+  // The new Linear takes 1 feature and gets 64: its input is marked with the reason.
+  const QStringList problems = doc()->problemsOf(extra, "in");
+  ASSERT_FALSE(problems.isEmpty());
+  EXPECT_TRUE(problems.front().contains("[N, 64]")) << problems.front().toStdString();
+
+  // fc3 -> fc1 closes a loop: nothing changes.
+  test::dragMouse(window->view(), port(id("fc3"), "out", true), port(id("fc1"), "in", false));
+  EXPECT_EQ(doc()->project().graph.edge_into({id("fc1"), "in"})->from.node, id("x"));
+
+  // Pulling a wire off an input and dropping it on empty canvas disconnects it.
+  test::dragMouse(window->view(), port(extra, "in", false),
+                  port(extra, "in", false) + QPointF(-150, 80));
+  EXPECT_EQ(doc()->project().graph.edge_into({extra, "in"}), nullptr);
+}
+
+TEST_F(MainWindowTest, MovingANodeIsOneUndoStep) {
+  NodeItem* item = window->scene()->nodeItem(id("fc2"));
+  const QPointF start = item->pos();
+  const QPointF grip = item->mapToScene(QPointF(60, 12));
+  test::dragMouse(window->view(), grip, grip + QPointF(40, 120));
+  const graph::Node& n = doc()->project().graph.at(id("fc2"));
+  EXPECT_NEAR(n.y, start.y() + 120, 1.0);
+  doc()->undoStack()->undo();
+  settle();
+  EXPECT_EQ(window->scene()->nodeItem(id("fc2"))->pos(), start);
+}
+
+TEST_F(MainWindowTest, GroupCollapseAndUndoEverythingBackToTheStart) {
+  const graph::Project start = doc()->project();
+  // Select fc2 and act2 with the mouse: click, then Ctrl+click.
+  test::clickMouse(window->view(),
+                   window->scene()->nodeItem(id("fc2"))->mapToScene(QPointF(60, 12)));
+  test::clickMouse(window->view(),
+                   window->scene()->nodeItem(id("act2"))->mapToScene(QPointF(60, 12)),
+                   Qt::ControlModifier);
+  ASSERT_EQ(doc()->selection().size(), 2u);
+  key(Qt::Key_G, Qt::ControlModifier);
+  ASSERT_EQ(doc()->selection().size(), 1u);
+  const NodeId group = doc()->selection().front();
+  EXPECT_EQ(doc()->project().graph.at(group).type, "Sequential");
+  EXPECT_TRUE(window->scene()->nodeItem(group)->isFrame());
+  EXPECT_TRUE(doc()->analysis().ok());
+
+  // Double-click the frame's title bar: it collapses to one node.
+  NodeItem* frame = window->scene()->nodeItem(group);
+  const QPointF title = frame->mapToScene(QPointF(40, NodeItem::kHeader / 2));
+  test::sendMouse(window->view(), QEvent::MouseButtonPress, title, Qt::LeftButton, Qt::LeftButton);
+  test::sendMouse(window->view(), QEvent::MouseButtonRelease, title, Qt::LeftButton, Qt::NoButton);
+  test::sendMouse(window->view(), QEvent::MouseButtonDblClick, title, Qt::LeftButton,
+                  Qt::LeftButton);
+  test::sendMouse(window->view(), QEvent::MouseButtonRelease, title, Qt::LeftButton, Qt::NoButton);
+  settle();
+  EXPECT_TRUE(doc()->project().graph.at(group).collapsed);
+  EXPECT_FALSE(window->scene()->nodeItem(id("fc2"))->isVisible());
+  EXPECT_FALSE(window->scene()->nodeItem(group)->isFrame());
+
+  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
+  EXPECT_EQ(doc()->project(), start);
+  EXPECT_TRUE(window->scene()->nodeItem(id("fc2"))->isVisible());
+  EXPECT_EQ(window->scene()->nodeItem(group), nullptr);
+  while (doc()->undoStack()->canRedo()) key(Qt::Key_Y, Qt::ControlModifier);
+  EXPECT_TRUE(doc()->project().graph.at(group).collapsed);
+}
+
+TEST_F(MainWindowTest, DeleteKeyRemovesTheSelection) {
+  doc()->setSelection({id("act1")});
+  key(Qt::Key_Delete);
+  EXPECT_EQ(doc()->project().graph.find_by_name("act1"), nullptr);
+  key(Qt::Key_Z, Qt::ControlModifier);
+  EXPECT_NE(doc()->project().graph.find_by_name("act1"), nullptr);
+}
+
+TEST_F(MainWindowTest, EditingAnOptionInTheInspectorIsUndoable) {
+  doc()->setSelection({id("fc3")});
+  settle();
+  auto* box =
+      qobject_cast<QSpinBox*>(window->inspector()->optionsEditor()->editorFor("out_features"));
+  ASSERT_TRUE(box);
+  EXPECT_EQ(box->value(), 3);
+  box->setValue(5);
+  settle();
+  EXPECT_EQ(doc()->project().graph.at(id("fc3")).options["out_features"], 5);
+  EXPECT_EQ(graph::shape_str(doc()->analysis().output_shapes.at(id("fc3")).at("out")), "[N, 5]");
+  EXPECT_TRUE(window->inspector()->reprView()->toPlainText().contains("out_features=5"));
+  doc()->undoStack()->undo();
+  settle();
+  EXPECT_EQ(doc()->project().graph.at(id("fc3")).options["out_features"], 3);
+  box = qobject_cast<QSpinBox*>(window->inspector()->optionsEditor()->editorFor("out_features"));
+  ASSERT_TRUE(box);
+  EXPECT_EQ(box->value(), 3);
+}
+
+TEST_F(MainWindowTest, ParameterTableFreezesAndShowsPyTorchNames) {
+  window->inspector()->refresh();
+  QTableWidget* table = window->inspector()->parameterTable();
+  QStringList names;
+  for (int r = 0; r < table->rowCount(); ++r) names << table->item(r, 0)->text();
+  EXPECT_EQ(names, QStringList({"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
+                                "fc3.bias"}));
+  EXPECT_EQ(table->item(0, 1)->text(), "[64, 2]");
+  EXPECT_EQ(table->item(0, 4)->text(), "128");
+
+  doc()->setSelection({id("fc2")});
+  window->inspector()->refresh();
+  ASSERT_EQ(table->rowCount(), 2);
+  ASSERT_EQ(table->item(0, 0)->text(), "fc2.weight");
+  table->item(0, 3)->setCheckState(Qt::Unchecked);
+  settle();
+  EXPECT_FALSE(doc()->model()->get_parameter("fc2.weight").requires_grad());
+  EXPECT_EQ(table->item(0, 3)->checkState(), Qt::Unchecked);
+  doc()->undoStack()->undo();
+  settle();
+  EXPECT_TRUE(doc()->model()->get_parameter("fc2.weight").requires_grad());
+  EXPECT_EQ(table->item(0, 3)->checkState(), Qt::Checked);
+}
+
+TEST_F(MainWindowTest, ModuleTreeListsNamedModulesAndSelectsTheirNodes) {
+  window->inspector()->refresh();
+  QTreeWidget* tree = window->inspector()->moduleTree();
+  ASSERT_EQ(tree->topLevelItemCount(), 1);
+  QTreeWidgetItem* root = tree->topLevelItem(0);
+  EXPECT_EQ(root->text(1), "Net");
+  ASSERT_EQ(root->childCount(), 5);
+  EXPECT_EQ(root->child(0)->text(0), "fc1");
+  EXPECT_EQ(root->child(0)->text(1), "Linear");
+  EXPECT_EQ(root->child(0)->text(2), "train");
+  emit tree->itemClicked(root->child(0), 0);
+  EXPECT_EQ(doc()->selection(), std::vector<NodeId>{id("fc1")});
+}
+
+TEST_F(MainWindowTest, SaveAndReopen) {
+  doc()->setNodeOptions(id("fc2"), {{"in_features", 64}, {"out_features", 32}, {"bias", false}});
+  QTemporaryDir dir;
+  const QString path = dir.filePath("spirals.nns");
+  ASSERT_TRUE(window->saveTo(path));
+  EXPECT_FALSE(window->isWindowModified());
+  EXPECT_TRUE(window->windowTitle().startsWith("spirals.nns"));
+  MainWindow other;
+  ASSERT_TRUE(other.openFile(path));
+  EXPECT_EQ(other.document()->project(), doc()->project());
+}
+
+TEST_F(MainWindowTest, LoadingAStateDictMarksTheNodeWithAMissingKey) {
+  nn::StateDict sd = doc()->model()->state_dict();
+  nn::StateDict partial;
+  for (const auto& item : sd) {
+    if (item.key() != "fc2.bias") partial.insert(item.key(), item.value());
+  }
+  QTemporaryDir dir;
+  const QString path = dir.filePath("partial.safetensors");
+  serialize::save_state_dict_file(partial, path.toStdString());
+
+  // Strict: refused, but the report is on the nodes.
+  doc()->loadStateDict(path, /*strict=*/true);
+  ASSERT_TRUE(doc()->loadMarks().count(id("fc2")));
+  EXPECT_EQ(doc()->loadMarks().at(id("fc2")).status, NodeLoadMark::Status::Missing);
+  EXPECT_EQ(doc()->loadMarks().at(id("fc2")).details, QStringList{"missing: fc2.bias"});
+  EXPECT_EQ(doc()->loadMarks().at(id("fc1")).status, NodeLoadMark::Status::Matched);
+
+  // Non-strict: loaded; the weights are the file's.
+  doc()->model()->get_parameter("fc1.weight").detach().mul_(0.0);
+  doc()->loadStateDict(path, /*strict=*/false);
+  EXPECT_EQ(doc()->model()->get_parameter("fc1.weight").detach().sum().item(),
+            partial.find("fc1.weight")->detach().sum().item());
+  EXPECT_EQ(doc()->loadMarks().at(id("fc2")).status, NodeLoadMark::Status::Missing);
+}
+
+TEST_F(MainWindowTest, AutosaveIsOfferedBackAfterACrash) {
+  QFile::remove(MainWindow::recoveryFile());
+  window->autosave();  // nothing unsaved yet
+  EXPECT_FALSE(QFile::exists(MainWindow::recoveryFile()));
+  doc()->addNode("Tanh", {0, 400});
+  window->autosave();
+  ASSERT_TRUE(QFile::exists(MainWindow::recoveryFile()));
+  // A second window, as after a kill: the work comes back, unsaved.
+  MainWindow next;
+  ASSERT_TRUE(next.offerRecovery(/*ask=*/false));
+  EXPECT_EQ(next.document()->project(), doc()->project());
+  EXPECT_TRUE(next.document()->isModified());
+  next.document()->undoStack()->setClean();
+  next.close();  // a clean close removes the recovery file
+  EXPECT_FALSE(QFile::exists(MainWindow::recoveryFile()));
+}
+
+}  // namespace
+}  // namespace nns::ui

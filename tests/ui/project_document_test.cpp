@@ -1,0 +1,242 @@
+// ProjectDocument: every edit is one undo step, undo returns the exact spec, drags merge,
+// no-op edits leave no step, refused edits change nothing.
+#include <gtest/gtest.h>
+
+#include <QTemporaryDir>
+
+#include "engine/graph/node_types.h"
+#include "ui/auto_layout.h"
+#include "ui/example_project.h"
+#include "ui/project_document.h"
+
+namespace nns::ui {
+namespace {
+
+using graph::NodeId;
+
+// x -> linear (2->8) -> relu -> output, unsaved.
+struct Chain {
+  ProjectDocument doc;
+  NodeId x, fc1, act, y;
+  Chain() {
+    doc.newProject();
+    x = doc.project().graph.find_by_name("x")->id;
+    fc1 = doc.addNode("Linear", {200, 0});
+    doc.setNodeOptions(fc1, {{"in_features", 2}, {"out_features", 8}, {"bias", true}});
+    act = doc.addNode("ReLU", {400, 0});
+    y = doc.addNode("Output", {600, 0});
+    EXPECT_TRUE(doc.connectPorts({x, "out"}, {fc1, "in"}));
+    EXPECT_TRUE(doc.connectPorts({fc1, "out"}, {act, "in"}));
+    EXPECT_TRUE(doc.connectPorts({act, "out"}, {y, "in"}));
+  }
+};
+
+TEST(ProjectDocument, AddNodeIsOneUndoStepWithDefaultOptionsAndAFreeName) {
+  ProjectDocument doc;
+  doc.newProject();
+  const graph::Project start = doc.project();
+  const NodeId a = doc.addNode("Linear", {10, 20});
+  const NodeId b = doc.addNode("Linear", {10, 120});
+  EXPECT_EQ(doc.project().graph.at(a).name, "linear");
+  EXPECT_EQ(doc.project().graph.at(b).name, "linear1");
+  EXPECT_EQ(doc.project().graph.at(a).options, graph::node_type("Linear").default_options());
+  EXPECT_EQ(doc.project().graph.at(a).x, 10);
+  EXPECT_EQ(doc.undoStack()->count(), 2);
+  doc.undoStack()->undo();
+  doc.undoStack()->undo();
+  EXPECT_EQ(doc.project(), start);
+  doc.undoStack()->redo();
+  EXPECT_EQ(doc.project().graph.at(a).name, "linear");
+}
+
+TEST(ProjectDocument, UnknownTypeIsRefusedAndLogged) {
+  ProjectDocument doc;
+  doc.newProject();
+  QStringList log;
+  QObject::connect(&doc, &ProjectDocument::logMessage, [&](const QString& m) { log << m; });
+  EXPECT_EQ(doc.addNode("Linearr", {0, 0}), 0);
+  EXPECT_EQ(doc.undoStack()->count(), 0);
+  ASSERT_EQ(log.size(), 1);
+  EXPECT_TRUE(log[0].contains("unknown node type 'Linearr'")) << log[0].toStdString();
+}
+
+TEST(ProjectDocument, ConnectAnalyzesShapesAndRefusesCycles) {
+  Chain c;
+  const auto& shapes = c.doc.analysis().output_shapes;
+  EXPECT_EQ(graph::shape_str(shapes.at(c.fc1).at("out")), "[N, 8]");
+  EXPECT_EQ(graph::shape_str(shapes.at(c.act).at("out")), "[N, 8]");
+  EXPECT_TRUE(c.doc.analysis().ok()) << c.doc.analysis().problems.front().message;
+
+  const int steps = c.doc.undoStack()->count();
+  const auto check = c.doc.checkConnection({c.act, "out"}, {c.fc1, "in"});
+  EXPECT_TRUE(check.refusal.contains("would form a cycle")) << check.refusal.toStdString();
+  EXPECT_FALSE(c.doc.connectPorts({c.act, "out"}, {c.fc1, "in"}));
+  EXPECT_EQ(c.doc.undoStack()->count(), steps);
+  EXPECT_EQ(c.doc.project().graph.edge_into({c.fc1, "in"})->from.node, c.x);
+}
+
+TEST(ProjectDocument, AShapeMismatchIsAWarningNamingTheShape) {
+  Chain c;
+  const NodeId wide = c.doc.addNode("Linear", {200, 200});
+  c.doc.setNodeOptions(wide, {{"in_features", 5}, {"out_features", 3}, {"bias", true}});
+  const auto check = c.doc.checkConnection({c.fc1, "out"}, {wide, "in"});
+  EXPECT_TRUE(check.refusal.isEmpty()) << check.refusal.toStdString();
+  EXPECT_TRUE(check.warning.contains("[N, 8]")) << check.warning.toStdString();
+  const auto fine = c.doc.checkConnection({c.x, "out"}, {c.fc1, "in"});
+  EXPECT_TRUE(fine.refusal.isEmpty() && fine.warning.isEmpty());
+}
+
+TEST(ProjectDocument, RefusedOptionChangesNothing) {
+  Chain c;
+  const int steps = c.doc.undoStack()->count();
+  const graph::Json before = c.doc.project().graph.at(c.fc1).options;
+  EXPECT_FALSE(c.doc.setNodeOptions(c.fc1, {{"in_features", -3}, {"out_features", 8}}));
+  EXPECT_EQ(c.doc.project().graph.at(c.fc1).options, before);
+  EXPECT_EQ(c.doc.undoStack()->count(), steps);
+}
+
+TEST(ProjectDocument, ConsecutiveDragsMergeAndADragBackIsObsolete) {
+  Chain c;
+  const int steps = c.doc.undoStack()->count();
+  c.doc.moveNodes({{c.fc1, QPointF(210, 10)}});
+  c.doc.moveNodes({{c.fc1, QPointF(260, 40)}});
+  EXPECT_EQ(c.doc.undoStack()->count(), steps + 1);
+  EXPECT_EQ(c.doc.project().graph.at(c.fc1).x, 260);
+  c.doc.undoStack()->undo();
+  EXPECT_EQ(c.doc.project().graph.at(c.fc1).x, 200);
+  c.doc.undoStack()->redo();
+  c.doc.moveNodes({{c.fc1, QPointF(200, 0)}});  // back where the drag began
+  EXPECT_EQ(c.doc.undoStack()->count(), steps);
+  EXPECT_EQ(c.doc.project().graph.at(c.fc1).x, 200);
+}
+
+TEST(ProjectDocument, NoOpEditsPushNothing) {
+  Chain c;
+  const int steps = c.doc.undoStack()->count();
+  EXPECT_TRUE(c.doc.setNodeOptions(c.fc1, c.doc.project().graph.at(c.fc1).options));
+  EXPECT_TRUE(c.doc.renameNode(c.fc1, "linear"));
+  EXPECT_EQ(c.doc.undoStack()->count(), steps);
+}
+
+TEST(ProjectDocument, RenameRefusesTakenAndDottedNames) {
+  Chain c;
+  EXPECT_FALSE(c.doc.renameNode(c.fc1, "relu"));
+  EXPECT_FALSE(c.doc.renameNode(c.fc1, "a.b"));
+  EXPECT_TRUE(c.doc.renameNode(c.fc1, "features"));
+  ASSERT_TRUE(c.doc.model());
+  EXPECT_EQ(c.doc.model()->module_name(c.fc1), "features");
+}
+
+TEST(ProjectDocument, SequentialGroupTakesTheChainsWiresAndUngroupGivesThemBack) {
+  Chain c;
+  const graph::Project before = c.doc.project();
+  const NodeId g = c.doc.groupNodes({c.fc1, c.act}, "Sequential");
+  ASSERT_NE(g, 0);
+  const graph::Graph& graph = c.doc.project().graph;
+  EXPECT_EQ(graph.at(g).members, (std::vector<NodeId>{c.fc1, c.act}));
+  EXPECT_EQ(graph.edge_into({g, "in"})->from.node, c.x);
+  EXPECT_EQ(graph.edge_into({c.y, "in"})->from.node, g);
+  EXPECT_TRUE(c.doc.analysis().ok()) << c.doc.analysis().problems.front().message;
+  auto model = c.doc.model();
+  ASSERT_TRUE(model);
+  std::vector<std::string> names;
+  for (auto& [name, p] : model->named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"sequential.0.weight", "sequential.0.bias"}));
+
+  c.doc.ungroup(g);
+  EXPECT_EQ(c.doc.project().graph.edges.size(), before.graph.edges.size());
+  EXPECT_EQ(c.doc.project().graph.edge_into({c.act, "in"})->from.node, c.fc1);
+  c.doc.undoStack()->undo();
+  c.doc.undoStack()->undo();
+  EXPECT_EQ(c.doc.project(), before);
+}
+
+TEST(ProjectDocument, SequentialRefusesWhatIsNotAChain) {
+  Chain c;
+  const int steps = c.doc.undoStack()->count();
+  EXPECT_EQ(c.doc.groupNodes({c.x, c.act}, "Sequential"), 0);
+  EXPECT_EQ(c.doc.undoStack()->count(), steps);
+}
+
+TEST(ProjectDocument, EditsKeepTheWeightsOfUnchangedLayers) {
+  Chain c;
+  ASSERT_TRUE(c.doc.model());
+  const double first = c.doc.model()->get_parameter("linear.weight").detach().sum().item();
+  // A second layer between relu and the output: the first layer's weights stay.
+  const NodeId fc2 = c.doc.addNode("Linear", {500, 200});
+  c.doc.setNodeOptions(fc2, {{"in_features", 8}, {"out_features", 2}});
+  c.doc.connectPorts({c.act, "out"}, {fc2, "in"});
+  c.doc.connectPorts({fc2, "out"}, {c.y, "in"});
+  auto model = c.doc.model();
+  ASSERT_TRUE(model) << c.doc.modelError().toStdString();
+  EXPECT_EQ(model->get_parameter("linear.weight").detach().sum().item(), first);
+  EXPECT_EQ(model->get_parameter("linear1.weight").shape(), (Shape{2, 8}));
+}
+
+TEST(ProjectDocument, FreezingIsUndoableAndSavedWithTheProject) {
+  Chain c;
+  c.doc.setParameterFrozen("linear.weight", true);
+  ASSERT_TRUE(c.doc.model());
+  EXPECT_FALSE(c.doc.model()->get_parameter("linear.weight").requires_grad());
+  EXPECT_TRUE(c.doc.model()->get_parameter("linear.bias").requires_grad());
+  QTemporaryDir dir;
+  const QString path = dir.filePath("net.nns");
+  c.doc.save(path);
+  ProjectDocument reopened;
+  reopened.load(path);
+  EXPECT_TRUE(reopened.isParameterFrozen("linear.weight"));
+  EXPECT_FALSE(reopened.model()->get_parameter("linear.weight").requires_grad());
+  c.doc.undoStack()->undo();
+  EXPECT_TRUE(c.doc.model()->get_parameter("linear.weight").requires_grad());
+}
+
+TEST(ProjectDocument, CopyPasteMakesFreshIdsAndNamesWithTheInnerWires) {
+  Chain c;
+  const graph::Json clip = c.doc.copyNodes({c.fc1, c.act});
+  const auto pasted = c.doc.pasteNodes(clip, {0, 200});
+  ASSERT_EQ(pasted.size(), 2u);
+  const graph::Graph& g = c.doc.project().graph;
+  EXPECT_EQ(g.at(pasted[0]).name, "linear1");
+  EXPECT_EQ(g.at(pasted[0]).y, 200);
+  EXPECT_EQ(g.edge_into({pasted[1], "in"})->from.node, pasted[0]);
+  EXPECT_EQ(g.edge_into({pasted[0], "in"}), nullptr);
+  EXPECT_EQ(c.doc.selection(), pasted);
+}
+
+TEST(ProjectDocument, DeleteRemovesNodesWithTheirWiresInOneStep) {
+  Chain c;
+  const graph::Project before = c.doc.project();
+  c.doc.removeItems({c.act}, {});
+  EXPECT_EQ(c.doc.project().graph.find(c.act), nullptr);
+  EXPECT_EQ(c.doc.project().graph.edges.size(), 1u);
+  c.doc.undoStack()->undo();
+  EXPECT_EQ(c.doc.project(), before);
+}
+
+TEST(ProjectDocument, LayeredLayoutPutsEachNodeInTheColumnOfItsDepth) {
+  const graph::Project p = spiralsExample();
+  const auto positions = layeredLayout(p);
+  double lastX = -1;
+  for (const graph::Node& n : p.graph.nodes) {
+    ASSERT_TRUE(positions.count(n.id));
+    EXPECT_GT(positions.at(n.id).x(), lastX) << n.name;
+    lastX = positions.at(n.id).x();
+  }
+}
+
+TEST(ProjectDocument, SaveAndReopenGivesTheSameProjectAndACleanStack) {
+  Chain c;
+  QTemporaryDir dir;
+  const QString path = dir.filePath("chain.nns");
+  EXPECT_TRUE(c.doc.isModified());
+  c.doc.save(path);
+  EXPECT_FALSE(c.doc.isModified());
+  ProjectDocument reopened;
+  reopened.load(path);
+  EXPECT_EQ(reopened.project(), c.doc.project());
+  EXPECT_EQ(reopened.filePath(), path);
+  EXPECT_EQ(reopened.undoStack()->count(), 0);
+}
+
+}  // namespace
+}  // namespace nns::ui

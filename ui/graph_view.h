@@ -1,0 +1,56 @@
+#pragma once
+// The canvas's view: zoom with the wheel (around the cursor), pan with the middle button or
+// Space + drag, rubber-band selection with the left button on empty canvas, frame all, and
+// the drop target for node types dragged from the palette. A minimap sits in its corner.
+#include <QGraphicsView>
+
+namespace nns::ui {
+
+class GraphScene;
+class MiniMap;
+
+class GraphView : public QGraphicsView {
+  Q_OBJECT
+
+ public:
+  // What the palette puts on a drag: the node type's name.
+  static constexpr const char* kNodeTypeMime = "application/x-nnstudio-node-type";
+
+  explicit GraphView(GraphScene* scene, QWidget* parent = nullptr);
+
+  GraphScene* graphScene() const { return scene_; }
+  MiniMap* miniMap() const { return miniMap_; }
+  // Fits every node in the view (never zooming in past 100 %).
+  void frameAll();
+  void zoomBy(double factor);
+  double zoom() const;
+  // Where a node dropped at a view position gets its top-left corner.
+  QPointF dropPosition(QPoint viewPos) const;
+
+ signals:
+  void zoomChanged(double zoom);
+
+ protected:
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+  void keyReleaseEvent(QKeyEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dragMoveEvent(QDragMoveEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void scrollContentsBy(int dx, int dy) override;
+
+ private:
+  void placeMiniMap();
+
+  GraphScene* scene_;
+  MiniMap* miniMap_;
+  bool panning_ = false;
+  bool spaceHeld_ = false;
+  QPoint panStart_;
+};
+
+}  // namespace nns::ui

@@ -1,0 +1,106 @@
+#pragma once
+// The main window: palette (left), canvas (centre), inspector (right), problems, log and undo
+// history (bottom); menus, toolbar and shortcuts; files, recent files, autosave and crash
+// recovery; window layout remembered in QSettings.
+#include <QMainWindow>
+#include <QString>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QPlainTextEdit;
+class QTimer;
+class QUndoView;
+
+namespace nns::ui {
+
+class GraphScene;
+class GraphView;
+class InspectorWidget;
+class PaletteWidget;
+class ProblemsWidget;
+class ProjectDocument;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  ProjectDocument* document() const { return document_; }
+  GraphScene* scene() const { return scene_; }
+  GraphView* view() const { return view_; }
+  PaletteWidget* palette() const { return palette_; }
+  InspectorWidget* inspector() const { return inspector_; }
+  ProblemsWidget* problems() const { return problems_; }
+  QPlainTextEdit* log() const { return log_; }
+
+  // Opens a project file; shows the error and returns false when it cannot.
+  bool openFile(const QString& path);
+  // Opens the spirals example (the file if found, else the same model built in code).
+  void openExample();
+  bool saveTo(const QString& path);
+
+  // The recovery file autosave writes while there are unsaved changes.
+  static QString recoveryFile();
+  void setAutosaveInterval(int seconds);
+  // Writes the recovery file now if there is unsaved work (what the autosave timer does).
+  void autosave();
+  // When a previous session left a recovery file: asks (when ask is set) and restores it.
+  // Returns whether it restored.
+  bool offerRecovery(bool ask = true);
+
+  // Groups the selection into a container (what Ctrl+G does for Sequential).
+  void groupSelection(const QString& type);
+  void copySelection();
+  void paste();
+  void deleteSelection();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void createActions();
+  void createMenus();
+  void createDocks();
+  void tidyLayout();
+  void updateTitle();
+  void updateActions();
+  void addRecentFile(const QString& path);
+  void rebuildRecentMenu();
+  bool maybeSave();
+  void newProject();
+  void openDialog();
+  bool save();
+  bool saveAsDialog();
+  void loadStateDictDialog();
+  void saveStateDictDialog();
+  void showContextMenu(QPoint screenPos);
+  void appendLog(const QString& text);
+  void centerOnNode(qint64 id);
+
+  ProjectDocument* document_;
+  GraphScene* scene_;
+  GraphView* view_;
+  PaletteWidget* palette_;
+  InspectorWidget* inspector_;
+  ProblemsWidget* problems_;
+  QPlainTextEdit* log_;
+  QUndoView* history_;
+  QLabel* statusZoom_;
+  QLabel* statusHint_;
+  QTimer* autosaveTimer_;
+  QMenu* recentMenu_ = nullptr;
+  QMenu* viewMenu_ = nullptr;
+
+  QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *loadStateAct_, *saveStateAct_, *strictAct_,
+      *quitAct_;
+  QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
+  QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
+      *makeBlockAct_, *inlineBlockAct_;
+  QAction *frameAct_, *layoutAct_, *zoomInAct_, *zoomOutAct_;
+};
+
+}  // namespace nns::ui

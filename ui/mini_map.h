@@ -1,0 +1,33 @@
+#pragma once
+// A small overview of the whole graph in the canvas's corner, with the visible part outlined;
+// clicking or dragging in it moves the view. It shows itself only when the graph does not fit
+// in the view.
+#include <QWidget>
+
+namespace nns::ui {
+
+class GraphView;
+
+class MiniMap : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit MiniMap(GraphView* view);
+  // Re-checks whether the graph fits in the view, and redraws.
+  void refresh();
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+
+ private:
+  // The scene area shown, and its mapping into this widget.
+  QRectF sourceRect() const;
+  QRectF targetRect() const;
+  void centerViewAt(QPointF widgetPos);
+
+  GraphView* view_;
+};
+
+}  // namespace nns::ui

@@ -1,0 +1,151 @@
+#include "ui/palette_widget.h"
+
+#include <QHeaderView>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <map>
+
+#include "engine/graph/node_types.h"
+#include "ui/graph_view.h"
+#include "ui/node_ports.h"
+#include "ui/project_document.h"
+
+namespace nns::ui {
+namespace {
+
+constexpr int kTypeRole = Qt::UserRole;
+constexpr int kSearchRole = Qt::UserRole + 1;
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+// A tree whose entries drag out as node types.
+class PaletteTree : public QTreeWidget {
+ public:
+  using QTreeWidget::QTreeWidget;
+
+ protected:
+  QStringList mimeTypes() const override { return {GraphView::kNodeTypeMime}; }
+  QMimeData* mimeData(const QList<QTreeWidgetItem*>& items) const override {
+    if (items.isEmpty() || items.first()->data(0, kTypeRole).isNull()) return nullptr;
+    auto* mime = new QMimeData;
+    mime->setData(GraphView::kNodeTypeMime, items.first()->data(0, kTypeRole).toString().toUtf8());
+    return mime;
+  }
+};
+
+}  // namespace
+
+PaletteWidget::PaletteWidget(ProjectDocument* document, QWidget* parent)
+    : QWidget(parent), document_(document) {
+  search_ = new QLineEdit(this);
+  search_->setPlaceholderText(tr("Search layers…"));
+  search_->setClearButtonEnabled(true);
+  tree_ = new PaletteTree(this);
+  tree_->setHeaderHidden(true);
+  tree_->setDragEnabled(true);
+  tree_->setDragDropMode(QAbstractItemView::DragOnly);
+  tree_->setSelectionMode(QAbstractItemView::SingleSelection);
+  tree_->setRootIsDecorated(true);
+  tree_->setUniformRowHeights(true);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->setSpacing(4);
+  layout->addWidget(search_);
+  layout->addWidget(tree_);
+
+  connect(search_, &QLineEdit::textChanged, this, &PaletteWidget::applyFilter);
+  connect(tree_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item) {
+    const QVariant type = item->data(0, kTypeRole);
+    if (!type.isNull()) emit nodeTypeActivated(type.toString());
+  });
+  // Custom blocks come and go with the project.
+  connect(document_, &ProjectDocument::changed, this, [this] {
+    QTreeWidgetItem* blocks = nullptr;
+    for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+      if (tree_->topLevelItem(i)->text(0) == tr("Custom blocks")) blocks = tree_->topLevelItem(i);
+    }
+    const int have = blocks ? blocks->childCount() : 0;
+    if (have != static_cast<int>(document_->project().blocks.size())) rebuild();
+  });
+  rebuild();
+}
+
+QTreeWidgetItem* PaletteWidget::itemFor(const QString& type) const {
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* category = tree_->topLevelItem(i);
+    for (int j = 0; j < category->childCount(); ++j) {
+      if (category->child(j)->data(0, kTypeRole).toString() == type) return category->child(j);
+    }
+  }
+  return nullptr;
+}
+
+void PaletteWidget::rebuild() {
+  tree_->clear();
+  std::map<QString, QTreeWidgetItem*> categories;
+  auto category = [&](const QString& name) {
+    QTreeWidgetItem*& item = categories[name];
+    if (!item) {
+      item = new QTreeWidgetItem(tree_, {name});
+      item->setFlags(Qt::ItemIsEnabled);
+      QFont f = item->font(0);
+      f.setBold(true);
+      item->setFont(0, f);
+    }
+    return item;
+  };
+  auto entry = [&](QTreeWidgetItem* parent, const QString& type, const QString& tooltip,
+                   const QString& search) {
+    auto* item = new QTreeWidgetItem(parent, {type});
+    item->setData(0, kTypeRole, type);
+    item->setData(0, kSearchRole, (type + " " + parent->text(0) + " " + search).toLower());
+    item->setToolTip(0, QString("<pre>%1</pre>").arg(tooltip.toHtmlEscaped()));
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
+  };
+  for (const graph::NodeType& t : graph::node_types()) {
+    entry(category(qs(t.category)), qs(t.name), qs(defaultRepr(t)), qs(t.description));
+  }
+  QTreeWidgetItem* containers = category(tr("Containers"));
+  entry(containers, "Sequential",
+        tr("Sequential(): calls its members in a chain.\nSelect nodes, then add it to group them."),
+        {});
+  entry(containers, "ModuleList",
+        tr("ModuleList(): holds its members as 0, 1, …; each is wired on its own.\nSelect "
+           "nodes, then add it to group them."),
+        {});
+  entry(containers, "ModuleDict",
+        tr("ModuleDict(): holds its members by name.\nSelect nodes, then add it to group them."),
+        {});
+  if (!document_->project().blocks.empty()) {
+    QTreeWidgetItem* blocks = category(tr("Custom blocks"));
+    for (const graph::BlockDef& b : document_->project().blocks) {
+      entry(blocks, qs(b.name), qs(b.name + ": " + b.description), qs(b.description));
+    }
+  }
+  tree_->expandAll();
+  applyFilter(search_->text());
+}
+
+void PaletteWidget::applyFilter(const QString& text) {
+  const QStringList words = text.toLower().split(' ', Qt::SkipEmptyParts);
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* category = tree_->topLevelItem(i);
+    int shown = 0;
+    for (int j = 0; j < category->childCount(); ++j) {
+      QTreeWidgetItem* item = category->child(j);
+      const QString haystack = item->data(0, kSearchRole).toString();
+      bool match = true;
+      for (const QString& w : words) match = match && haystack.contains(w);
+      item->setHidden(!match);
+      shown += match ? 1 : 0;
+    }
+    category->setHidden(shown == 0);
+    if (!words.isEmpty()) category->setExpanded(true);
+  }
+}
+
+}  // namespace nns::ui

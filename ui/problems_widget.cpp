@@ -1,0 +1,52 @@
+#include "ui/problems_widget.h"
+
+#include <QHeaderView>
+
+#include "ui/project_document.h"
+
+namespace nns::ui {
+namespace {
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+}  // namespace
+
+ProblemsWidget::ProblemsWidget(ProjectDocument* document, QWidget* parent)
+    : QTreeWidget(parent), document_(document) {
+  setHeaderLabels({tr("Node"), tr("Port"), tr("Problem")});
+  setRootIsDecorated(false);
+  setAlternatingRowColors(true);
+  setWordWrap(true);
+  header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  header()->setStretchLastSection(true);
+  connect(document_, &ProjectDocument::changed, this, &ProblemsWidget::refresh);
+  connect(this, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) {
+    const graph::NodeId id = item->data(0, Qt::UserRole).toLongLong();
+    if (id == 0 || !document_->project().graph.find(id)) return;
+    document_->setSelection({id});
+    emit nodeActivated(id);
+  });
+  refresh();
+}
+
+void ProblemsWidget::refresh() {
+  clear();
+  const graph::Graph& g = document_->project().graph;
+  const auto& problems = document_->analysis().problems;
+  for (const graph::Problem& p : problems) {
+    const graph::Node* n = p.block.empty() ? g.find(p.node) : nullptr;
+    QString where = n                 ? qs(n->name)
+                    : p.block.empty() ? tr("(graph)")
+                                      : qs(p.block) + tr(" (block)");
+    auto* item = new QTreeWidgetItem(this, {where, qs(p.port), qs(p.message)});
+    item->setData(0, Qt::UserRole, static_cast<qlonglong>(n ? p.node : 0));
+    item->setToolTip(2, qs(p.message));
+    item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
+  }
+  emit countChanged(static_cast<int>(problems.size()));
+}
+
+}  // namespace nns::ui

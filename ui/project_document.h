@@ -1,0 +1,157 @@
+#pragma once
+// ProjectDocument: the one place the window's widgets read and change the project. It holds
+// the graph::Project, the undo stack, the selection, the analysis of the graph (shapes and
+// problems) and the model built from it. Every edit goes through an undo command
+// (graph_commands.h), so undo and redo reach every change; widgets only listen to the signals.
+//
+//   ProjectDocument doc;
+//   graph::NodeId fc = doc.addNode("Linear", {100, 40});
+//   doc.setNodeOptions(fc, {{"in_features", 2}, {"out_features", 64}});
+//   doc.undoStack()->undo();   // the options are back to the defaults
+#include <QObject>
+#include <QPointF>
+#include <QString>
+#include <QUndoStack>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "engine/graph/builder.h"
+#include "engine/graph/project.h"
+#include "engine/serialize/serialize.h"
+
+namespace nns::ui {
+
+// What a project's graph is made of, as the undo commands keep it: plain values, cheap to
+// copy and compare (the spec holds no tensors), so a command is a before/after pair.
+struct GraphSnapshot {
+  graph::Graph graph;
+  std::vector<graph::BlockDef> blocks;
+  std::vector<graph::ProbeSpec> probes;
+  graph::Json extra;
+  bool operator==(const GraphSnapshot&) const = default;
+};
+
+// How a loaded state dict matched one node's parameters and buffers.
+struct NodeLoadMark {
+  enum class Status { Matched, Unexpected, Missing, WrongShape };  // worst last
+  Status status = Status::Matched;
+  QStringList details;  // one line per key that did not match
+};
+
+class ProjectDocument : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit ProjectDocument(QObject* parent = nullptr);
+  ~ProjectDocument() override;
+
+  const graph::Project& project() const { return project_; }
+  QUndoStack* undoStack() const { return undoStack_; }
+  const graph::Analysis& analysis() const { return analysis_; }
+  // Problems of one node (all of them when port is empty, else those of that port).
+  QStringList problemsOf(graph::NodeId node, const std::string& port = {}) const;
+
+  // The model the graph builds (nullptr while the graph has problems: modelError() says why).
+  // Built on first use after a change; parameters of unchanged layers keep their values.
+  std::shared_ptr<graph::GraphModule> model();
+  QString modelError() const { return modelError_; }
+
+  // ---- Files ----
+  QString filePath() const { return filePath_; }
+  bool isModified() const { return !undoStack_->isClean(); }
+  void newProject();
+  // Replaces the project with a file's; throws the engine's error (the document is unchanged).
+  void load(const QString& path);
+  void save(const QString& path);
+  // Replaces the project with one from memory (crash recovery, the built-in example).
+  void setProject(graph::Project project, const QString& path);
+
+  // ---- Edits (each one undo step; an engine error is logged and changes nothing) ----
+  graph::NodeId addNode(const QString& type, QPointF pos);
+  void removeItems(const std::vector<graph::NodeId>& nodes,
+                   const std::vector<graph::PortRef>& wires);
+  // Connects, replacing the wire that fed `to` (if any). False when refused.
+  bool connectPorts(const graph::PortRef& from, const graph::PortRef& to);
+  void disconnectPort(const graph::PortRef& to);
+  // What connecting from -> to would do: a refusal (no such port, a cycle; the wire cannot be
+  // made) or a warning (the wire can be made, but the target then has a problem, such as a
+  // shape that does not fit: the user may be about to fix the options).
+  struct ConnectionCheck {
+    QString refusal;
+    QString warning;
+  };
+  ConnectionCheck checkConnection(const graph::PortRef& from, const graph::PortRef& to) const;
+  void moveNodes(const std::map<graph::NodeId, QPointF>& positions);
+  bool setNodeOptions(graph::NodeId node, const graph::Json& options);
+  bool renameNode(graph::NodeId node, const QString& name);
+  // Groups the selected nodes into a container (Sequential, ModuleList, ModuleDict).
+  graph::NodeId groupNodes(const std::vector<graph::NodeId>& nodes, const QString& type);
+  void ungroup(graph::NodeId group);
+  // Moves the nodes into a new custom block (a module class) and puts an instance in their
+  // place; inlining puts the block's nodes back.
+  graph::NodeId makeBlock(const std::vector<graph::NodeId>& nodes, const QString& blockName);
+  void inlineBlock(graph::NodeId instance);
+  // Collapsing places the group's node at `at` (where its frame was drawn).
+  void setCollapsed(graph::NodeId group, bool collapsed, std::optional<QPointF> at = {});
+  // The nodes (with the wires between them) as JSON for the clipboard, and back.
+  graph::Json copyNodes(const std::vector<graph::NodeId>& nodes) const;
+  std::vector<graph::NodeId> pasteNodes(const graph::Json& clip, QPointF offset);
+  void autoLayout();
+  // Freezes or unfreezes a parameter by its qualified name; kept in the project file.
+  void setParameterFrozen(const QString& name, bool frozen);
+  bool isParameterFrozen(const QString& name) const;
+
+  // Runs fn on a copy of the project's graph and pushes the difference as one undo step
+  // named text. An nns::Error from fn is logged and nothing changes; an fn that changes
+  // nothing pushes nothing. Returns whether the edit holds.
+  bool edit(const QString& text, const std::function<void(graph::Project&)>& fn);
+
+  // ---- Selection ----
+  const std::vector<graph::NodeId>& selection() const { return selection_; }
+  void setSelection(std::vector<graph::NodeId> nodes);
+
+  // ---- State dicts ----
+  // Loads a state dict file into the model and marks each node with how its keys matched.
+  // Strict loads refuse missing and unexpected keys. Returns the report's summary.
+  QString loadStateDict(const QString& path, bool strict);
+  void saveStateDict(const QString& path);
+  const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
+
+  // Used by the undo commands only.
+  GraphSnapshot snapshot() const;
+  void restore(const GraphSnapshot& snapshot);
+  void applyPositions(const std::map<graph::NodeId, QPointF>& positions);
+
+ signals:
+  // The graph changed (nodes, wires, options, groups): redraw and re-read.
+  void changed();
+  // Only positions changed.
+  void nodesMoved(const std::vector<graph::NodeId>& nodes);
+  void selectionChanged();
+  void filePathChanged(const QString& path);
+  // The model's parameters changed in place (freezing, a loaded state dict).
+  void modelStateChanged();
+  // The state-dict match marks changed.
+  void loadMarksChanged();
+  void logMessage(const QString& text);
+
+ private:
+  void graphChanged();
+  void applyFrozen(graph::GraphModule& model) const;
+
+  graph::Project project_;
+  QUndoStack* undoStack_;
+  QString filePath_;
+  std::vector<graph::NodeId> selection_;
+  graph::Analysis analysis_;
+  std::shared_ptr<graph::GraphModule> model_;
+  bool modelStale_ = true;
+  QString modelError_;
+  std::map<graph::NodeId, NodeLoadMark> loadMarks_;
+};
+
+}  // namespace nns::ui
