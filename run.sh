@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds (release preset) and runs NN Studio with its example project. Without a
-# display, or before the window is built, it trains the same example headless with
-# nnstudio-cli and prints its progress.
+# Sets up, builds (release preset) and runs NN Studio with its example project
+# (resources/examples/spirals.nns). Without a display it trains the same project headless with
+# nnstudio-cli and prints its progress; options after ./run.sh then go to `nnstudio-cli train`.
 set -euo pipefail
 cd "$(dirname "$0")"
 packaging/setup.sh
@@ -21,4 +21,4 @@ elif ((has_window == 0)); then
 else
   exec build/release/app/nnstudio "$@"
 fi
-exec build/release/app/nnstudio-cli example "$@"
+exec build/release/app/nnstudio-cli train resources/examples/spirals.nns "$@"

@@ -1,5 +1,6 @@
 // nnstudio-cli train: trains a project's model with the project's dataset and training
 // settings (options override them) in a TrainingSession, printing one line per epoch.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "app/cli/commands.h"
 #include "engine/graph/project.h"
+#include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
 #include "engine/train/session.h"
 
@@ -69,6 +73,34 @@ void print_probe_summaries(const std::vector<train::ProbeSample>& samples) {
   }
 }
 
+// One line per epoch, as a spreadsheet or pandas reads it.
+std::string metrics_csv(const std::vector<train::EpochMetrics>& history) {
+  std::string out =
+      "epoch,step,train_loss,train_accuracy,test_loss,test_accuracy,seconds,steps_per_second\n";
+  char line[512];
+  for (const train::EpochMetrics& e : history) {
+    std::snprintf(line, sizeof line, "%lld,%lld,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g\n",
+                  static_cast<long long>(e.epoch), static_cast<long long>(e.step), e.train_loss,
+                  e.train_accuracy, e.test_loss, e.test_accuracy, e.seconds, e.steps_per_second);
+    out += line;
+  }
+  return out;
+}
+
+// "[#########           ]  1234/3000 steps  loss 0.4321", redrawn in place on a terminal.
+void draw_progress(const train::SessionStatus& st, int64_t total_steps) {
+  constexpr int kWidth = 30;
+  const double done =
+      total_steps > 0 ? std::min(1.0, static_cast<double>(st.step) / total_steps) : 0.0;
+  const int filled = static_cast<int>(done * kWidth);
+  std::printf("\r[%s%s] %lld/%lld steps  loss %.4f  %.0f steps/s ",
+              std::string(static_cast<size_t>(filled), '#').c_str(),
+              std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(),
+              static_cast<long long>(st.step), static_cast<long long>(total_steps),
+              st.smoothed_loss, st.steps_per_second);
+  std::fflush(stdout);
+}
+
 int run_train(const Options& o) {
   const std::string path = o.positional(0);
   graph::Project project = graph::load_project(path);
@@ -78,6 +110,13 @@ int run_train(const Options& o) {
   if (o.has("seed")) t.seed = o.integer("seed", 0, INT64_MAX);
   if (o.has("optimizer")) t.optimizer = o.choice("optimizer", {"sgd", "adam", "adamw", "rmsprop"});
   if (o.has("lr")) t.optimizer_options["lr"] = o.real("lr", 0, 1e6);
+  if (o.has("momentum")) t.optimizer_options["momentum"] = o.real("momentum", 0, 1);
+  if (o.has("weight-decay")) t.optimizer_options["weight_decay"] = o.real("weight-decay", 0, 1e6);
+  if (o.has("dataset") && o.text("dataset") != project.dataset.name) {
+    // Another generator's options mean nothing to this one: it starts from its defaults.
+    project.dataset.name = o.text("dataset");
+    project.dataset.options = graph::Json::object();
+  }
   const int64_t steps = o.has("steps") ? o.integer("steps", 1, INT64_MAX) : 0;
   const bool quiet = o.flag("quiet");
 
@@ -120,8 +159,11 @@ int run_train(const Options& o) {
   }
   size_t printed = 0;
   std::vector<train::ProbeSample> samples;
+  const bool progress_bar = !quiet && isatty(STDOUT_FILENO) == 1;
+  const int64_t total_steps = steps > 0 ? start.step + steps : t.epochs * start.batches_per_epoch;
   for (bool done = false; !done;) {
     done = session->wait_idle(100ms);
+    if (progress_bar) std::printf("\r\033[K");  // the epoch lines print over the bar
     for (train::ProbeSample& s : session->take_probe_samples()) samples.push_back(std::move(s));
     const std::vector<train::EpochMetrics> history = session->epoch_history();
     for (; printed < history.size(); ++printed) {
@@ -133,6 +175,7 @@ int run_train(const Options& o) {
                   loss_and_accuracy(e.test_loss, e.test_accuracy).c_str(), e.steps_per_second);
       std::fflush(stdout);
     }
+    if (progress_bar && !done) draw_progress(session->status(), total_steps);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -157,6 +200,12 @@ int run_train(const Options& o) {
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
               seconds > 0 ? static_cast<double>(st.step) / seconds : 0.0);
   print_probe_summaries(samples);
+  if (o.has("metrics")) {
+    const std::string csv = metrics_csv(history);
+    serialize::write_file_atomically(o.text("metrics"),
+                                     [&](serialize::ByteSink& sink) { sink.write(csv); });
+    if (!quiet) std::printf("wrote %s\n", o.text("metrics").c_str());
+  }
   if (o.has("save")) {
     const std::string out = o.text("save");
     if (serialize::format_from_extension(out) == serialize::Format::TorchZip) {
@@ -184,7 +233,10 @@ Command train_command() {
               {"steps", "N", "", "train this many batches instead of whole epochs"},
               {"batch-size", "N", "", "samples per step (default: the project's)"},
               {"optimizer", "NAME", "", "sgd, adam, adamw or rmsprop (default: the project's)"},
+              {"dataset", "NAME", "", "train on this dataset (default: the project's)"},
               {"lr", "X", "", "learning rate (default: the project's)"},
+              {"momentum", "X", "", "momentum (SGD, RMSprop)"},
+              {"weight-decay", "X", "", "weight decay"},
               {"seed", "N", "", "seed of the initial weights and the shuffling"},
               {"probe", "MODULES", "",
                "comma-separated module names to probe; their last "
@@ -192,6 +244,7 @@ Command train_command() {
               {"weights", "FILE", "", "load the model's weights (.pt, .pth, .safetensors) first"},
               {"resume", "FILE", "", "continue from a checkpoint (.pt: model, optimizer, step)"},
               {"save", "FILE", "", "save at the end: .pt a checkpoint, .safetensors the weights"},
+              {"metrics", "FILE", "", "write each epoch's losses and accuracies as CSV"},
               {"quiet", "", "", "print only the final result"},
           },
           run_train};
