@@ -90,6 +90,18 @@ QWidget* OptionsEditor::makeForm() {
   auto* layout = new QFormLayout(form);
   layout->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   const auto& sel = document_->selection();
+  if (sel.empty()) {
+    // With nothing selected, the model itself: its class name.
+    auto* modelName = new QLineEdit(qs(document_->project().name));
+    modelName->setObjectName("modelName");
+    connect(modelName, &QLineEdit::editingFinished, this, [this, modelName] {
+      const QString now = qs(document_->project().name);
+      if (modelName->text() != now && !document_->renameModel(modelName->text())) {
+        modelName->setText(now);
+      }
+    });
+    layout->addRow(tr("Model class"), modelName);
+  }
   if (sel.size() != 1 || !document_->project().graph.find(sel.front())) {
     auto* hint = new QLabel(sel.empty() ? tr("Select a node to see its properties.")
                                         : tr("%n nodes selected.", nullptr, int(sel.size())));

@@ -133,18 +133,20 @@ bool ProjectDocument::edit(const QString& text, const std::function<void(graph::
     return false;
   }
   GraphSnapshot before = snapshot();
-  GraphSnapshot after{changed.graph, changed.blocks, changed.probes, changed.extra};
+  GraphSnapshot after{changed.graph, changed.blocks, changed.probes, changed.extra, changed.name};
   if (before == after) return true;
   undoStack_->push(new GraphEditCommand(this, text, std::move(before), std::move(after)));
   return true;
 }
 
 GraphSnapshot ProjectDocument::snapshot() const {
-  return {project_.graph, project_.blocks, project_.probes, project_.extra};
+  return {project_.graph, project_.blocks, project_.probes, project_.extra, project_.name};
 }
 
 void ProjectDocument::restore(const GraphSnapshot& s) {
-  const bool structural = s.graph != project_.graph || s.blocks != project_.blocks;
+  const bool structural =
+      s.graph != project_.graph || s.blocks != project_.blocks || s.name != project_.name;
+  project_.name = s.name;
   project_.graph = s.graph;
   project_.blocks = s.blocks;
   project_.probes = s.probes;
@@ -278,6 +280,21 @@ bool ProjectDocument::setNodeOptions(graph::NodeId node, const graph::Json& opti
       type->checked_options(options);  // refuse values the type does not allow
     }
     n.options = options;
+  });
+}
+
+bool ProjectDocument::renameModel(const QString& name) {
+  const std::string newName = name.trimmed().toStdString();
+  return edit(tr("Rename model to %1").arg(name.trimmed()), [&](graph::Project& p) {
+    if (newName.empty() || newName.find_first_of(". ") != std::string::npos) {
+      throw ValueError("model class name '" + newName +
+                       "' is not a valid class name: use letters, digits and _");
+    }
+    if (p.find_block(newName) || graph::find_node_type(newName)) {
+      throw ValueError("model class name '" + newName +
+                       "' is taken by a custom block or a node type: pick another");
+    }
+    p.name = newName;
   });
 }
 

@@ -32,6 +32,7 @@ struct GraphSnapshot {
   std::vector<graph::BlockDef> blocks;
   std::vector<graph::ProbeSpec> probes;
   graph::Json extra;
+  std::string name;  // the model's class name
   bool operator==(const GraphSnapshot&) const = default;
 };
 
@@ -88,6 +89,8 @@ class ProjectDocument : public QObject {
   void moveNodes(const std::map<graph::NodeId, QPointF>& positions);
   bool setNodeOptions(graph::NodeId node, const graph::Json& options);
   bool renameNode(graph::NodeId node, const QString& name);
+  // Renames the model's class (Net, BigNet): what its repr prints; block names must differ.
+  bool renameModel(const QString& name);
   // Groups the selected nodes into a container (Sequential, ModuleList, ModuleDict).
   graph::NodeId groupNodes(const std::vector<graph::NodeId>& nodes, const QString& type);
   void ungroup(graph::NodeId group);

@@ -266,12 +266,14 @@ Project parse_project(std::string_view json_text, const std::string& source) {
   Json json;
   try {
     json = Json::parse(json_text.begin(), json_text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
-    std::string what = e.what();
-    const size_t at = what.find("parse error");
-    throw ValueError(source +
-                     ": not valid JSON: " + (at == std::string::npos ? what : what.substr(at)));
+  } catch (const nlohmann::json::exception& e) {
+    // Syntax errors and numbers too large for a double (out_of_range.406) alike. e.what()
+    // reads "[json.exception.parse_error.101] parse error at line 3, column 5: ...": the
+    // bracketed tag means nothing to a user.
+    const std::string what = e.what();
+    const size_t tag_end = what.rfind("] ", what.find(' '));
+    throw ValueError(source + ": not valid JSON: " +
+                     (tag_end == std::string::npos ? what : what.substr(tag_end + 2)));
   }
   Reader r(json, "", source);
   const std::string tag = r.has("format") && r.field("format").is_string()

@@ -23,29 +23,35 @@ Tensor flat_values(const Tensor& tensor) {
 }
 
 // One pass for the moments, extremes and counts, one for the histogram. Eight independent
-// lanes let the compiler vectorize what a single accumulator would serialize.
-template <class T>
-TensorStats summarize_values(const T* x, int64_t n, Saturation saturation, int bins) {
+// lanes let the compiler vectorize what a single accumulator would serialize; the first pass
+// has no branches (a non-finite value adds zero and leaves the extremes alone) for the same
+// reason, and the saturation rule is a template argument so that the loop holds no test of it.
+template <Saturation S, class T>
+TensorStats summarize_values(const T* x, int64_t n, int bins) {
   constexpr int L = 8;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   double sum[L] = {}, sumsq[L] = {};
   double lo[L], hi[L];
   int64_t zeros[L] = {}, saturated[L] = {}, nonfinite[L] = {};
-  std::fill(lo, lo + L, std::numeric_limits<double>::infinity());
-  std::fill(hi, hi + L, -std::numeric_limits<double>::infinity());
-  auto visit = [&](int lane, double v) {
-    if (!std::isfinite(v)) {
-      ++nonfinite[lane];
-      return;
-    }
-    sum[lane] += v;
-    sumsq[lane] += v * v;
-    lo[lane] = std::min(lo[lane], v);
-    hi[lane] = std::max(hi[lane], v);
-    zeros[lane] += v == 0 ? 1 : 0;
-    if (saturation == Saturation::Tanh) {
-      saturated[lane] += std::abs(v) > 0.97 ? 1 : 0;
-    } else if (saturation == Saturation::Sigmoid) {
-      saturated[lane] += (v < 0.03 || v > 0.97) ? 1 : 0;
+  std::fill(lo, lo + L, kInf);
+  std::fill(hi, hi + L, -kInf);
+  // |v| <= max is isfinite(v) in a form the vectorizer accepts, the tests combine with & and
+  // | (&& and || would be branches), and the lambda is inlined so that the lane loop below is
+  // one vector body. The tail goes to lane 0.
+  constexpr double kMax = std::numeric_limits<double>::max();
+  auto visit = [&](int l, double v) __attribute__((always_inline)) {
+    const bool finite = std::abs(v) <= kMax;
+    const double f = finite ? v : 0.0;
+    nonfinite[l] += finite ? 0 : 1;
+    sum[l] += f;
+    sumsq[l] += f * f;
+    lo[l] = std::min(lo[l], finite ? v : kInf);
+    hi[l] = std::max(hi[l], finite ? v : -kInf);
+    zeros[l] += v == 0 ? 1 : 0;
+    if constexpr (S == Saturation::Tanh) {
+      saturated[l] += finite & (std::abs(v) > 0.97) ? 1 : 0;
+    } else if constexpr (S == Saturation::Sigmoid) {
+      saturated[l] += finite & ((v < 0.03) | (v > 0.97)) ? 1 : 0;
     }
   };
   int64_t i = 0;
@@ -81,7 +87,7 @@ TensorStats summarize_values(const T* x, int64_t n, Saturation saturation, int b
   s.max = mx;
   s.norm = std::sqrt(total_sq);
   s.zero_fraction = static_cast<double>(z) / count;
-  s.saturated_fraction = saturation == Saturation::None ? kNaN : static_cast<double>(sat) / count;
+  s.saturated_fraction = S == Saturation::None ? kNaN : static_cast<double>(sat) / count;
   s.histogram.lo = mn;
   s.histogram.hi = mx;
   const size_t nbins = s.histogram.counts.size();
@@ -90,14 +96,48 @@ TensorStats summarize_values(const T* x, int64_t n, Saturation saturation, int b
     return s;
   }
   const double scale = static_cast<double>(nbins) / (mx - mn);
-  int64_t* counts = s.histogram.counts.data();
-  for (int64_t j = 0; j < n; ++j) {
-    const double v = static_cast<double>(x[j]);
-    if (!std::isfinite(v)) continue;
-    const size_t b = std::min(static_cast<size_t>((v - mn) * scale), nbins - 1);
-    ++counts[b];
+  // Bin indices are computed a chunk at a time in a loop the compiler vectorizes (clamped
+  // before the conversion so that it is defined for every value), then counted into four
+  // partial histograms: runs of values in one bin (the zeros after a ReLU) would otherwise
+  // wait on each other's increment. A non-finite value lands in an extra bin that is dropped.
+  constexpr int H = 4;
+  constexpr int64_t kChunk = 256;
+  const auto last = static_cast<int64_t>(nbins) - 1;
+  const size_t stride = nbins + 1;
+  std::vector<int64_t> partial(H * stride, 0);
+  int64_t index[kChunk];
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t m = std::min(kChunk, n - begin);
+    for (int64_t j = 0; j < m; ++j) {
+      const double v = static_cast<double>(x[begin + j]);
+      const double at = (v - mn) * scale;
+      // last when at is at or past it, or not a number.
+      const double clamped = at < static_cast<double>(last) ? at : static_cast<double>(last);
+      index[j] = std::abs(v) <= kMax ? static_cast<int64_t>(clamped) : last + 1;
+    }
+    int64_t j = 0;
+    for (; j + H <= m; j += H) {
+      for (int h = 0; h < H; ++h) ++partial[h * stride + static_cast<size_t>(index[j + h])];
+    }
+    for (; j < m; ++j) ++partial[static_cast<size_t>(index[j])];
+  }
+  for (size_t b = 0; b < nbins; ++b) {
+    for (int h = 0; h < H; ++h) s.histogram.counts[b] += partial[h * stride + b];
   }
   return s;
+}
+
+template <class T>
+TensorStats summarize_values(const T* x, int64_t n, Saturation saturation, int bins) {
+  switch (saturation) {
+    case Saturation::Tanh:
+      return summarize_values<Saturation::Tanh>(x, n, bins);
+    case Saturation::Sigmoid:
+      return summarize_values<Saturation::Sigmoid>(x, n, bins);
+    case Saturation::None:
+      break;
+  }
+  return summarize_values<Saturation::None>(x, n, bins);
 }
 
 // splitmix64: the probes' own random numbers (never an nns generator, so that probing does

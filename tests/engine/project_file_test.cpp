@@ -99,6 +99,13 @@ TEST(ProjectFileTest, NewerMajorVersionIsRefused) {
             "1); open it with a newer NN Studio");
 }
 
+// Found by fuzz.run (tests/fuzz/regressions/project/number_overflow): a number beyond a
+// double's range escaped as nlohmann's own exception instead of a ValueError.
+TEST(ProjectFileTest, NumberTooLargeIsAValueError) {
+  EXPECT_EQ(parse_error("8E888888888873"),
+            "p.nns: not valid JSON: number overflow parsing '8E888888888873'");
+}
+
 TEST(ProjectFileTest, ErrorsNameTheJsonPath) {
   EXPECT_EQ(parse_error("{\"format\": \"nnstudio-project\",\n \"version\": 1,,}"),
             "p.nns: not valid JSON: parse error at line 2, column 15: syntax error while parsing "

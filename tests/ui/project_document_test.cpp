@@ -127,6 +127,21 @@ TEST(ProjectDocument, RenameRefusesTakenAndDottedNames) {
   EXPECT_EQ(c.doc.model()->module_name(c.fc1), "features");
 }
 
+TEST(ProjectDocument, RenamingTheModelIsUndoableAndRefusesABlocksName) {
+  Chain c;
+  ASSERT_NE(c.doc.makeBlock({c.fc1}, "Block"), 0);
+  const graph::Project before = c.doc.project();
+  EXPECT_FALSE(c.doc.renameModel("Block"));
+  EXPECT_FALSE(c.doc.renameModel("a.b"));
+  EXPECT_EQ(c.doc.project(), before);
+  EXPECT_TRUE(c.doc.renameModel("BigNet"));
+  EXPECT_EQ(c.doc.project().name, "BigNet");
+  c.doc.undoStack()->undo();
+  EXPECT_EQ(c.doc.project(), before);
+  c.doc.undoStack()->redo();
+  EXPECT_EQ(c.doc.project().name, "BigNet");
+}
+
 TEST(ProjectDocument, SequentialGroupTakesTheChainsWiresAndUngroupGivesThemBack) {
   Chain c;
   const graph::Project before = c.doc.project();

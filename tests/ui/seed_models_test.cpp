@@ -1,0 +1,265 @@
+// The seeds' models built in the window as a user builds them: palette drops, port-to-port
+// drags, options and names typed in the inspector, Ctrl+click selection and "Make Custom
+// Block" with the class name typed in its dialog; then the parameter names PyTorch gives the
+// same model, a save and reopen, and undo back to the empty start.
+#include <gtest/gtest.h>
+
+#include <QInputDialog>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QPlainTextEdit>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QTreeWidget>
+#include <memory>
+
+#include "ui/graph_scene.h"
+#include "ui/graph_view.h"
+#include "ui/inspector_widget.h"
+#include "ui/main_window.h"
+#include "ui/node_item.h"
+#include "ui/options_editor.h"
+#include "ui/palette_widget.h"
+#include "ui/project_document.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+using graph::NodeId;
+using test::settle;
+
+class SeedModelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    window = std::make_unique<MainWindow>();
+    window->resize(1400, 900);
+    window->document()->setProject(graph::Project{}, QString());
+    window->show();
+    QApplication::setActiveWindow(window.get());
+    settle();
+  }
+  void TearDown() override {
+    window->document()->undoStack()->setClean();
+    window->close();
+    window.reset();
+  }
+
+  ProjectDocument* doc() const { return window->document(); }
+  QPointF port(NodeId node, const std::string& name, bool output) const {
+    return window->scene()->shownItem(node)->portScenePos(name, output);
+  }
+  QPointF grip(NodeId node) const {
+    return window->scene()->shownItem(node)->mapToScene(QPointF(60, 12));
+  }
+
+  // Drags a palette entry onto the canvas; returns the node it added (the new selection).
+  NodeId drop(const QString& type, QPointF scenePos) {
+    QTreeWidgetItem* item = window->palette()->itemFor(type);
+    EXPECT_TRUE(item) << type.toStdString();
+    if (!item) return 0;
+    QTreeWidget* tree = window->palette()->tree();
+    std::unique_ptr<QMimeData> mime(tree->model()->mimeData({tree->indexFromItem(item)}));
+    QWidget* viewport = window->view()->viewport();
+    const QPoint at = window->view()->mapFromScene(scenePos);
+    QDragEnterEvent enter(at, Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &enter);
+    QDragMoveEvent move(at, Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &move);
+    QDropEvent dropEvent(QPointF(at), Qt::CopyAction, mime.get(), Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &dropEvent);
+    settle();
+    EXPECT_EQ(doc()->selection().size(), 1u);
+    return doc()->selection().empty() ? 0 : doc()->selection().front();
+  }
+  // Types into a line edit of the inspector (for the selected node) and presses Return.
+  void type(QWidget* editor, const QString& text) {
+    auto* edit = qobject_cast<QLineEdit*>(editor);
+    ASSERT_TRUE(edit);
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+    settle();
+  }
+  void rename(NodeId node, const QString& name) {
+    test::clickMouse(window->view(), grip(node));
+    type(window->inspector()->optionsEditor()->nameEditor(), name);
+    EXPECT_EQ(doc()->project().graph.at(node).name, name.toStdString());
+  }
+  void setOption(NodeId node, const QString& option, const QString& text) {
+    test::clickMouse(window->view(), grip(node));
+    type(window->inspector()->optionsEditor()->editorFor(option), text);
+  }
+  void wire(NodeId from, const std::string& out, NodeId to, const std::string& in) {
+    test::dragMouse(window->view(), port(from, out, true), port(to, in, false));
+    const graph::Edge* e = doc()->project().graph.edge_into({to, in});
+    ASSERT_TRUE(e) << in;
+    EXPECT_EQ(e->from.node, from);
+  }
+  void key(int k, Qt::KeyboardModifiers mods = Qt::NoModifier) {
+    // The offscreen platform does not give the window its activation back after a dialog
+    // closes, as a desktop does; shortcuts only fire in the active window.
+    QApplication::setActiveWindow(window.get());
+    QTest::keyClick(window->view(), static_cast<Qt::Key>(k), mods);
+    settle();
+  }
+  // Click the first node, Ctrl+click the others, press Ctrl+B and type the class name into
+  // the dialog the window shows. Returns the instance put in their place.
+  NodeId makeBlock(const std::vector<NodeId>& nodes, const QString& className) {
+    test::clickMouse(window->view(), grip(nodes.front()));
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      test::clickMouse(window->view(), grip(nodes[i]), Qt::ControlModifier);
+    }
+    EXPECT_EQ(doc()->selection().size(), nodes.size());
+    bool answered = false;
+    QTimer::singleShot(0, [&] {
+      auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+      if (!dialog) return;
+      auto* edit = dialog->findChild<QLineEdit*>();
+      if (!edit) return;
+      edit->selectAll();
+      QTest::keyClicks(edit, className);
+      QTest::keyClick(edit, Qt::Key_Return);
+      answered = true;
+    });
+    key(Qt::Key_B, Qt::ControlModifier);
+    EXPECT_TRUE(answered);
+    EXPECT_EQ(doc()->selection().size(), 1u) << window->log()->toPlainText().toStdString();
+    return doc()->selection().empty() ? 0 : doc()->selection().front();
+  }
+  // One MyLinear's inside, built at the top level between `from` and `to`'s toPort, then made a
+  // block named className whose instance is renamed `name`: (input @ weight) + bias.
+  NodeId myLinear(NodeId from, NodeId to, QPointF at, const QString& shapes,
+                  const QString& biasShape, const QString& className, const QString& name,
+                  const std::string& toPort = "in", const std::string& fromPort = "out") {
+    const NodeId w = drop("Parameter", at + QPointF(0, 150));
+    rename(w, "weight");
+    setOption(w, "shape", shapes);
+    const NodeId b = drop("Parameter", at + QPointF(220, 150));
+    rename(b, "bias");
+    setOption(b, "shape", biasShape);
+    const NodeId mm = drop("MatMul", at);
+    const NodeId add = drop("Add", at + QPointF(220, 0));
+    key(Qt::Key_F);  // frame all: every port in view
+    wire(from, fromPort, mm, "in0");
+    wire(w, "out", mm, "in1");
+    wire(mm, "out", add, "in0");
+    wire(b, "out", add, "in1");
+    wire(add, "out", to, toPort);
+    const NodeId instance = makeBlock({w, b, mm, add}, className);
+    rename(instance, name);
+    return instance;
+  }
+  // The name of a block's (only) Input or Output node: its instances' port.
+  std::string portOf(const std::string& block, const std::string& type) const {
+    for (const graph::Node& n : doc()->project().find_block(block)->graph.nodes) {
+      if (n.type == type) return n.name;
+    }
+    return {};
+  }
+  QStringList parameterNames() {
+    doc()->setSelection({});
+    window->inspector()->refresh();
+    QTableWidget* table = window->inspector()->parameterTable();
+    QStringList names;
+    for (int r = 0; r < table->rowCount(); ++r) names << table->item(r, 0)->text();
+    return names;
+  }
+
+  std::unique_ptr<MainWindow> window;
+};
+
+TEST_F(SeedModelsTest, NetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUndoes) {
+  const graph::Project start = doc()->project();
+  const NodeId x = drop("Input", {0, 0});
+  rename(x, "x");
+  setOption(x, "shape", "4");
+  const NodeId relu = drop("F.relu", {700, 0});
+  const NodeId y = drop("Output", {1400, 0});
+  rename(y, "y");
+
+  myLinear(x, relu, {250, 0}, "4, 3", "3", "MyLinear", "l0");
+  // The window gives a block no arguments ("$in_features"), so l1's sizes are a second class.
+  const NodeId l1 = myLinear(relu, y, {950, 0}, "3, 1", "1", "MyLinear2", "l1");
+  ASSERT_TRUE(doc()->analysis().ok());
+  ASSERT_TRUE(doc()->model()) << doc()->modelError().toStdString();
+
+  // The names PyTorch gives the seeds' Net (tests/fixtures/graph.json: net.named_parameters).
+  EXPECT_EQ(parameterNames(), QStringList({"l0.weight", "l0.bias", "l1.weight", "l1.bias"}));
+  EXPECT_EQ(doc()->model()->get_parameter("l0.weight").sizes(), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(doc()->model()->get_parameter("l1.weight").sizes(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(graph::shape_str(doc()->analysis().output_shapes.at(l1).begin()->second), "[N, 1]");
+
+  QTemporaryDir dir;
+  const QString path = dir.filePath("net.nns");
+  ASSERT_TRUE(window->saveTo(path));
+  MainWindow other;
+  ASSERT_TRUE(other.openFile(path));
+  EXPECT_EQ(other.document()->project(), doc()->project());
+  ASSERT_TRUE(other.document()->model());
+  QStringList reopened;
+  for (const auto& [name, p] : other.document()->model()->named_parameters()) {
+    reopened << QString::fromStdString(name);
+  }
+  EXPECT_EQ(reopened, parameterNames());
+
+  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
+  EXPECT_EQ(doc()->project(), start);
+}
+
+// BigNet: net(l1(x)) with net a Net block of l0, relu, l1: the Net of the test above, built
+// behind a first MyLinear, then selected with it and made a block of its own.
+TEST_F(SeedModelsTest, BigNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUndoes) {
+  const graph::Project start = doc()->project();
+  // Click on the empty canvas: the inspector shows the model, whose class is renamed (Net is
+  // the block made below).
+  test::clickMouse(window->view(),
+                   window->view()->mapToScene(window->view()->viewport()->rect().center()));
+  type(window->inspector()->optionsEditor()->findChild<QLineEdit*>("modelName"), "BigNet");
+  EXPECT_EQ(doc()->project().name, "BigNet");
+  const NodeId input = drop("Input", {0, 0});
+  rename(input, "input");
+  setOption(input, "shape", "5");
+  const NodeId y = drop("Output", {1900, 0});
+  rename(y, "y");
+  // In PyTorch's order: BigNet's l1 first. It is called x while the Net block is made: a
+  // block's input port is named after the node that feeds it, and the seeds' Net calls it x.
+  const NodeId pre = myLinear(input, y, {250, 0}, "5, 4", "4", "MyLinear", "x");
+  const std::string preOut = portOf("MyLinear", "Output");
+  const NodeId relu = drop("F.relu", {1200, 0});
+  const NodeId l0 = myLinear(pre, relu, {750, 0}, "4, 3", "3", "MyLinear2", "l0", "in", preOut);
+  const NodeId inner1 = myLinear(relu, y, {1450, 0}, "3, 1", "1", "MyLinear3", "l1");
+  const NodeId net = makeBlock({l0, relu, inner1}, "Net");
+  rename(net, "net");
+  rename(pre, "l1");
+  ASSERT_TRUE(doc()->analysis().ok());
+  ASSERT_TRUE(doc()->model()) << doc()->modelError().toStdString();
+
+  // The names PyTorch gives the seeds' BigNet (tests/fixtures/graph.json:
+  // bignet.named_parameters).
+  EXPECT_EQ(parameterNames(), QStringList({"l1.weight", "l1.bias", "net.l0.weight", "net.l0.bias",
+                                           "net.l1.weight", "net.l1.bias"}));
+  EXPECT_EQ(doc()->model()->get_parameter("l1.weight").sizes(), (std::vector<int64_t>{5, 4}));
+  EXPECT_EQ(doc()->model()->get_parameter("net.l1.weight").sizes(), (std::vector<int64_t>{3, 1}));
+
+  QTemporaryDir dir;
+  const QString path = dir.filePath("bignet.nns");
+  ASSERT_TRUE(window->saveTo(path));
+  MainWindow other;
+  ASSERT_TRUE(other.openFile(path));
+  EXPECT_EQ(other.document()->project(), doc()->project());
+  ASSERT_TRUE(other.document()->model());
+  QStringList reopened;
+  for (const auto& [name, p] : other.document()->model()->named_parameters()) {
+    reopened << QString::fromStdString(name);
+  }
+  EXPECT_EQ(reopened, parameterNames());
+
+  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
+  EXPECT_EQ(doc()->project(), start);
+}
+
+}  // namespace
+}  // namespace nns::ui
