@@ -260,12 +260,12 @@ NodeId make_block(Project& project, Graph& graph, const std::vector<NodeId>& ids
     throw ValueError(purpose + ": the name is taken (by a block, a node type or the model)");
   // The selection with every member of selected groups.
   std::set<NodeId> selected;
-  std::vector<NodeId> todo = ids;
-  while (!todo.empty()) {
-    const NodeId id = todo.back();
-    todo.pop_back();
+  std::vector<NodeId> pending = ids;
+  while (!pending.empty()) {
+    const NodeId id = pending.back();
+    pending.pop_back();
     if (!selected.insert(id).second) continue;
-    for (NodeId m : graph.at(id).members) todo.push_back(m);
+    for (NodeId m : graph.at(id).members) pending.push_back(m);
   }
   for (NodeId id : selected) {
     const Node* p = graph.parent_of(id);
