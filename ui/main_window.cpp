@@ -12,6 +12,7 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLockFile>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -51,6 +52,31 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
+// The lock file that marks a recovery file's window as alive.
+QString recoveryLockPath(const QString& recoveryFile) {
+  return QFileInfo(recoveryFile)
+      .dir()
+      .filePath(QFileInfo(recoveryFile).completeBaseName() + ".lock");
+}
+
+// Where the recovered project came from, kept per recovery file.
+QString recoveryPathKey(const QString& recoveryFile) {
+  return "recovery/" + QFileInfo(recoveryFile).completeBaseName();
+}
+
+void removeRecoveryFile(const QString& file) {
+  QFile::remove(file);
+  QSettings().remove(recoveryPathKey(file));
+}
+
+// A lock held for a window's lifetime: never stale by age, only when its process is gone.
+std::unique_ptr<QLockFile> tryLockRecovery(const QString& recoveryFile) {
+  auto lock = std::make_unique<QLockFile>(recoveryLockPath(recoveryFile));
+  lock->setStaleLockTime(0);
+  if (!lock->tryLock(0)) return nullptr;
+  return lock;
+}
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -84,6 +110,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(problems_, &ProblemsWidget::nodeActivated, this, &MainWindow::centerOnNode);
 
+  static int windowsMade = 0;
+  recoveryFile_ =
+      QDir(recoveryFolder())
+          .filePath(
+              QString("%1-%2.nns").arg(QCoreApplication::applicationPid()).arg(++windowsMade));
+  recoveryLock_ = tryLockRecovery(recoveryFile_);
   autosaveTimer_ = new QTimer(this);
   connect(autosaveTimer_, &QTimer::timeout, this, &MainWindow::autosave);
   setAutosaveInterval(kDefaultAutosaveSeconds);
@@ -454,7 +486,7 @@ bool MainWindow::saveTo(const QString& path) {
     QMessageBox::critical(this, tr("Could not save the project"), QString::fromUtf8(e.what()));
     return false;
   }
-  QFile::remove(recoveryFile());
+  removeRecoveryFile(recoveryFile());
   addRecentFile(path);
   return true;
 }
@@ -515,10 +547,11 @@ void MainWindow::saveStateDictDialog() {
 
 // ---- Autosave and recovery -------------------------------------------------------------------
 
-QString MainWindow::recoveryFile() {
-  const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+QString MainWindow::recoveryFolder() {
+  const QString dir =
+      QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath("recovery");
   QDir().mkpath(dir);
-  return QDir(dir).filePath("recovery.nns");
+  return dir;
 }
 
 void MainWindow::setAutosaveInterval(int seconds) {
@@ -529,16 +562,28 @@ void MainWindow::autosave() {
   if (!document_->isModified()) return;
   try {
     graph::save_project(document_->project(), recoveryFile().toStdString());
-    QSettings().setValue("recovery/path", document_->filePath());
+    QSettings().setValue(recoveryPathKey(recoveryFile()), document_->filePath());
   } catch (const std::exception& e) {
     appendLog(tr("Autosave failed: %1").arg(e.what()));
   }
 }
 
 bool MainWindow::offerRecovery(bool ask) {
-  const QString file = recoveryFile();
-  if (!QFileInfo::exists(file)) return false;
-  const QString original = QSettings().value("recovery/path").toString();
+  // Newest first; a file is an orphan when its window's lock can be taken.
+  const QFileInfoList candidates =
+      QDir(recoveryFolder()).entryInfoList({"*.nns"}, QDir::Files, QDir::Time);
+  QString file;
+  std::unique_ptr<QLockFile> orphanLock;
+  for (const QFileInfo& info : candidates) {
+    if (info.absoluteFilePath() == QFileInfo(recoveryFile()).absoluteFilePath()) continue;
+    orphanLock = tryLockRecovery(info.absoluteFilePath());
+    if (orphanLock) {
+      file = info.absoluteFilePath();
+      break;
+    }
+  }
+  if (file.isEmpty()) return false;
+  const QString original = QSettings().value(recoveryPathKey(file)).toString();
   if (ask) {
     const auto answer = QMessageBox::question(
         this, tr("Restore unsaved work?"),
@@ -546,7 +591,7 @@ bool MainWindow::offerRecovery(bool ask) {
             .arg(original.isEmpty() ? tr("an untitled project") : QFileInfo(original).fileName()),
         QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes);
     if (answer != QMessageBox::Yes) {
-      QFile::remove(file);
+      removeRecoveryFile(file);
       return false;
     }
   }
@@ -557,8 +602,11 @@ bool MainWindow::offerRecovery(bool ask) {
     return false;
   }
   tidyLayout();
-  // The restored work is not saved anywhere yet.
+  // The restored work is not saved anywhere yet: it becomes this window's recovery file
+  // before the orphan goes, so a crash now loses nothing either.
   document_->undoStack()->resetClean();
+  autosave();
+  removeRecoveryFile(file);
   updateTitle();
   view_->frameAll();
   appendLog(tr("Restored unsaved work"));
@@ -573,7 +621,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
-  QFile::remove(recoveryFile());
+  removeRecoveryFile(recoveryFile());
   event->accept();
 }
 

@@ -4,9 +4,11 @@
 // recovery; window layout remembered in QSettings.
 #include <QMainWindow>
 #include <QString>
+#include <memory>
 
 class QAction;
 class QLabel;
+class QLockFile;
 class QMenu;
 class QPlainTextEdit;
 class QTimer;
@@ -42,13 +44,18 @@ class MainWindow : public QMainWindow {
   void openExample();
   bool saveTo(const QString& path);
 
-  // The recovery file autosave writes while there are unsaved changes.
-  static QString recoveryFile();
+  // This window's recovery file: autosave writes it while there is unsaved work and a clean
+  // close removes it. Every window has its own, named by process id and a counter, and holds
+  // a lock file beside it while it lives, so two running windows never take each other's work.
+  QString recoveryFile() const { return recoveryFile_; }
+  // Where every window's recovery files are.
+  static QString recoveryFolder();
   void setAutosaveInterval(int seconds);
   // Writes the recovery file now if there is unsaved work (what the autosave timer does).
   void autosave();
-  // When a previous session left a recovery file: asks (when ask is set) and restores it.
-  // Returns whether it restored.
+  // When a window that is gone (closed without saving by a crash or a kill) left a recovery
+  // file, the newest one: asks (when ask is set) and restores it. Returns whether it restored.
+  // A file whose window still runs, in this process or another, is left alone.
   bool offerRecovery(bool ask = true);
 
   // Groups the selection into a container (what Ctrl+G does for Sequential).
@@ -92,6 +99,8 @@ class MainWindow : public QMainWindow {
   QLabel* statusZoom_;
   QLabel* statusHint_;
   QTimer* autosaveTimer_;
+  QString recoveryFile_;
+  std::unique_ptr<QLockFile> recoveryLock_;
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
 

@@ -445,7 +445,7 @@ void Probes::end_step() {
       if (p->before[i].defined()) {
         sample.update_ratio = update_ratio(p->before[i], p->params[i].second);
       }
-      emit(std::move(sample));
+      publish(std::move(sample));
     }
     for (RemovableHandle& h : p->step_hooks) h.remove();
     p->step_hooks.clear();
@@ -474,10 +474,10 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
     sample.stats = summarize_sampled(flat.data_ptr<double>(), flat.numel(), saturation, values);
   }
   keep({probe.info.id, kind, tensor}, step_, flat.numel(), std::move(values));
-  emit(std::move(sample));
+  publish(std::move(sample));
 }
 
-void Probes::emit(ProbeSample sample) {
+void Probes::publish(ProbeSample sample) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   if (queue_.size() >= queue_capacity_) {
     queue_.pop_front();

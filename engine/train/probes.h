@@ -173,7 +173,8 @@ class Probes {
   void install_step_hooks(Probe& probe);
   void record(Probe& probe, ProbeKind kind, const std::string& tensor, const Tensor& value,
               Saturation saturation);
-  void emit(ProbeSample sample);
+  // Not "emit": Qt defines that word as a macro, and the window includes this header.
+  void publish(ProbeSample sample);
   void keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector<float> values);
 
   nn::ModulePtr model_;

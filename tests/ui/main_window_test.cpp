@@ -288,20 +288,36 @@ TEST_F(MainWindowTest, LoadingAStateDictMarksTheNodeWithAMissingKey) {
 }
 
 TEST_F(MainWindowTest, AutosaveIsOfferedBackAfterACrash) {
-  QFile::remove(MainWindow::recoveryFile());
-  window->autosave();  // nothing unsaved yet
-  EXPECT_FALSE(QFile::exists(MainWindow::recoveryFile()));
-  doc()->addNode("Tanh", {0, 400});
-  window->autosave();
-  ASSERT_TRUE(QFile::exists(MainWindow::recoveryFile()));
-  // A second window, as after a kill: the work comes back, unsaved.
+  // The window that will "crash": gone without a close, as after a kill.
+  auto crashed = std::make_unique<MainWindow>();
+  crashed->document()->setProject(spiralsExample(), QString());
+  const QString file = crashed->recoveryFile();
+  crashed->autosave();  // nothing unsaved yet
+  EXPECT_FALSE(QFile::exists(file));
+  crashed->document()->addNode("Tanh", {0, 400});
+  crashed->autosave();
+  ASSERT_TRUE(QFile::exists(file));
+  const graph::Project unsaved = crashed->document()->project();
+
+  // While it lives its work is its own: another window does not take it.
+  {
+    MainWindow other;
+    EXPECT_FALSE(other.offerRecovery(/*ask=*/false));
+    EXPECT_TRUE(QFile::exists(file));
+  }
+  crashed.reset();  // its lock goes with it, its recovery file stays
+
   MainWindow next;
   ASSERT_TRUE(next.offerRecovery(/*ask=*/false));
-  EXPECT_EQ(next.document()->project(), doc()->project());
+  EXPECT_EQ(next.document()->project(), unsaved);
   EXPECT_TRUE(next.document()->isModified());
+  // The work is now the new window's own recovery file, and the orphan is gone.
+  EXPECT_FALSE(QFile::exists(file));
+  EXPECT_TRUE(QFile::exists(next.recoveryFile()));
   next.document()->undoStack()->setClean();
   next.close();  // a clean close removes the recovery file
-  EXPECT_FALSE(QFile::exists(MainWindow::recoveryFile()));
+  EXPECT_FALSE(QFile::exists(next.recoveryFile()));
+  EXPECT_FALSE(window->offerRecovery(/*ask=*/false));
 }
 
 }  // namespace

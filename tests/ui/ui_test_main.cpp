@@ -1,15 +1,25 @@
 // The window's tests run in one QApplication. Without a display they use Qt's offscreen
-// platform; QStandardPaths' test mode keeps settings and recovery files out of the user's.
+// platform. ctest runs every test as a process of its own, several at once: each process
+// gets a home folder of its own (and QStandardPaths' test mode within it), so settings and
+// recovery files are neither the user's nor another test's.
 #include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
   }
+  QTemporaryDir home;
+  if (!home.isValid()) {
+    fprintf(stderr, "ui_tests: no temporary folder for the tests' home: %s\n",
+            qPrintable(home.errorString()));
+    return 1;
+  }
+  qputenv("HOME", home.path().toLocal8Bit());
   QStandardPaths::setTestModeEnabled(true);
   QApplication app(argc, argv);
   QApplication::setOrganizationName("NNStudioTests");
