@@ -47,4 +47,29 @@ void MoveNodesCommand::redo() {
   document_->applyPositions(to_);
 }
 
+SettingsEditCommand::SettingsEditCommand(ProjectDocument* document, const QString& text,
+                                         Settings before, Settings after)
+    : QUndoCommand(text),
+      document_(document),
+      before_(std::move(before)),
+      after_(std::move(after)) {
+  setObsolete(before_ == after_);
+}
+
+bool SettingsEditCommand::mergeWith(const QUndoCommand* other) {
+  const auto* edit = static_cast<const SettingsEditCommand*>(other);
+  if (edit->text() != text()) return false;
+  after_ = edit->after_;
+  setObsolete(before_ == after_);
+  return true;
+}
+
+void SettingsEditCommand::undo() {
+  document_->restoreSettings(before_.dataset, before_.training);
+}
+
+void SettingsEditCommand::redo() {
+  document_->restoreSettings(after_.dataset, after_.training);
+}
+
 }  // namespace nns::ui

@@ -39,4 +39,26 @@ class MoveNodesCommand : public QUndoCommand {
   std::map<graph::NodeId, QPointF> from_, to_;
 };
 
+// The dataset and training settings before and after. Consecutive edits with the same text
+// (a spin box stepped several times) merge into one step.
+class SettingsEditCommand : public QUndoCommand {
+ public:
+  static constexpr int kId = 2;
+  struct Settings {
+    graph::DatasetSettings dataset;
+    graph::TrainingSettings training;
+    bool operator==(const Settings&) const = default;
+  };
+  SettingsEditCommand(ProjectDocument* document, const QString& text, Settings before,
+                      Settings after);
+  int id() const override { return kId; }
+  bool mergeWith(const QUndoCommand* other) override;
+  void undo() override;
+  void redo() override;
+
+ private:
+  ProjectDocument* document_;
+  Settings before_, after_;
+};
+
 }  // namespace nns::ui

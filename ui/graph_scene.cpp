@@ -8,7 +8,9 @@
 #include <cmath>
 
 #include "ui/edge_item.h"
+#include "ui/node_health.h"
 #include "ui/node_item.h"
+#include "ui/probe_item.h"
 
 namespace nns::ui {
 namespace {
@@ -27,6 +29,14 @@ GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
   connect(document_, &ProjectDocument::nodesMoved, this, &GraphScene::onNodesMoved);
   connect(document_, &ProjectDocument::selectionChanged, this, &GraphScene::selectionFromDocument);
   connect(this, &QGraphicsScene::selectionChanged, this, &GraphScene::selectionToDocument);
+  connect(document_, &ProjectDocument::probesChanged, this, &GraphScene::syncProbes);
+  // 12 frames a second is smooth enough for a slow pulse and costs nothing.
+  pulse_ = new QTimer(this);
+  pulse_->setInterval(80);
+  connect(pulse_, &QTimer::timeout, this, [this] {
+    if (!health_) return;
+    if (NodeItem* item = shownItem(health_->failedNode())) item->update();
+  });
   sync();
 }
 
@@ -34,6 +44,7 @@ GraphScene::~GraphScene() {
   // The items go before the scene's own teardown, which would otherwise delete them again.
   syncing_ = true;
   dragWire_.reset();
+  probes_.clear();
   edges_.clear();
   nodes_.clear();
   retired_.clear();
@@ -159,12 +170,83 @@ void GraphScene::sync() {
     addItem(item.get());
     edges_.push_back(std::move(item));
   }
+  syncing_ = false;
+  syncProbes();
+  selectionFromDocument();
+  update();
+}
+
+ProbeItem* GraphScene::probeItem(graph::NodeId node) const {
+  auto it = probes_.find(node);
+  return it == probes_.end() ? nullptr : it->second.get();
+}
+
+std::vector<graph::NodeId> GraphScene::selectedProbes() const {
+  std::vector<graph::NodeId> out;
+  for (const auto& [id, item] : probes_) {
+    if (item->isSelected()) out.push_back(id);
+  }
+  return out;
+}
+
+void GraphScene::syncProbes() {
+  const graph::Project& p = document_->project();
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (document_->probeOf(it->first) && nodeItem(it->first)) {
+      ++it;
+      continue;
+    }
+    removeItem(it->second.get());
+    retired_.push_back(std::move(it->second));
+    it = probes_.erase(it);
+  }
+  for (const graph::ProbeSpec& spec : p.probes) {
+    if (!nodeItem(spec.node)) continue;
+    if (!probes_.count(spec.node)) {
+      auto item = std::make_unique<ProbeItem>(*this, spec.node);
+      addItem(item.get());
+      probes_.emplace(spec.node, std::move(item));
+    }
+    placeProbe(spec.node);
+  }
   if (!retired_.empty()) {
     QTimer::singleShot(0, this, [this] { retired_.clear(); });
   }
-  syncing_ = false;
-  selectionFromDocument();
-  update();
+}
+
+void GraphScene::placeProbe(graph::NodeId node) {
+  ProbeItem* probe = probeItem(node);
+  if (!probe) return;
+  NodeItem* item = nodeItem(node);
+  // A probe on a member of a collapsed group hides with it (the group's own tag shows).
+  probe->setVisible(item->isVisible());
+  probe->attach(item->pos(), item->boxSize().width());
+}
+
+void GraphScene::setHealthModel(NodeHealthModel* model) {
+  if (health_) disconnect(health_, nullptr, this, nullptr);
+  health_ = model;
+  if (health_) {
+    connect(health_, &NodeHealthModel::updated, this, &GraphScene::healthUpdated);
+    connect(health_, &NodeHealthModel::failureChanged, this, [this] {
+      if (health_->failed() && health_->failedNode() != 0) {
+        pulse_->start();
+      } else {
+        pulse_->stop();
+      }
+    });
+  }
+  std::vector<graph::NodeId> all;
+  for (const auto& [id, item] : nodes_) all.push_back(id);
+  healthUpdated(all);
+}
+
+void GraphScene::healthUpdated(const std::vector<graph::NodeId>& nodes) {
+  for (graph::NodeId id : nodes) {
+    if (NodeItem* item = nodeItem(id)) item->refreshHealth();
+    if (NodeItem* shown = shownItem(id)) shown->update();
+    if (ProbeItem* probe = probeItem(id)) probe->update();
+  }
 }
 
 void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
@@ -178,6 +260,7 @@ void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
 
 void GraphScene::nodeGeometryChanged(graph::NodeId id) {
   if (syncing_) return;
+  placeProbe(id);
   const graph::Graph& g = document_->project().graph;
   if (const graph::Node* parent = g.parent_of(id)) {
     if (NodeItem* frame = nodeItem(parent->id)) frame->fitMembers();

@@ -14,11 +14,14 @@
 
 class QGraphicsPathItem;
 class QGraphicsSimpleTextItem;
+class QTimer;
 
 namespace nns::ui {
 
 class NodeItem;
 class EdgeItem;
+class NodeHealthModel;
+class ProbeItem;
 
 class GraphScene : public QGraphicsScene {
   Q_OBJECT
@@ -47,11 +50,21 @@ class GraphScene : public QGraphicsScene {
   // The bounding box of every visible node.
   QRectF nodesRect() const;
 
-  // Called by a NodeItem whose position changed: its wires and enclosing frames follow.
+  // Called by a NodeItem whose position changed: its wires, enclosing frames and probe follow.
   void nodeGeometryChanged(graph::NodeId id);
+
+  // Probes: one ProbeItem per ProbeSpec of the document whose node is shown.
+  ProbeItem* probeItem(graph::NodeId node) const;
+  // The nodes whose probe tags are selected.
+  std::vector<graph::NodeId> selectedProbes() const;
+  // What the node items draw as health (colour, sparkline) and NaN failure; nullptr: none.
+  void setHealthModel(NodeHealthModel* model);
+  NodeHealthModel* healthModel() const { return health_; }
 
  signals:
   void contextMenuRequested(QPoint screenPos);
+  // A probe tag was double-clicked: show the node's probe.
+  void probeActivated(graph::NodeId node);
   // A short text for the status bar while a wire is dragged.
   void hint(const QString& text);
 
@@ -82,11 +95,17 @@ class GraphScene : public QGraphicsScene {
   void refreshEdges();
   void selectionFromDocument();
   void selectionToDocument();
+  void syncProbes();
+  void placeProbe(graph::NodeId node);
+  void healthUpdated(const std::vector<graph::NodeId>& nodes);
 
   ProjectDocument* document_;
   CanvasTheme theme_;
   std::map<graph::NodeId, std::unique_ptr<NodeItem>> nodes_;
   std::vector<std::unique_ptr<EdgeItem>> edges_;
+  std::map<graph::NodeId, std::unique_ptr<ProbeItem>> probes_;
+  NodeHealthModel* health_ = nullptr;
+  QTimer* pulse_;  // redraws a failed node's pulsing outline
   // Items removed while one of them may still be handling the event that removed it.
   std::vector<std::unique_ptr<QGraphicsItem>> retired_;
   std::optional<WireDrag> drag_;

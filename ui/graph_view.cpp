@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ui/block_library.h"
 #include "ui/graph_scene.h"
 #include "ui/mini_map.h"
 #include "ui/node_item.h"
@@ -48,11 +49,15 @@ void GraphView::frameAll() {
   if (box.isNull()) box = QRectF(-200, -150, 400, 300);
   box.adjust(-40, -40, 40, 40);
   fitInView(box, Qt::KeepAspectRatio);
-  if (zoom() > 1.0) {
-    const double f = 1.0 / zoom();
-    scale(f, f);
-  }
-  centerOn(box.center());
+  const double target = std::clamp(zoom(), kMinFrameZoom, 1.0);
+  scale(target / zoom(), target / zoom());
+  // What does not fit at the readable zoom stays a scroll (or a minimap click) away; the view
+  // then starts where the model does (its inputs, top left) rather than in its middle.
+  const QSizeF visible = QSizeF(viewport()->size()) / target;
+  QPointF centre = box.center();
+  if (box.width() > visible.width()) centre.setX(box.left() + visible.width() / 2);
+  if (box.height() > visible.height()) centre.setY(box.top() + visible.height() / 2);
+  centerOn(centre);
   emit zoomChanged(zoom());
   miniMap_->refresh();
 }
@@ -121,7 +126,8 @@ void GraphView::keyReleaseEvent(QKeyEvent* event) {
 }
 
 void GraphView::dragEnterEvent(QDragEnterEvent* event) {
-  if (event->mimeData()->hasFormat(kNodeTypeMime)) {
+  if (event->mimeData()->hasFormat(kNodeTypeMime) ||
+      event->mimeData()->hasFormat(kLibraryBlockMime)) {
     event->acceptProposedAction();
   } else {
     QGraphicsView::dragEnterEvent(event);
@@ -129,7 +135,8 @@ void GraphView::dragEnterEvent(QDragEnterEvent* event) {
 }
 
 void GraphView::dragMoveEvent(QDragMoveEvent* event) {
-  if (event->mimeData()->hasFormat(kNodeTypeMime)) {
+  if (event->mimeData()->hasFormat(kNodeTypeMime) ||
+      event->mimeData()->hasFormat(kLibraryBlockMime)) {
     event->acceptProposedAction();
   } else {
     QGraphicsView::dragMoveEvent(event);
@@ -137,13 +144,18 @@ void GraphView::dragMoveEvent(QDragMoveEvent* event) {
 }
 
 void GraphView::dropEvent(QDropEvent* event) {
-  if (!event->mimeData()->hasFormat(kNodeTypeMime)) {
+  const QMimeData* mime = event->mimeData();
+  const QPointF at = dropPosition(event->position().toPoint());
+  graph::NodeId id = 0;
+  if (mime->hasFormat(kNodeTypeMime)) {
+    id = scene_->document()->addNode(QString::fromUtf8(mime->data(kNodeTypeMime)), at);
+  } else if (mime->hasFormat(kLibraryBlockMime)) {
+    id = BlockLibrary::user().addInstance(
+        scene_->document(), QString::fromUtf8(mime->data(kLibraryBlockMime)).toStdString(), at);
+  } else {
     QGraphicsView::dropEvent(event);
     return;
   }
-  const QString type = QString::fromUtf8(event->mimeData()->data(kNodeTypeMime));
-  const graph::NodeId id =
-      scene_->document()->addNode(type, dropPosition(event->position().toPoint()));
   if (id != 0) scene_->document()->setSelection({id});
   event->acceptProposedAction();
   setFocus();

@@ -1,7 +1,8 @@
 #pragma once
 // The canvas's view: zoom with the wheel (around the cursor), pan with the middle button or
 // Space + drag, rubber-band selection with the left button on empty canvas, frame all, and
-// the drop target for node types dragged from the palette. A minimap sits in its corner.
+// the drop target for node types (and the user library's blocks) dragged from the palette. A
+// minimap sits in its corner.
 #include <QGraphicsView>
 
 namespace nns::ui {
@@ -15,12 +16,17 @@ class GraphView : public QGraphicsView {
  public:
   // What the palette puts on a drag: the node type's name.
   static constexpr const char* kNodeTypeMime = "application/x-nnstudio-node-type";
+  // What the palette puts on a drag of a block of the user's library: the block's name.
+  static constexpr const char* kLibraryBlockMime = "application/x-nnstudio-library-block";
 
   explicit GraphView(GraphScene* scene, QWidget* parent = nullptr);
 
   GraphScene* graphScene() const { return scene_; }
   MiniMap* miniMap() const { return miniMap_; }
-  // Fits every node in the view (never zooming in past 100 %).
+  // Fits every node in the view, never zooming in past 100 % nor out below kMinFrameZoom,
+  // where node labels stop being readable: a graph too big for that shows its start (top left)
+  // and the rest is a scroll or a minimap click away.
+  static constexpr double kMinFrameZoom = 0.75;
   void frameAll();
   void zoomBy(double factor);
   double zoom() const;

@@ -26,19 +26,27 @@
 #include <QTimer>
 #include <QToolBar>
 #include <QUndoView>
+#include <algorithm>
 #include <exception>
 
 #include "ui/auto_layout.h"
+#include "ui/block_library.h"
+#include "ui/curves_widget.h"
+#include "ui/decision_boundary_widget.h"
 #include "ui/example_project.h"
 #include "ui/graph_scene.h"
 #include "ui/graph_view.h"
 #include "ui/inspector_widget.h"
+#include "ui/node_health.h"
 #include "ui/node_item.h"
 #include "ui/node_ports.h"
 #include "ui/options_editor.h"
 #include "ui/palette_widget.h"
+#include "ui/probe_panel.h"
 #include "ui/problems_widget.h"
 #include "ui/project_document.h"
+#include "ui/training_controller.h"
+#include "ui/training_dock.h"
 
 namespace nns::ui {
 namespace {
@@ -102,10 +110,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(document_, &ProjectDocument::filePathChanged, this, &MainWindow::updateTitle);
   connect(document_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitle);
   connect(document_, &ProjectDocument::selectionChanged, this, &MainWindow::updateActions);
+  connect(document_, &ProjectDocument::probesChanged, this, &MainWindow::updateActions);
+  connect(scene_, &QGraphicsScene::selectionChanged, this, &MainWindow::updateActions);
   connect(document_, &ProjectDocument::changed, this, &MainWindow::updateActions);
   connect(palette_, &PaletteWidget::nodeTypeActivated, this, [this](const QString& type) {
     const QPointF centre = view_->dropPosition(view_->viewport()->rect().center());
     const graph::NodeId id = document_->addNode(type, centre);
+    if (id != 0) document_->setSelection({id});
+  });
+  connect(palette_, &PaletteWidget::libraryBlockActivated, this, [this](const QString& name) {
+    const QPointF centre = view_->dropPosition(view_->viewport()->rect().center());
+    const graph::NodeId id =
+        BlockLibrary::user().addInstance(document_, name.toStdString(), centre);
     if (id != 0) document_->setSelection({id});
   });
   connect(problems_, &ProblemsWidget::nodeActivated, this, &MainWindow::centerOnNode);
@@ -232,6 +248,13 @@ void MainWindow::createActions() {
   });
   zoomInAct_ = make(tr("Zoom &In"), QKeySequence::ZoomIn, [this] { view_->zoomBy(1.25); });
   zoomOutAct_ = make(tr("Zoom &Out"), QKeySequence::ZoomOut, [this] { view_->zoomBy(0.8); });
+  addProbeAct_ = make(tr("Add &Probe"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P),
+                      [this] { addProbesToSelection(); });
+  addProbeAct_->setToolTip(
+      tr("Watch the selected nodes' activations and gradients while the "
+         "model trains (hooks on their modules)"));
+  removeProbeAct_ =
+      make(tr("Remove Probe"), QKeySequence(), [this] { removeProbesFromSelection(); });
 }
 
 void MainWindow::createMenus() {
@@ -252,12 +275,18 @@ void MainWindow::createMenus() {
   edit->addActions({groupSeqAct_, groupListAct_, groupDictAct_, ungroupAct_, collapseAct_});
   edit->addSeparator();
   edit->addActions({makeBlockAct_, inlineBlockAct_});
+  edit->addSeparator();
+  edit->addActions({addProbeAct_, removeProbeAct_});
 
   viewMenu_ = menuBar()->addMenu(tr("&View"));
   viewMenu_->addActions({frameAct_, layoutAct_, zoomInAct_, zoomOutAct_});
   viewMenu_->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>())
     viewMenu_->addAction(dock->toggleViewAction());
+
+  QMenu* train = menuBar()->addMenu(tr("&Train"));
+  train->addActions({trainingDock_->startAction(), trainingDock_->pauseAction(),
+                     trainingDock_->stepAction(), trainingDock_->resetAction()});
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About NN Studio"), this, [this] {
@@ -271,6 +300,9 @@ void MainWindow::createMenus() {
   tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   tools->addActions({newAct_, openAct_, saveAct_});
   tools->addSeparator();
+  tools->addActions({trainingDock_->startAction(), trainingDock_->pauseAction(),
+                     trainingDock_->stepAction(), trainingDock_->resetAction()});
+  tools->addSeparator();
   tools->addActions({undoAct_, redoAct_});
   tools->addSeparator();
   tools->addActions({groupSeqAct_, ungroupAct_});
@@ -278,6 +310,8 @@ void MainWindow::createMenus() {
   tools->addActions({frameAct_, layoutAct_});
   tools->addSeparator();
   tools->addAction(loadStateAct_);
+  tools->addAction(addProbeAct_);
+  addProbeAct_->setIconText(tr("Probe"));
   groupSeqAct_->setIconText(tr("Group"));
   ungroupAct_->setIconText(tr("Ungroup"));
   frameAct_->setIconText(tr("Frame"));
@@ -294,6 +328,7 @@ void MainWindow::createDocks() {
     addDockWidget(area, d);
     return d;
   };
+  training_ = new TrainingController(document_, this);
   palette_ = new PaletteWidget(document_, this);
   QDockWidget* paletteDock = dock(tr("Layers"), "paletteDock", palette_, Qt::LeftDockWidgetArea);
   paletteDock->setMinimumWidth(220);
@@ -320,7 +355,38 @@ void MainWindow::createDocks() {
   QDockWidget* bottomDock =
       dock(tr("Problems, Log and History"), "bottomDock", bottom, Qt::BottomDockWidgetArea);
   resizeDocks({paletteDock, inspectorDock}, {240, 400}, Qt::Horizontal);
-  resizeDocks({bottomDock}, {170}, Qt::Vertical);
+  // Training: the dock beside the palette (raised: Start is the first thing to press), the
+  // model's output and the curves along the bottom, so the canvas stays the centre.
+  trainingDock_ = new TrainingDock(training_, this);
+  QDockWidget* trainDock =
+      dock(tr("Training"), "trainingDock", trainingDock_, Qt::LeftDockWidgetArea);
+  tabifyDockWidget(paletteDock, trainDock);
+  trainDock->raise();
+  boundary_ = new DecisionBoundaryWidget(training_, this);
+  QDockWidget* boundaryDock =
+      dock(tr("Output"), "boundaryDock", boundary_, Qt::BottomDockWidgetArea);
+  curves_ = new CurvesWidget(training_, this);
+  QDockWidget* curvesDock = dock(tr("Curves"), "curvesDock", curves_, Qt::BottomDockWidgetArea);
+  splitDockWidget(bottomDock, boundaryDock, Qt::Horizontal);
+  splitDockWidget(boundaryDock, curvesDock, Qt::Horizontal);
+  resizeDocks({bottomDock, boundaryDock, curvesDock}, {380, 250, 560}, Qt::Horizontal);
+  connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
+
+  // Probes: health and the NaN highlight on the canvas, the probe panel in the inspector.
+  health_ = new NodeHealthModel(this);
+  health_->follow(training_);
+  scene_->setHealthModel(health_);
+  probePanel_ = new ProbePanel(document_, training_, health_, inspector_);
+  inspector_->addTab(probePanel_, tr("Probe"));
+  connect(health_, &NodeHealthModel::failureChanged, this, [this] {
+    problems_->setRunFailure(health_->failedNode(),
+                             health_->failed() ? health_->failureMessage() : QString());
+  });
+  connect(scene_, &GraphScene::probeActivated, this, [this](graph::NodeId node) {
+    document_->setSelection({node});
+    inspector_->setCurrentWidget(probePanel_);
+  });
+  resizeDocks({bottomDock}, {250}, Qt::Vertical);
 }
 
 void MainWindow::updateTitle() {
@@ -347,6 +413,13 @@ void MainWindow::updateActions() {
   ungroupAct_->setEnabled(anyGroup);
   collapseAct_->setEnabled(anyGroup);
   renameAct_->setEnabled(sel.size() == 1);
+  bool canAdd = false, canRemove = !scene_->selectedProbes().empty();
+  for (graph::NodeId id : sel) {
+    canAdd = canAdd || (document_->canProbe(id) && !document_->probeOf(id));
+    canRemove = canRemove || document_->probeOf(id);
+  }
+  addProbeAct_->setEnabled(canAdd);
+  removeProbeAct_->setEnabled(canRemove);
 }
 
 void MainWindow::appendLog(const QString& text) {
@@ -365,6 +438,9 @@ void MainWindow::showContextMenu(QPoint screenPos) {
   menu.addActions({groupSeqAct_, groupListAct_, groupDictAct_, ungroupAct_, collapseAct_});
   menu.addSeparator();
   menu.addActions({makeBlockAct_, inlineBlockAct_});
+  menu.addSeparator();
+  updateActions();
+  menu.addActions({addProbeAct_, removeProbeAct_});
   menu.exec(screenPos);
 }
 
@@ -397,7 +473,42 @@ void MainWindow::paste() {
 }
 
 void MainWindow::deleteSelection() {
-  document_->removeItems(scene_->selectedNodes(), scene_->selectedWires());
+  const std::vector<graph::NodeId> probes = scene_->selectedProbes();
+  const std::vector<graph::NodeId> nodes = scene_->selectedNodes();
+  const std::vector<graph::PortRef> wires = scene_->selectedWires();
+  if (probes.empty()) {
+    document_->removeItems(nodes, wires);
+    return;
+  }
+  document_->undoStack()->beginMacro(tr("Delete"));
+  for (graph::NodeId id : probes) document_->removeProbe(id);
+  if (!nodes.empty() || !wires.empty()) document_->removeItems(nodes, wires);
+  document_->undoStack()->endMacro();
+}
+
+void MainWindow::addProbesToSelection() {
+  std::vector<graph::NodeId> targets;
+  for (graph::NodeId id : document_->selection()) {
+    if (document_->canProbe(id) && !document_->probeOf(id)) targets.push_back(id);
+  }
+  if (targets.empty()) return;
+  document_->undoStack()->beginMacro(
+      tr("Add %n probe(s)", nullptr, static_cast<int>(targets.size())));
+  for (graph::NodeId id : targets) document_->addProbe(id);
+  document_->undoStack()->endMacro();
+}
+
+void MainWindow::removeProbesFromSelection() {
+  std::vector<graph::NodeId> targets = scene_->selectedProbes();
+  for (graph::NodeId id : document_->selection()) {
+    if (document_->probeOf(id) && std::find(targets.begin(), targets.end(), id) == targets.end())
+      targets.push_back(id);
+  }
+  if (targets.empty()) return;
+  document_->undoStack()->beginMacro(
+      tr("Remove %n probe(s)", nullptr, static_cast<int>(targets.size())));
+  for (graph::NodeId id : targets) document_->removeProbe(id);
+  document_->undoStack()->endMacro();
 }
 
 // ---- Files --------------------------------------------------------------------------------

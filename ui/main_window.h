@@ -22,6 +22,12 @@ class InspectorWidget;
 class PaletteWidget;
 class ProblemsWidget;
 class ProjectDocument;
+class CurvesWidget;
+class DecisionBoundaryWidget;
+class NodeHealthModel;
+class ProbePanel;
+class TrainingController;
+class TrainingDock;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -36,6 +42,14 @@ class MainWindow : public QMainWindow {
   PaletteWidget* palette() const { return palette_; }
   InspectorWidget* inspector() const { return inspector_; }
   ProblemsWidget* problems() const { return problems_; }
+  // Training: the controller (the one link to the engine's session), its dock and plots.
+  TrainingController* training() const { return training_; }
+  TrainingDock* trainingDock() const { return trainingDock_; }
+  // Probes: what they saw per node (health on the canvas) and the inspector's probe tab.
+  NodeHealthModel* nodeHealth() const { return health_; }
+  ProbePanel* probePanel() const { return probePanel_; }
+  CurvesWidget* curves() const { return curves_; }
+  DecisionBoundaryWidget* boundary() const { return boundary_; }
   QPlainTextEdit* log() const { return log_; }
 
   // Opens a project file; shows the error and returns false when it cannot.
@@ -63,6 +77,10 @@ class MainWindow : public QMainWindow {
   void copySelection();
   void paste();
   void deleteSelection();
+  // Adds a probe to every selected node that can take one and has none (one undo step).
+  void addProbesToSelection();
+  // Removes the probes of the selected nodes and of the selected probe tags (one undo step).
+  void removeProbesFromSelection();
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -94,6 +112,12 @@ class MainWindow : public QMainWindow {
   PaletteWidget* palette_;
   InspectorWidget* inspector_;
   ProblemsWidget* problems_;
+  TrainingController* training_;
+  TrainingDock* trainingDock_;
+  NodeHealthModel* health_;
+  ProbePanel* probePanel_;
+  CurvesWidget* curves_;
+  DecisionBoundaryWidget* boundary_;
   QPlainTextEdit* log_;
   QUndoView* history_;
   QLabel* statusZoom_;
@@ -110,6 +134,7 @@ class MainWindow : public QMainWindow {
   QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
       *makeBlockAct_, *inlineBlockAct_;
   QAction *frameAct_, *layoutAct_, *zoomInAct_, *zoomOutAct_;
+  QAction *addProbeAct_, *removeProbeAct_;
 };
 
 }  // namespace nns::ui

@@ -1,13 +1,16 @@
 #include "ui/node_item.h"
 
+#include <QDateTime>
 #include <QGraphicsSceneContextMenuEvent>
 #include <QGraphicsSceneHoverEvent>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
 #include <algorithm>
+#include <cmath>
 
 #include "engine/graph/node_types.h"
 #include "ui/graph_scene.h"
+#include "ui/node_health.h"
 
 namespace nns::ui {
 namespace {
@@ -86,11 +89,30 @@ void NodeItem::refresh() {
   if (frame_) {
     fitMembers();
   } else {
-    const size_t rows = std::max<size_t>({ports_.inputs.size(), ports_.outputs.size(), 1});
-    size_ = QSizeF(kWidth, kHeader + static_cast<double>(rows) * kRow + 8);
+    const NodeHealthModel* health = scene_.healthModel();
+    healthStrip_ = health && !health->sparkline(id_).empty();
+    size_ = QSizeF(kWidth, baseHeight() + (healthStrip_ ? kHealthStrip : 0));
     setPosQuietly(QPointF(node.x, node.y));
   }
   updateShape();
+  update();
+}
+
+double NodeItem::baseHeight() const {
+  const size_t rows = std::max<size_t>({ports_.inputs.size(), ports_.outputs.size(), 1});
+  return kHeader + static_cast<double>(rows) * kRow + 8;
+}
+
+void NodeItem::refreshHealth() {
+  if (frame_) return;
+  const NodeHealthModel* health = scene_.healthModel();
+  const bool strip = health && !health->sparkline(id_).empty();
+  if (strip != healthStrip_) {
+    prepareGeometryChange();
+    healthStrip_ = strip;
+    size_ = QSizeF(kWidth, baseHeight() + (healthStrip_ ? kHealthStrip : 0));
+    updateShape();
+  }
   update();
 }
 
@@ -118,7 +140,7 @@ void NodeItem::setPosQuietly(QPointF pos) {
 }
 
 QRectF NodeItem::boundingRect() const {
-  return QRectF(QPointF(0, 0), size_).adjusted(-kPortRadius - 2, -2, kPortRadius + 2, 2);
+  return QRectF(QPointF(0, 0), size_).adjusted(-kPortRadius - 6, -8, kPortRadius + 6, 8);
 }
 
 QPainterPath NodeItem::shape() const {
@@ -250,6 +272,92 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     painter->drawText(QRectF(p.x() - box.width() + 10, p.y() - kRow / 2, box.width() - 22, kRow),
                       Qt::AlignVCenter | Qt::AlignRight, label);
   }
+  if (healthStrip_) paintHealth(painter);
+  paintFailure(painter);
+}
+
+void NodeItem::paintHealth(QPainter* painter) {
+  // A tinted strip in the health's colour with three sparklines over the sampled steps: dead
+  // units and saturation (0 to 1), and the gradient norm (log scale, spanning its own range).
+  const CanvasTheme& t = scene_.theme();
+  const NodeHealthModel* model = scene_.healthModel();
+  const std::vector<HealthPoint>& points = model->sparkline(id_);
+  const std::optional<HealthReport> report = model->health(id_);
+  if (!report) return;
+  const QColor colour = healthColor(t, report->health);
+  const QRectF strip(1, baseHeight() - 4, size_.width() - 2, kHealthStrip + 3);
+  QColor tint = colour;
+  tint.setAlpha(t.dark() ? 70 : 45);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(tint);
+  QPainterPath path;
+  path.addRoundedRect(strip, 5, 5);
+  path.addRect(QRectF(strip.left(), strip.top(), strip.width(), 6));
+  painter->drawPath(path.simplified());
+  painter->setBrush(colour);
+  painter->drawEllipse(QPointF(strip.left() + 9, strip.center().y()), 4.5, 4.5);
+
+  const QRectF plot = strip.adjusted(20, 4, -8, -4);
+  const double n = static_cast<double>(std::max<size_t>(points.size() - 1, 1));
+  auto line = [&](auto value, double lo, double hi, const QColor& c) {
+    QPainterPath trace;
+    bool open = false;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const double v = value(points[i]);
+      if (!std::isfinite(v)) {
+        open = false;
+        continue;
+      }
+      const double f = hi > lo ? std::clamp((v - lo) / (hi - lo), 0.0, 1.0) : 0.5;
+      const QPointF p(plot.left() + plot.width() * static_cast<double>(i) / n,
+                      plot.bottom() - plot.height() * f);
+      if (open) {
+        trace.lineTo(p);
+      } else {
+        trace.moveTo(p);
+        open = true;
+      }
+    }
+    painter->setPen(QPen(c, 1.4));
+    painter->setBrush(Qt::NoBrush);
+    painter->drawPath(trace);
+  };
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const HealthPoint& p : points) {
+    if (std::isfinite(p.gradNorm) && p.gradNorm > 0) {
+      lo = std::min(lo, std::log10(p.gradNorm));
+      hi = std::max(hi, std::log10(p.gradNorm));
+    }
+  }
+  line([](const HealthPoint& p) { return p.dead; }, 0, 1, t.warning.darker(110));
+  line([](const HealthPoint& p) { return p.saturation; }, 0, 1, QColor(0x9b, 0x59, 0xb6));
+  line([](const HealthPoint& p) { return p.gradNorm > 0 ? std::log10(p.gradNorm) : NAN; }, lo, hi,
+       t.port);
+}
+
+void NodeItem::paintFailure(QPainter* painter) {
+  const NodeHealthModel* model = scene_.healthModel();
+  if (!model || !model->failed() || model->failedNode() == 0) return;
+  if (scene_.shownItem(model->failedNode()) != this) return;
+  // A red wash, a thick red outline and a glow that pulses (about once a second) until the
+  // run is reset: visible at any zoom, and over the selection's border.
+  const double phase = static_cast<double>(QDateTime::currentMSecsSinceEpoch() % 1000) / 1000.0;
+  const double pulse = 0.5 + 0.5 * std::sin(phase * 2 * M_PI);
+  const QRectF box(QPointF(0, 0), size_);
+  QColor red = scene_.theme().error;
+  QColor wash = red;
+  wash.setAlpha(40);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(wash);
+  painter->drawRoundedRect(box, 6, 6);
+  QColor glow = red;
+  glow.setAlphaF(0.15 + 0.25 * pulse);
+  painter->setBrush(Qt::NoBrush);
+  painter->setPen(QPen(glow, 8));
+  painter->drawRoundedRect(box.adjusted(-3, -3, 3, 3), 9, 9);
+  red.setAlphaF(0.75 + 0.25 * pulse);
+  painter->setPen(QPen(red, 3));
+  painter->drawRoundedRect(box, 6, 6);
 }
 
 void NodeItem::paintFrame(QPainter* painter) {
@@ -354,6 +462,21 @@ QString NodeItem::tooltipAt(QPointF localPos) const {
   if (mark_) {
     lines << markText(mark_->status);
     for (const QString& d : mark_->details) lines << d.toHtmlEscaped();
+  }
+  if (const NodeHealthModel* model = scene_.healthModel()) {
+    if (model->failed() && model->failedNode() != 0 &&
+        scene_.shownItem(model->failedNode()) == this) {
+      lines << QString("<span style='color:#d93f3f'><b>%1</b> %2</span>")
+                   .arg(QObject::tr("Training stopped here:"),
+                        model->failureMessage().toHtmlEscaped());
+    }
+    if (auto report = model->health(id_)) {
+      lines << QObject::tr("<b>Health</b>: %1").arg(report->summary.toHtmlEscaped());
+      lines << QObject::tr(
+                   "<small>sparklines: dead units (amber), saturation (purple), "
+                   "gradient norm (blue, log)<br>thresholds: %1</small>")
+                   .arg(healthThresholds().toHtmlEscaped());
+    }
   }
   const QString repr = scene_.moduleRepr(id_);
   if (!repr.isEmpty()) lines << QString("<pre>%1</pre>").arg(repr.toHtmlEscaped());

@@ -24,6 +24,8 @@ class NodeItem : public QGraphicsItem {
   static constexpr double kHeader = 28;
   static constexpr double kRow = 22;
   static constexpr double kFrameMargin = 18;
+  // The health strip under the ports of a probed node while it trains.
+  static constexpr double kHealthStrip = 22;
 
   NodeItem(GraphScene& scene, graph::NodeId id);
 
@@ -38,6 +40,11 @@ class NodeItem : public QGraphicsItem {
   void fitMembers();
   // Moves the item without it counting as a user's drag.
   void setPosQuietly(QPointF pos);
+  // The box (a frame: the frame), without the ports that reach past it.
+  QSizeF boxSize() const { return size_; }
+  // Re-reads the node's health from the scene's health model: the strip appears with the
+  // first samples and goes when they are cleared.
+  void refreshHealth();
 
   struct PortHit {
     std::string name;
@@ -63,6 +70,9 @@ class NodeItem : public QGraphicsItem {
   void updateShape();
   QString tooltipAt(QPointF localPos) const;
   void paintFrame(QPainter* painter);
+  void paintHealth(QPainter* painter);
+  void paintFailure(QPainter* painter);
+  double baseHeight() const;
 
   GraphScene& scene_;
   graph::NodeId id_;
@@ -77,6 +87,7 @@ class NodeItem : public QGraphicsItem {
   QStringList problems_;
   std::map<std::string, QStringList> portProblems_;
   std::optional<NodeLoadMark> mark_;
+  bool healthStrip_ = false;
 };
 
 }  // namespace nns::ui

@@ -4,16 +4,24 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QTimer>
+#include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <limits>
 
 #include "engine/graph/node_types.h"
+#include "engine/tensor/error.h"
+#include "ui/block_arguments.h"
+#include "ui/block_library.h"
 #include "ui/node_ports.h"
 #include "ui/project_document.h"
 
@@ -24,26 +32,143 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
-// "3, 3" for [3, 3]; the reverse accepts commas and spaces.
-QString intListText(const graph::Json& v) {
-  QStringList parts;
+// The text of an option value in a line edit: 3, 0.5, "$in_features", or "3, $size" for a list.
+QString valueText(const graph::Json& v) {
+  if (v.is_null()) return {};
+  if (v.is_string()) return qs(v.get<std::string>());
   if (v.is_array()) {
-    for (const auto& x : v) parts << QString::number(x.get<int64_t>());
-  } else if (v.is_number_integer()) {
-    parts << QString::number(v.get<int64_t>());
+    QStringList parts;
+    for (const auto& x : v) parts << valueText(x);
+    return parts.join(", ");
   }
-  return parts.join(", ");
+  if (v.is_number_float()) return QString::number(v.get<double>(), 'g', 10);
+  return qs(v.dump());
 }
 
-std::optional<graph::Json> parseIntList(const QString& text) {
-  graph::Json out = graph::Json::array();
-  for (const QString& part : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
-    bool ok = false;
-    const qlonglong v = part.toLongLong(&ok);
-    if (!ok) return std::nullopt;
-    out.push_back(static_cast<int64_t>(v));
+// Whether an option value is (or holds) a "$argument" reference.
+bool holdsReference(const graph::Json& v) {
+  if (v.is_array()) return std::any_of(v.begin(), v.end(), holdsReference);
+  return v.is_string() && v.get<std::string>().size() > 1 && v.get<std::string>()[0] == '$';
+}
+
+// Inside a block, the editor's context menu binds its option to one of the block's arguments
+// (what typing "$name" does), for the fields that take no typing: check boxes and choices.
+QWidget* withBindMenu(QWidget* editor, const graph::BlockDef* block,
+                      const std::function<void(const graph::Json&)>& set) {
+  if (!block) return editor;
+  QStringList names;
+  for (const auto& [key, value] : block->arguments.items()) names << qs(key);
+  editor->setContextMenuPolicy(Qt::CustomContextMenu);
+  QObject::connect(
+      editor, &QWidget::customContextMenuRequested, editor, [editor, names, set](QPoint at) {
+        auto* line = qobject_cast<QLineEdit*>(editor);
+        QMenu* menu = line ? line->createStandardContextMenu() : new QMenu(editor);
+        if (line) menu->addSeparator();
+        QMenu* bind = menu->addMenu(QObject::tr("Bind to Block Argument"));
+        bind->setObjectName("bindMenu");
+        bind->setEnabled(!names.isEmpty());
+        for (const QString& name : names) {
+          bind->addAction("$" + name,
+                          [set, name] { set(graph::Json(("$" + name).toStdString())); });
+        }
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(editor->mapToGlobal(at));
+      });
+  return editor;
+}
+
+bool isReference(const QString& text) {
+  static const QRegularExpression pattern("^\\$[A-Za-z_][A-Za-z0-9_]*$");
+  return pattern.match(text).hasMatch();
+}
+
+// One value typed into an option's line edit, for its kind; inside a block, "$name" (a block
+// argument) stands for any value or list element. nullopt when the text does not fit.
+std::optional<graph::Json> parseOption(const QString& text, graph::OptionSpec::Kind kind,
+                                       bool references) {
+  using Kind = graph::OptionSpec::Kind;
+  // A list's elements are references one by one: "$out_features" alone is a list of one.
+  if (references && kind != Kind::IntList && isReference(text)) {
+    return graph::Json(text.toStdString());
   }
-  return out;
+  bool ok = false;
+  switch (kind) {
+    case Kind::Int: {
+      const qlonglong v = text.toLongLong(&ok);
+      return ok ? std::optional(graph::Json(static_cast<int64_t>(v))) : std::nullopt;
+    }
+    case Kind::OptionalInt: {
+      if (text.isEmpty()) return graph::Json(nullptr);
+      const qlonglong v = text.toLongLong(&ok);
+      return ok ? std::optional(graph::Json(static_cast<int64_t>(v))) : std::nullopt;
+    }
+    case Kind::Float: {
+      const double v = text.toDouble(&ok);
+      return ok ? std::optional(graph::Json(v)) : std::nullopt;
+    }
+    case Kind::Bool:
+      if (text == "true" || text == "True") return graph::Json(true);
+      if (text == "false" || text == "False") return graph::Json(false);
+      return std::nullopt;
+    case Kind::String:
+    case Kind::Choice:
+      return graph::Json(text.toStdString());
+    case Kind::IntList: {
+      graph::Json out = graph::Json::array();
+      for (const QString& part : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
+        if (references && isReference(part)) {
+          out.push_back(part.toStdString());
+          continue;
+        }
+        const qlonglong v = part.toLongLong(&ok);
+        if (!ok) return std::nullopt;
+        out.push_back(static_cast<int64_t>(v));
+      }
+      return out.empty() ? std::nullopt : std::optional(out);
+    }
+  }
+  return std::nullopt;
+}
+
+QString expectation(graph::OptionSpec::Kind kind, bool references) {
+  using Kind = graph::OptionSpec::Kind;
+  const QString ref = references ? QObject::tr(" or $argument") : QString();
+  switch (kind) {
+    case Kind::Int:
+      return QObject::tr("expected an integer%1").arg(ref);
+    case Kind::OptionalInt:
+      return QObject::tr("expected an integer%1 or nothing (None)").arg(ref);
+    case Kind::Float:
+      return QObject::tr("expected a number%1").arg(ref);
+    case Kind::Bool:
+      return QObject::tr("expected true or false%1").arg(ref);
+    case Kind::IntList:
+      return QObject::tr("expected integers%1 separated by commas").arg(ref);
+    case Kind::String:
+    case Kind::Choice:
+      break;
+  }
+  return QObject::tr("expected a value");
+}
+
+// A block argument's value as typed (a default, or an instance's value): JSON when it parses
+// (4, [3, 3], true, 0.5), the text as a string otherwise (relu).
+graph::Json parseArgumentValue(const QString& text) {
+  try {
+    return graph::Json::parse(text.toStdString());
+  } catch (const graph::Json::parse_error&) {
+    return graph::Json(text.toStdString());
+  }
+}
+
+QString argumentText(const graph::Json& v) {
+  return v.is_string() ? qs(v.get<std::string>()) : qs(v.dump());
+}
+
+QLabel* sectionLabel(const QString& text) {
+  auto* label = new QLabel(QString("<b>%1</b>").arg(text.toHtmlEscaped()));
+  label->setContentsMargins(0, 8, 0, 0);
+  return label;
 }
 
 }  // namespace
@@ -64,11 +189,20 @@ OptionsEditor::OptionsEditor(ProjectDocument* document, QWidget* parent)
 }
 
 QWidget* OptionsEditor::editorFor(const QString& option) const {
-  return scroll_->widget() ? scroll_->widget()->findChild<QWidget*>("option:" + option) : nullptr;
+  return field("option:" + option);
 }
 
 QWidget* OptionsEditor::nameEditor() const {
-  return scroll_->widget() ? scroll_->widget()->findChild<QWidget*>("name") : nullptr;
+  return field("name");
+}
+
+QWidget* OptionsEditor::field(const QString& objectName) const {
+  return scroll_->widget() ? scroll_->widget()->findChild<QWidget*>(objectName) : nullptr;
+}
+
+void OptionsEditor::editOrRevert(const QString& text,
+                                 const std::function<void(graph::Project&)>& fn) {
+  if (!document_->edit(text, fn)) QTimer::singleShot(0, this, &OptionsEditor::rebuild);
 }
 
 void OptionsEditor::rebuild() {
@@ -139,6 +273,10 @@ QWidget* OptionsEditor::makeForm() {
             [this, id](bool on) { document_->setCollapsed(id, on); });
     layout->addRow(QString(), collapsed);
   }
+  if (node.type == "ModuleDict") addModuleDictRows(layout, node);
+  if (const graph::BlockDef* block = document_->project().find_block(node.type)) {
+    addBlockRows(layout, node, *block);
+  }
   if (!type) return form;
 
   const graph::Json values = [&] {
@@ -153,96 +291,283 @@ QWidget* OptionsEditor::makeForm() {
   for (const graph::OptionSpec& spec : type->options) {
     const graph::Json v = values.contains(spec.name) ? values[spec.name] : spec.default_value;
     const std::string optionName = spec.name;
-    QWidget* editor = nullptr;
-    using Kind = graph::OptionSpec::Kind;
-    switch (spec.kind) {
-      case Kind::Int: {
-        auto* box = new QSpinBox;
-        box->setRange(spec.min ? static_cast<int>(*spec.min) : -1'000'000'000,
-                      spec.max ? static_cast<int>(*spec.max) : 1'000'000'000);
-        box->setValue(v.is_number() ? v.get<int>() : 0);
-        box->setKeyboardTracking(false);
-        connect(box, &QSpinBox::valueChanged, this,
-                [this, id, optionName](int x) { setOption(id, optionName, x); });
-        editor = box;
-        break;
-      }
-      case Kind::Float: {
-        auto* box = new QDoubleSpinBox;
-        box->setDecimals(6);
-        box->setRange(spec.min.value_or(-1e9), spec.max.value_or(1e9));
-        box->setSingleStep(0.1);
-        box->setValue(v.is_number() ? v.get<double>() : 0.0);
-        box->setKeyboardTracking(false);
-        connect(box, &QDoubleSpinBox::valueChanged, this,
-                [this, id, optionName](double x) { setOption(id, optionName, x); });
-        editor = box;
-        break;
-      }
-      case Kind::Bool: {
-        auto* box = new QCheckBox;
-        box->setChecked(v.is_boolean() && v.get<bool>());
-        connect(box, &QCheckBox::toggled, this,
-                [this, id, optionName](bool x) { setOption(id, optionName, x); });
-        editor = box;
-        break;
-      }
-      case Kind::Choice: {
-        auto* box = new QComboBox;
-        for (const std::string& c : spec.choices) box->addItem(qs(c));
-        box->setCurrentText(v.is_string() ? qs(v.get<std::string>()) : QString());
-        connect(box, &QComboBox::textActivated, this, [this, id, optionName](const QString& x) {
-          setOption(id, optionName, x.toStdString());
-        });
-        editor = box;
-        break;
-      }
-      case Kind::String: {
-        auto* edit = new QLineEdit(v.is_string() ? qs(v.get<std::string>()) : QString());
-        connect(edit, &QLineEdit::editingFinished, this, [this, id, optionName, edit] {
-          setOption(id, optionName, edit->text().toStdString());
-        });
-        editor = edit;
-        break;
-      }
-      case Kind::IntList:
-      case Kind::OptionalInt: {
-        const bool optional = spec.kind == Kind::OptionalInt;
-        auto* edit = new QLineEdit(v.is_null() ? QString() : intListText(v));
-        edit->setPlaceholderText(optional ? tr("None") : tr("e.g. 3, 3"));
-        connect(edit, &QLineEdit::editingFinished, this, [this, id, optionName, edit, optional] {
-          const QString text = edit->text().trimmed();
-          if (optional) {
-            bool ok = false;
-            const qlonglong x = text.toLongLong(&ok);
-            if (text.isEmpty()) {
-              setOption(id, optionName, nullptr);
-            } else if (ok) {
-              setOption(id, optionName, static_cast<int64_t>(x));
-            } else {
-              emit document_->logMessage(tr("%1: expected an integer or nothing (None), got '%2'")
-                                             .arg(qs(optionName), text));
-              rebuild();
-            }
-            return;
-          }
-          if (auto list = parseIntList(text)) {
-            setOption(id, optionName, *list);
-          } else {
-            emit document_->logMessage(tr("%1: expected integers separated by commas, got '%2'")
-                                           .arg(qs(optionName), text));
-            rebuild();
-          }
-        });
-        editor = edit;
-        break;
-      }
-    }
+    QWidget* editor = optionEditor(spec, v, nullptr, [this, id, optionName](const graph::Json& x) {
+      setOption(id, optionName, x);
+    });
     editor->setObjectName("option:" + qs(spec.name));
-    editor->setToolTip(qs(spec.help));
     layout->addRow(qs(spec.name), editor);
   }
   return form;
+}
+
+QWidget* OptionsEditor::optionEditor(const graph::OptionSpec& spec, const graph::Json& v,
+                                     const graph::BlockDef* block,
+                                     std::function<void(const graph::Json&)> set) {
+  using Kind = graph::OptionSpec::Kind;
+  const bool references = block != nullptr;
+  const bool typed =
+      spec.kind == Kind::IntList || spec.kind == Kind::OptionalInt || spec.kind == Kind::String ||
+      (references && (spec.kind == Kind::Int || spec.kind == Kind::Float || holdsReference(v)));
+  if (typed) {
+    auto* edit = new QLineEdit(valueText(v));
+    QString hint = qs(spec.help);
+    if (references) {
+      QStringList names;
+      for (const auto& [key, value] : block->arguments.items()) names << "$" + qs(key);
+      hint += tr("\nA value, or a block argument: %1")
+                  .arg(names.isEmpty() ? tr("(the block has none yet)") : names.join(", "));
+    }
+    edit->setToolTip(hint);
+    if (spec.kind == Kind::OptionalInt) edit->setPlaceholderText(tr("None"));
+    if (spec.kind == Kind::IntList) edit->setPlaceholderText(tr("e.g. 3, 3"));
+    const std::string optionName = spec.name;
+    const Kind kind = spec.kind;
+    connect(
+        edit, &QLineEdit::editingFinished, this,
+        [this, edit, set, v, optionName, kind, references] {
+          const QString text = edit->text().trimmed();
+          const std::optional<graph::Json> value = parseOption(text, kind, references);
+          if (!value) {
+            emit document_->logMessage(
+                tr("%1: %2, got '%3'").arg(qs(optionName), expectation(kind, references), text));
+            QTimer::singleShot(0, this, &OptionsEditor::rebuild);
+          } else if (*value != v) {
+            set(*value);
+          }
+        });
+    return withBindMenu(edit, block, set);
+  }
+  QWidget* editor = nullptr;
+  switch (spec.kind) {
+    case Kind::Int: {
+      auto* box = new QSpinBox;
+      box->setRange(spec.min ? static_cast<int>(*spec.min) : -1'000'000'000,
+                    spec.max ? static_cast<int>(*spec.max) : 1'000'000'000);
+      box->setValue(v.is_number() ? v.get<int>() : 0);
+      box->setKeyboardTracking(false);
+      connect(box, &QSpinBox::valueChanged, this, [set](int x) { set(x); });
+      editor = box;
+      break;
+    }
+    case Kind::Float: {
+      auto* box = new QDoubleSpinBox;
+      box->setDecimals(6);
+      box->setRange(spec.min.value_or(-1e9), spec.max.value_or(1e9));
+      box->setSingleStep(0.1);
+      box->setValue(v.is_number() ? v.get<double>() : 0.0);
+      box->setKeyboardTracking(false);
+      connect(box, &QDoubleSpinBox::valueChanged, this, [set](double x) { set(x); });
+      editor = box;
+      break;
+    }
+    case Kind::Bool: {
+      auto* box = new QCheckBox;
+      box->setChecked(v.is_boolean() && v.get<bool>());
+      connect(box, &QCheckBox::toggled, this, [set](bool x) { set(x); });
+      editor = box;
+      break;
+    }
+    default: {  // Choice (the typed kinds returned above)
+      auto* box = new QComboBox;
+      for (const std::string& c : spec.choices) box->addItem(qs(c));
+      box->setCurrentText(v.is_string() ? qs(v.get<std::string>()) : QString());
+      connect(box, &QComboBox::textActivated, this,
+              [set](const QString& x) { set(x.toStdString()); });
+      editor = box;
+      break;
+    }
+  }
+  editor->setToolTip(qs(spec.help));
+  return withBindMenu(editor, block, set);
+}
+
+void OptionsEditor::addModuleDictRows(QFormLayout* layout, const graph::Node& dict) {
+  const graph::NodeId id = dict.id;
+  const bool isSwitch = dict.options.value("switch", false);
+  auto* switchBox = new QCheckBox(tr("Route through the active key"));
+  switchBox->setObjectName("switch");
+  switchBox->setToolTip(
+      tr("Like self.activations[act](x): the dict gets ports in and out and calls one member"));
+  switchBox->setChecked(isSwitch);
+  layout->addRow(tr("Switch"), switchBox);
+  auto* active = new QComboBox;
+  active->setObjectName("active");
+  for (graph::NodeId m : dict.members) {
+    if (const graph::Node* member = document_->project().graph.find(m)) {
+      active->addItem(qs(member->name));
+    }
+  }
+  active->setCurrentText(qs(dict.options.value("active", std::string())));
+  active->setEnabled(isSwitch);
+  active->setToolTip(
+      tr("The key (member name) the switch calls; rename a member to rename its "
+         "key"));
+  layout->addRow(tr("Active key"), active);
+  auto setOptions = [this, id](bool on, const QString& key) {
+    editOrRevert(on ? tr("Switch %1 to %2").arg(qs(document_->project().graph.at(id).name), key)
+                    : tr("Make %1 a plain dict").arg(qs(document_->project().graph.at(id).name)),
+                 [&](graph::Project& p) {
+                   graph::Node& n = p.graph.at(id);
+                   n.options.erase("active");
+                   n.options.erase("switch");
+                   if (on) {
+                     n.options["switch"] = true;
+                     n.options["active"] = key.toStdString();
+                   }
+                 });
+  };
+  connect(switchBox, &QCheckBox::toggled, this,
+          [setOptions, active](bool on) { setOptions(on, active->currentText()); });
+  connect(active, &QComboBox::textActivated, this,
+          [setOptions](const QString& key) { setOptions(true, key); });
+}
+
+void OptionsEditor::addBlockRows(QFormLayout* layout, const graph::Node& instance,
+                                 const graph::BlockDef& block) {
+  const graph::NodeId id = instance.id;
+  const std::string blockName = block.name;
+  const QString shown = qs(blockName);
+
+  // This instance's values.
+  layout->addRow(sectionLabel(tr("Arguments")));
+  if (block.arguments.empty()) {
+    auto* hint = new QLabel(tr("%1 takes no arguments. Add some to the class below, then type "
+                               "$name into the options of the nodes inside it.")
+                                .arg(shown));
+    hint->setWordWrap(true);
+    hint->setEnabled(false);
+    layout->addRow(hint);
+  }
+  for (const auto& [key, defaultValue] : block.arguments.items()) {
+    const std::string argument = key;
+    auto* edit = new QLineEdit(instance.options.contains(argument)
+                                   ? argumentText(instance.options.at(argument))
+                                   : QString());
+    edit->setObjectName("argument:" + qs(argument));
+    edit->setPlaceholderText(tr("default: %1").arg(argumentText(defaultValue)));
+    edit->setToolTip(tr("This instance's %1 (empty: the class's default)").arg(qs(argument)));
+    connect(edit, &QLineEdit::editingFinished, this, [this, id, argument, edit] {
+      const graph::Node* n = document_->project().graph.find(id);
+      if (!n) return;
+      graph::Json options = n->options.is_object() ? n->options : graph::Json::object();
+      const QString text = edit->text().trimmed();
+      if (text.isEmpty()) {
+        options.erase(argument);
+      } else {
+        options[argument] = parseArgumentValue(text);
+      }
+      if (options != n->options && !document_->setNodeOptions(id, options)) {
+        QTimer::singleShot(0, this, &OptionsEditor::rebuild);
+      }
+    });
+    layout->addRow(qs(argument), edit);
+  }
+
+  // The class, shared by every instance.
+  layout->addRow(sectionLabel(tr("Class %1 (every instance)").arg(shown)));
+  auto* save = new QPushButton(tr("Save to Library"));
+  save->setObjectName("blockSaveToLibrary");
+  save->setToolTip(
+      tr("Keep %1 (and the blocks it uses) in your block library, for any project").arg(shown));
+  connect(save, &QPushButton::clicked, this, [this, blockName] {
+    try {
+      BlockLibrary::user().save(document_->project(), blockName);
+      emit document_->logMessage(tr("Saved %1 to the block library (%2)")
+                                     .arg(qs(blockName), BlockLibrary::user().folder()));
+    } catch (const Error& e) {
+      emit document_->logMessage(tr("Save to Library refused: %1").arg(qs(e.what())));
+    }
+  });
+  layout->addRow(QString(), save);
+  for (const auto& [key, defaultValue] : block.arguments.items()) {
+    const std::string argument = key;
+    auto* row = new QWidget;
+    auto* h = new QHBoxLayout(row);
+    h->setContentsMargins(0, 0, 0, 0);
+    auto* name = new QLineEdit(qs(argument));
+    name->setObjectName("blockArgument:" + qs(argument));
+    name->setToolTip(tr("The argument's name: $%1 inside the class").arg(qs(argument)));
+    auto* def = new QLineEdit(argumentText(defaultValue));
+    def->setObjectName("blockDefault:" + qs(argument));
+    def->setToolTip(tr("The default value of %1").arg(qs(argument)));
+    auto* remove = new QToolButton;
+    remove->setObjectName("blockRemove:" + qs(argument));
+    remove->setText(QStringLiteral("✕"));
+    remove->setToolTip(tr("Remove the argument %1").arg(qs(argument)));
+    h->addWidget(name, 3);
+    h->addWidget(def, 2);
+    h->addWidget(remove);
+    connect(name, &QLineEdit::editingFinished, this, [this, blockName, argument, name] {
+      const std::string to = name->text().trimmed().toStdString();
+      if (to == argument) return;
+      editOrRevert(tr("Rename argument %1 to %2").arg(qs(argument), qs(to)),
+                   [&](graph::Project& p) { renameBlockArgument(p, blockName, argument, to); });
+    });
+    connect(def, &QLineEdit::editingFinished, this, [this, blockName, argument, def] {
+      const graph::Json value = parseArgumentValue(def->text().trimmed());
+      editOrRevert(tr("Set the default of %1").arg(qs(argument)), [&](graph::Project& p) {
+        setBlockArgumentDefault(p, blockName, argument, value);
+      });
+    });
+    connect(remove, &QToolButton::clicked, this, [this, blockName, argument] {
+      editOrRevert(tr("Remove argument %1").arg(qs(argument)),
+                   [&](graph::Project& p) { removeBlockArgument(p, blockName, argument); });
+    });
+    layout->addRow(tr("Argument"), row);
+  }
+  auto* addRow = new QWidget;
+  auto* h = new QHBoxLayout(addRow);
+  h->setContentsMargins(0, 0, 0, 0);
+  auto* newName = new QLineEdit;
+  newName->setObjectName("blockNewArgument");
+  newName->setPlaceholderText(tr("name, e.g. in_features"));
+  auto* newDefault = new QLineEdit;
+  newDefault->setObjectName("blockNewDefault");
+  newDefault->setPlaceholderText(tr("default"));
+  auto* add = new QPushButton(tr("Add"));
+  add->setObjectName("blockAddArgument");
+  add->setToolTip(tr("Add an argument to %1 (a constructor argument, like MyLinear(in_features, "
+                     "out_features))")
+                      .arg(shown));
+  h->addWidget(newName, 3);
+  h->addWidget(newDefault, 2);
+  h->addWidget(add);
+  auto addArgument = [this, blockName, newName, newDefault] {
+    const std::string argument = newName->text().trimmed().toStdString();
+    const QString text = newDefault->text().trimmed();
+    editOrRevert(tr("Add argument %1").arg(qs(argument)), [&](graph::Project& p) {
+      addBlockArgument(p, blockName, argument,
+                       text.isEmpty() ? graph::Json(nullptr) : parseArgumentValue(text));
+    });
+  };
+  connect(add, &QPushButton::clicked, this, addArgument);
+  connect(newDefault, &QLineEdit::returnPressed, this, addArgument);
+  layout->addRow(tr("New argument"), addRow);
+
+  // The options of the nodes inside the class.
+  for (const graph::Node& inner : block.graph.nodes) {
+    const graph::NodeType* type = graph::find_node_type(inner.type);
+    if (!type || type->options.empty() || inner.type == "Input" || inner.type == "Output") {
+      continue;
+    }
+    layout->addRow(sectionLabel(tr("%1 (%2)").arg(qs(inner.name), qs(inner.type))));
+    const graph::NodeId innerId = inner.id;
+    for (const graph::OptionSpec& spec : type->options) {
+      const graph::Json v =
+          inner.options.contains(spec.name) ? inner.options.at(spec.name) : spec.default_value;
+      const std::string optionName = spec.name;
+      const std::string innerName = inner.name;
+      QWidget* editor = optionEditor(
+          spec, v, &block, [this, blockName, innerId, innerName, optionName](const graph::Json& x) {
+            editOrRevert(tr("Edit %1.%2").arg(qs(blockName), qs(innerName)),
+                         [&](graph::Project& p) {
+                           setBlockNodeOption(p, blockName, innerId, optionName, x);
+                         });
+          });
+      editor->setObjectName("inner:" + qs(inner.name) + ":" + qs(spec.name));
+      layout->addRow(qs(spec.name), editor);
+    }
+  }
 }
 
 }  // namespace nns::ui

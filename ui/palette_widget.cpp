@@ -1,5 +1,7 @@
 #include "ui/palette_widget.h"
 
+#include <QAction>
+#include <QDir>
 #include <QHeaderView>
 #include <QLineEdit>
 #include <QMimeData>
@@ -8,6 +10,8 @@
 #include <map>
 
 #include "engine/graph/node_types.h"
+#include "engine/tensor/error.h"
+#include "ui/block_library.h"
 #include "ui/graph_view.h"
 #include "ui/node_ports.h"
 #include "ui/project_document.h"
@@ -17,9 +21,20 @@ namespace {
 
 constexpr int kTypeRole = Qt::UserRole;
 constexpr int kSearchRole = Qt::UserRole + 1;
+constexpr int kLibraryRole = Qt::UserRole + 2;  // true on the user library's blocks
 
 QString qs(const std::string& s) {
   return QString::fromStdString(s);
+}
+
+// A block as its constructor reads, with the arguments' defaults: MyLinear(in_features=4,
+// out_features=3), then its description.
+QString blockRepr(const graph::BlockDef& b) {
+  QStringList args;
+  for (const auto& [key, value] : b.arguments.items()) args << qs(key + "=" + value.dump());
+  QString out = qs(b.name) + "(" + args.join(", ") + ")";
+  if (!b.description.empty()) out += "\n" + qs(b.description);
+  return out;
 }
 
 // A tree whose entries drag out as node types.
@@ -28,11 +43,15 @@ class PaletteTree : public QTreeWidget {
   using QTreeWidget::QTreeWidget;
 
  protected:
-  QStringList mimeTypes() const override { return {GraphView::kNodeTypeMime}; }
+  QStringList mimeTypes() const override {
+    return {GraphView::kNodeTypeMime, GraphView::kLibraryBlockMime};
+  }
   QMimeData* mimeData(const QList<QTreeWidgetItem*>& items) const override {
     if (items.isEmpty() || items.first()->data(0, kTypeRole).isNull()) return nullptr;
     auto* mime = new QMimeData;
-    mime->setData(GraphView::kNodeTypeMime, items.first()->data(0, kTypeRole).toString().toUtf8());
+    mime->setData(items.first()->data(0, kLibraryRole).toBool() ? GraphView::kLibraryBlockMime
+                                                                : GraphView::kNodeTypeMime,
+                  items.first()->data(0, kTypeRole).toString().toUtf8());
     return mime;
   }
 };
@@ -60,8 +79,35 @@ PaletteWidget::PaletteWidget(ProjectDocument* document, QWidget* parent)
   connect(search_, &QLineEdit::textChanged, this, &PaletteWidget::applyFilter);
   connect(tree_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item) {
     const QVariant type = item->data(0, kTypeRole);
-    if (!type.isNull()) emit nodeTypeActivated(type.toString());
+    if (type.isNull()) return;
+    if (item->data(0, kLibraryRole).toBool()) {
+      emit libraryBlockActivated(type.toString());
+    } else {
+      emit nodeTypeActivated(type.toString());
+    }
   });
+  removeFromLibrary_ = new QAction(tr("Remove from Library"), this);
+  removeFromLibrary_->setToolTip(tr("Delete the selected block's file from the block library"));
+  tree_->addAction(removeFromLibrary_);
+  tree_->setContextMenuPolicy(Qt::ActionsContextMenu);
+  auto updateActions = [this] {
+    QTreeWidgetItem* item = tree_->currentItem();
+    removeFromLibrary_->setEnabled(item && item->data(0, kLibraryRole).toBool());
+  };
+  connect(tree_, &QTreeWidget::currentItemChanged, this, updateActions);
+  connect(removeFromLibrary_, &QAction::triggered, this, [this] {
+    QTreeWidgetItem* item = tree_->currentItem();
+    if (!item || !item->data(0, kLibraryRole).toBool()) return;
+    const QString name = item->data(0, kTypeRole).toString();
+    try {
+      BlockLibrary::user().remove(name.toStdString());
+      emit document_->logMessage(tr("Removed %1 from the block library").arg(name));
+    } catch (const Error& e) {
+      emit document_->logMessage(tr("Remove from Library refused: %1").arg(qs(e.what())));
+    }
+  });
+  updateActions();
+  connect(&BlockLibrary::user(), &BlockLibrary::changed, this, &PaletteWidget::rebuild);
   // Custom blocks come and go with the project.
   connect(document_, &ProjectDocument::changed, this, [this] {
     QTreeWidgetItem* blocks = nullptr;
@@ -74,11 +120,15 @@ PaletteWidget::PaletteWidget(ProjectDocument* document, QWidget* parent)
   rebuild();
 }
 
-QTreeWidgetItem* PaletteWidget::itemFor(const QString& type) const {
+QTreeWidgetItem* PaletteWidget::itemFor(const QString& type, bool library) const {
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     QTreeWidgetItem* category = tree_->topLevelItem(i);
     for (int j = 0; j < category->childCount(); ++j) {
-      if (category->child(j)->data(0, kTypeRole).toString() == type) return category->child(j);
+      QTreeWidgetItem* item = category->child(j);
+      if (item->data(0, kTypeRole).toString() == type &&
+          item->data(0, kLibraryRole).toBool() == library) {
+        return item;
+      }
     }
   }
   return nullptr;
@@ -101,6 +151,7 @@ void PaletteWidget::rebuild() {
   auto entry = [&](QTreeWidgetItem* parent, const QString& type, const QString& tooltip,
                    const QString& search) {
     auto* item = new QTreeWidgetItem(parent, {type});
+    item->setData(0, kLibraryRole, false);
     item->setData(0, kTypeRole, type);
     item->setData(0, kSearchRole, (type + " " + parent->text(0) + " " + search).toLower());
     item->setToolTip(0, QString("<pre>%1</pre>").arg(tooltip.toHtmlEscaped()));
@@ -123,7 +174,20 @@ void PaletteWidget::rebuild() {
   if (!document_->project().blocks.empty()) {
     QTreeWidgetItem* blocks = category(tr("Custom blocks"));
     for (const graph::BlockDef& b : document_->project().blocks) {
-      entry(blocks, qs(b.name), qs(b.name + ": " + b.description), qs(b.description));
+      entry(blocks, qs(b.name), blockRepr(b), qs(b.description));
+    }
+  }
+  const BlockLibrary& library = BlockLibrary::user();
+  if (!library.blocks().empty() || !library.problems().isEmpty()) {
+    QTreeWidgetItem* saved = category(tr("Library"));
+    saved->setToolTip(0, library.problems().join("\n"));
+    for (const graph::BlockDef& b : library.blocks()) {
+      entry(saved, qs(b.name),
+            blockRepr(b) +
+                tr("\n\nFrom the block library: drop it to add the class and an instance.\n%1")
+                    .arg(QDir::toNativeSeparators(library.folder())),
+            qs(b.description));
+      saved->child(saved->childCount() - 1)->setData(0, kLibraryRole, true);
     }
   }
   tree_->expandAll();

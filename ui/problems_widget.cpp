@@ -32,10 +32,25 @@ ProblemsWidget::ProblemsWidget(ProjectDocument* document, QWidget* parent)
   refresh();
 }
 
+void ProblemsWidget::setRunFailure(graph::NodeId node, const QString& message) {
+  failedNode_ = node;
+  failure_ = message;
+  refresh();
+}
+
 void ProblemsWidget::refresh() {
   clear();
   const graph::Graph& g = document_->project().graph;
   const auto& problems = document_->analysis().problems;
+  if (!failure_.isEmpty()) {
+    const graph::Node* n = g.find(failedNode_);
+    auto* item =
+        new QTreeWidgetItem(this, {n ? qs(n->name) : tr("(training)"), QString(), failure_});
+    item->setData(0, Qt::UserRole, static_cast<qlonglong>(n ? failedNode_ : 0));
+    item->setToolTip(2, failure_);
+    item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
+    item->setForeground(2, QColor(0xd9, 0x3f, 0x3f));
+  }
   for (const graph::Problem& p : problems) {
     const graph::Node* n = p.block.empty() ? g.find(p.node) : nullptr;
     QString where = n                 ? qs(n->name)
@@ -46,7 +61,7 @@ void ProblemsWidget::refresh() {
     item->setToolTip(2, qs(p.message));
     item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
   }
-  emit countChanged(static_cast<int>(problems.size()));
+  emit countChanged(static_cast<int>(problems.size()) + (failure_.isEmpty() ? 0 : 1));
 }
 
 }  // namespace nns::ui

@@ -14,6 +14,9 @@ class ProblemsWidget : public QTreeWidget {
 
  public:
   explicit ProblemsWidget(ProjectDocument* document, QWidget* parent = nullptr);
+  // The error that stopped a training run (a NaN/Inf in a node), listed first until it is
+  // cleared (an empty message) when the run is reset.
+  void setRunFailure(graph::NodeId node, const QString& message);
 
  signals:
   void nodeActivated(graph::NodeId id);
@@ -23,6 +26,8 @@ class ProblemsWidget : public QTreeWidget {
   void refresh();
 
   ProjectDocument* document_;
+  graph::NodeId failedNode_ = 0;
+  QString failure_;
 };
 
 }  // namespace nns::ui

@@ -14,8 +14,6 @@
 namespace nns::ui {
 namespace {
 
-constexpr const char* kFrozenKey = "frozen_parameters";
-
 QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
@@ -82,7 +80,7 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
 }
 
 void ProjectDocument::applyFrozen(graph::GraphModule& model) const {
-  const graph::Json frozen = project_.extra.value(kFrozenKey, graph::Json::array());
+  const std::vector<std::string>& frozen = project_.frozen_parameters;
   for (auto& [name, param] : model.named_parameters()) {
     const bool isFrozen = std::find(frozen.begin(), frozen.end(), name) != frozen.end();
     param.requires_grad_(!isFrozen);
@@ -121,6 +119,7 @@ void ProjectDocument::setProject(graph::Project project, const QString& path) {
   graphChanged();
   emit selectionChanged();
   emit loadMarksChanged();
+  emit probesChanged();
   emit filePathChanged(path);
 }
 
@@ -133,34 +132,61 @@ bool ProjectDocument::edit(const QString& text, const std::function<void(graph::
     return false;
   }
   GraphSnapshot before = snapshot();
-  GraphSnapshot after{changed.graph, changed.blocks, changed.probes, changed.extra, changed.name};
+  GraphSnapshot after{changed.graph, changed.blocks, changed.probes,
+                      changed.extra, changed.name,   changed.frozen_parameters};
   if (before == after) return true;
   undoStack_->push(new GraphEditCommand(this, text, std::move(before), std::move(after)));
   return true;
 }
 
+void ProjectDocument::setDatasetSettings(const graph::DatasetSettings& settings,
+                                         const QString& text) {
+  if (settings == project_.dataset) return;
+  undoStack_->push(new SettingsEditCommand(this, text, {project_.dataset, project_.training},
+                                           {settings, project_.training}));
+}
+
+void ProjectDocument::setTrainingSettings(const graph::TrainingSettings& settings,
+                                          const QString& text) {
+  if (settings == project_.training) return;
+  undoStack_->push(new SettingsEditCommand(this, text, {project_.dataset, project_.training},
+                                           {project_.dataset, settings}));
+}
+
+void ProjectDocument::restoreSettings(const graph::DatasetSettings& dataset,
+                                      const graph::TrainingSettings& training) {
+  project_.dataset = dataset;
+  project_.training = training;
+  emit settingsChanged();
+}
+
 GraphSnapshot ProjectDocument::snapshot() const {
-  return {project_.graph, project_.blocks, project_.probes, project_.extra, project_.name};
+  return {project_.graph, project_.blocks, project_.probes,
+          project_.extra, project_.name,   project_.frozen_parameters};
 }
 
 void ProjectDocument::restore(const GraphSnapshot& s) {
   const bool structural =
       s.graph != project_.graph || s.blocks != project_.blocks || s.name != project_.name;
+  const bool probes = s.probes != project_.probes;
   project_.name = s.name;
   project_.graph = s.graph;
   project_.blocks = s.blocks;
   project_.probes = s.probes;
   project_.extra = s.extra;
+  project_.frozen_parameters = s.frozen;
   if (!structural) {
     // Only the frozen set (or the probes) changed: the model stays, its flags follow.
     if (model_) applyFrozen(*model_);
     emit modelStateChanged();
+    if (probes) emit probesChanged();
     return;
   }
   const size_t before = selection_.size();
   std::erase_if(selection_, [&](graph::NodeId id) { return !project_.graph.find(id); });
   graphChanged();
   if (selection_.size() != before) emit selectionChanged();
+  if (probes) emit probesChanged();
 }
 
 void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& positions) {
@@ -343,20 +369,55 @@ void ProjectDocument::autoLayout() {
 void ProjectDocument::setParameterFrozen(const QString& name, bool frozen) {
   const std::string key = name.toStdString();
   edit(frozen ? tr("Freeze %1").arg(name) : tr("Unfreeze %1").arg(name), [&](graph::Project& p) {
-    graph::Json list = p.extra.value(kFrozenKey, graph::Json::array());
+    std::vector<std::string>& list = p.frozen_parameters;
     auto it = std::find(list.begin(), list.end(), key);
     if (frozen && it == list.end()) list.push_back(key);
     if (!frozen && it != list.end()) list.erase(it);
-    if (list.empty()) {
-      p.extra.erase(kFrozenKey);
-    } else {
-      p.extra[kFrozenKey] = list;
-    }
   });
 }
 
+bool ProjectDocument::canProbe(graph::NodeId node) const {
+  const graph::Node* n = project_.graph.find(node);
+  if (!n) return false;
+  if (isGroup(*n) || project_.find_block(n->type)) return true;
+  const graph::NodeType* type = graph::find_node_type(n->type);
+  return type && type->make_module;
+}
+
+const graph::ProbeSpec* ProjectDocument::probeOf(graph::NodeId node) const {
+  for (const graph::ProbeSpec& p : project_.probes) {
+    if (p.node == node) return &p;
+  }
+  return nullptr;
+}
+
+bool ProjectDocument::addProbe(graph::NodeId node, graph::ProbeSpec spec) {
+  const graph::Node* n = project_.graph.find(node);
+  const QString name = n ? qs(n->name) : QString::number(node);
+  return edit(tr("Add probe to %1").arg(name), [&](graph::Project& p) {
+    if (!canProbe(node)) {
+      throw ValueError("node '" + name.toStdString() +
+                       "' has no module to place hooks on (a functional node, an Input or an "
+                       "Output, or no such node): probe a layer, a group or a block instance");
+    }
+    if (probeOf(node)) {
+      throw ValueError("node '" + name.toStdString() + "' already has a probe");
+    }
+    spec.node = node;
+    p.probes.push_back(std::move(spec));
+  });
+}
+
+bool ProjectDocument::removeProbe(graph::NodeId node) {
+  if (!probeOf(node)) return false;
+  return edit(tr("Remove probe from %1").arg(qs(project_.graph.at(node).name)),
+              [&](graph::Project& p) {
+                std::erase_if(p.probes, [&](const graph::ProbeSpec& s) { return s.node == node; });
+              });
+}
+
 bool ProjectDocument::isParameterFrozen(const QString& name) const {
-  const graph::Json frozen = project_.extra.value(kFrozenKey, graph::Json::array());
+  const std::vector<std::string>& frozen = project_.frozen_parameters;
   return std::find(frozen.begin(), frozen.end(), name.toStdString()) != frozen.end();
 }
 

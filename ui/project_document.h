@@ -32,7 +32,8 @@ struct GraphSnapshot {
   std::vector<graph::BlockDef> blocks;
   std::vector<graph::ProbeSpec> probes;
   graph::Json extra;
-  std::string name;  // the model's class name
+  std::string name;                 // the model's class name
+  std::vector<std::string> frozen;  // Project::frozen_parameters
   bool operator==(const GraphSnapshot&) const = default;
 };
 
@@ -108,10 +109,26 @@ class ProjectDocument : public QObject {
   void setParameterFrozen(const QString& name, bool frozen);
   bool isParameterFrozen(const QString& name) const;
 
+  // ---- Probes (engine/train/probes.h): hooks on a node's module while training ----
+  // Whether the node makes a module to place hooks on (a layer, a group, a block instance;
+  // not a functional node, an Input or an Output).
+  bool canProbe(graph::NodeId node) const;
+  const graph::ProbeSpec* probeOf(graph::NodeId node) const;
+  // One undo step each (spec.node is set to node). Refused (false, logged) for a node that
+  // cannot carry a probe or already has one; removing a node without a probe does nothing.
+  bool addProbe(graph::NodeId node, graph::ProbeSpec spec = {});
+  bool removeProbe(graph::NodeId node);
+
   // Runs fn on a copy of the project's graph and pushes the difference as one undo step
   // named text. An nns::Error from fn is logged and nothing changes; an fn that changes
   // nothing pushes nothing. Returns whether the edit holds.
   bool edit(const QString& text, const std::function<void(graph::Project&)>& fn);
+
+  // ---- Dataset and training settings ----
+  // One undo step each; consecutive edits with the same text (a spin box's steps) merge into
+  // one. An edit that changes nothing pushes nothing.
+  void setDatasetSettings(const graph::DatasetSettings& settings, const QString& text);
+  void setTrainingSettings(const graph::TrainingSettings& settings, const QString& text);
 
   // ---- Selection ----
   const std::vector<graph::NodeId>& selection() const { return selection_; }
@@ -128,10 +145,14 @@ class ProjectDocument : public QObject {
   GraphSnapshot snapshot() const;
   void restore(const GraphSnapshot& snapshot);
   void applyPositions(const std::map<graph::NodeId, QPointF>& positions);
+  void restoreSettings(const graph::DatasetSettings& dataset,
+                       const graph::TrainingSettings& training);
 
  signals:
   // The graph changed (nodes, wires, options, groups): redraw and re-read.
   void changed();
+  // The dataset or training settings changed.
+  void settingsChanged();
   // Only positions changed.
   void nodesMoved(const std::vector<graph::NodeId>& nodes);
   void selectionChanged();
@@ -140,6 +161,8 @@ class ProjectDocument : public QObject {
   void modelStateChanged();
   // The state-dict match marks changed.
   void loadMarksChanged();
+  // project().probes changed (added, removed, or by undo and redo).
+  void probesChanged();
   void logMessage(const QString& text);
 
  private:

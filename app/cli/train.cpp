@@ -134,7 +134,10 @@ int run_train(const Options& o) {
     const serialize::PyValue* epoch = ckpt.find("epoch");
     session->set_progress(step ? step->as_int() : 0, epoch ? epoch->as_int() : 0);
   }
-  for (const std::string& module : split_list(o.text("probe"))) session->add_probe(module);
+  train::ProbeOptions probe_options;
+  probe_options.max_overhead = o.real("probe-budget", 0, 1);
+  for (const std::string& module : split_list(o.text("probe")))
+    session->add_probe(module, probe_options);
 
   const train::SessionStatus start = session->status();
   if (!quiet) {
@@ -241,6 +244,10 @@ Command train_command() {
               {"probe", "MODULES", "",
                "comma-separated module names to probe; their last "
                "summaries are printed at the end"},
+              {"probe-budget", "F", "0.05",
+               "the most of the training time the --probe probes may take (a fraction): a "
+               "step they would sample is skipped while they cost more; 0: sample exactly "
+               "every 10 steps"},
               {"weights", "FILE", "", "load the model's weights (.pt, .pth, .safetensors) first"},
               {"resume", "FILE", "", "continue from a checkpoint (.pt: model, optimizer, step)"},
               {"save", "FILE", "", "save at the end: .pt a checkpoint, .safetensors the weights"},

@@ -34,11 +34,17 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   NoGradGuard no_grad;
   AutogradMeta& meta = variable_->autograd_meta();
   if (!meta.grad) {
-    // Take the incoming buffer when nobody else holds it (the common case), else copy, so
+    // Take the incoming buffer when nobody else holds it or its storage (the common case,
+    // also for a view of a dead intermediate such as TBackward's transpose), else copy, so
     // that .grad never aliases a tensor the user can see.
-    meta.grad = grad.impl_ptr().use_count() == 1 && grad.is_contiguous() && !grad.impl()->is_view
-                    ? grad.impl_ptr()
-                    : grad.clone().impl_ptr();
+    const std::shared_ptr<TensorImpl>& impl = grad.impl_ptr();
+    if (impl.use_count() == 1 && impl->storage.use_count() == 1 && grad.is_contiguous() &&
+        impl->storage_offset == 0) {
+      impl->is_view = false;  // its base is gone: the gradient owns its storage alone
+      meta.grad = impl;
+    } else {
+      meta.grad = grad.clone().impl_ptr();
+    }
   } else {
     Tensor(meta.grad).add_(grad);
   }

@@ -5,7 +5,9 @@
 // term by term, so that results agree with it to the last bit where the math is exact.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -302,6 +304,25 @@ auto tanh_expr(const X& x) {
   }
 }
 
+// tanh_expr's float32 tanh over contiguous memory, a chunk at a time through a float64
+// buffer: the widening and narrowing loops vectorize, and so does Eigen's float64 exp on the
+// buffer, where the expression form (whose float-to-double cast Eigen evaluates one value at
+// a time) runs scalar and several times slower.
+void tanh_float(const float* x, float* y, int64_t n) {
+  constexpr int64_t kChunk = 1024;
+  alignas(64) double buf[kChunk];
+  const ClampOp<double> clamp{-20.0, 20.0};
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t m = std::min(kChunk, n - begin);
+    const float* xs = x + begin;
+    for (int64_t j = 0; j < m; ++j) buf[j] = clamp(static_cast<double>(xs[j]));
+    Eigen::Map<Eigen::ArrayXd> d(buf, m);
+    d = 1.0 - 2.0 / ((2.0 * d).exp() + 1.0);
+    const TanhSmallOp small;
+    for (int64_t j = 0; j < m; ++j) y[begin + j] = small(xs[j], static_cast<float>(buf[j]));
+  }
+}
+
 // Calls f with an expression maker for x^e, using PyTorch's special cases for a scalar
 // exponent (x*x, sqrt, 1/x, ...: exact and vectorized) and std::pow otherwise.
 template <class T, class F>
@@ -532,6 +553,11 @@ void unary_typed(UnaryOp op, const TensorView& out, const TensorView& a, double 
         return pointwise<T, T>(
             out, [](const auto& x) { return x.sqrt(); }, a);
       case UnaryOp::Tanh:
+        if constexpr (std::is_same_v<T, float>) {
+          if (out.is_contiguous() && a.is_contiguous()) {
+            return tanh_float(a.ptr<const float>(), out.ptr<float>(), out.numel());
+          }
+        }
         return pointwise<T, T>(
             out, [](const auto& x) { return tanh_expr(x); }, a);
       case UnaryOp::Sigmoid:
@@ -704,11 +730,22 @@ bool any_non_finite(const TensorView& a) {
     using T = decltype(tag);
     const int64_t n = a.numel();
     if (a.is_contiguous()) {
-      // Vectorized blocks, stopping at the first block with a NaN or an infinity.
+      // Blocks of a loop the compiler vectorizes, stopping at the first block with a NaN or an
+      // infinity: a value is not finite when its exponent bits are all ones, a test on the
+      // bits that ORs together without branches (Eigen's isFinite() runs about ten times
+      // slower, and a training session runs this over every gradient of every step).
+      using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      constexpr Bits kExponent =
+          static_cast<Bits>(sizeof(T) == 4 ? 0x7F800000ull : 0x7FF0000000000000ull);
       constexpr int64_t kBlock = 4096;
       const T* p = a.ptr<const T>();
       for (int64_t i = 0; i < n; i += kBlock) {
-        if (!CMap<T>(p + i, std::min(kBlock, n - i)).isFinite().all()) return true;
+        const int64_t m = std::min(kBlock, n - i);
+        Bits bad = 0;
+        for (int64_t j = 0; j < m; ++j) {
+          bad |= static_cast<Bits>((std::bit_cast<Bits>(p[i + j]) & kExponent) == kExponent);
+        }
+        if (bad) return true;
       }
       return false;
     }

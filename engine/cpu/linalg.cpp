@@ -1,7 +1,11 @@
-// The CPU GEMM: Eigen maps over the caller's row-major buffers (no copies; transposed
-// operands are Eigen transpose expressions, which its product kernels read in place). With
-// EIGEN_USE_BLAS (NNS_USE_BLAS) Eigen forwards these products to the BLAS.
+// The CPU GEMM. With EIGEN_USE_BLAS (NNS_USE_BLAS) it calls the BLAS's sgemm/dgemm directly,
+// transposes as flags and beta passed through (Eigen's own BLAS path first zero-fills the
+// output and then accumulates into it: one needless pass over C per product). Without a BLAS,
+// Eigen maps over the caller's row-major buffers (transposed operands are Eigen transpose
+// expressions, which its product kernels read in place).
 #include <Eigen/Core>
+#include <algorithm>
+#include <limits>
 
 #include "engine/cpu/cpu_kernels.h"
 
@@ -9,12 +13,35 @@ namespace nns::cpu {
 
 namespace {
 
+#ifdef EIGEN_USE_BLAS
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major buffer read
+// column-major is its transpose, so the operands swap and each keeps its own flag.
+void blas_gemm(char ta, char tb, int m, int n, int k, float alpha, const float* a, int lda,
+               const float* b, int ldb, float beta, float* c, int ldc) {
+  sgemm_(&tb, &ta, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+}
+void blas_gemm(char ta, char tb, int m, int n, int k, double alpha, const double* a, int lda,
+               const double* b, int ldb, double beta, double* c, int ldc) {
+  dgemm_(&tb, &ta, &n, &m, &k, &alpha, b, &ldb, a, &lda, &beta, c, &ldc);
+}
+#endif
+
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;
   if (m == 0 || n == 0) return;
+#ifdef EIGEN_USE_BLAS
+  // The BLAS's Fortran interface takes 32-bit sizes; larger products stay on Eigen.
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (k > 0 && alpha != T(0) && std::max({m, n, k, lda, ldb, ldc}) <= kIntMax) {
+    blas_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+    return;
+  }
+#endif
   Eigen::Map<Matrix, 0, Stride> out(c, m, n, Stride(ldc));
   if (beta == T(0)) {
     out.setZero();

@@ -54,6 +54,45 @@ Shape broadcast_out_strides(const TensorView& out, const TensorView& in) {
 template <class T>
 using Accumulator = std::conditional_t<std::is_same_v<T, float>, double, T>;
 
+// Whether out reduces a contiguous input over a run of leading dims only (a bias gradient:
+// [batch, features] to [features]), so that the input reads as rows x out.numel() columns.
+bool reduces_leading_dims(const TensorView& out, const TensorView& in) {
+  if (!in.is_contiguous()) return false;
+  size_t d = 0;
+  while (d < in.sizes.size() && out.sizes[d] == 1) ++d;
+  for (; d < in.sizes.size(); ++d) {
+    if (out.sizes[d] != in.sizes[d]) return false;
+  }
+  return true;
+}
+
+// The column sums of a contiguous rows x cols input, kBlock columns at a time in accumulators
+// that stay in registers (the general loop re-reads and re-writes a row of accumulators per
+// input row). Each column adds its rows in order from zero, as the general loop does, so the
+// sums are the same bits.
+template <class T, class A>
+void sum_columns(T* o, const T* x, int64_t rows, int64_t cols, bool mean, A count) {
+  constexpr int64_t kBlock = 32;
+  const auto finish = [&](A total) { return static_cast<T>(mean ? total / count : total); };
+  int64_t j0 = 0;
+  for (; j0 + kBlock <= cols; j0 += kBlock) {
+    A acc[kBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = x + r * cols + j0;
+      for (int64_t j = 0; j < kBlock; ++j) acc[j] += static_cast<A>(row[j]);
+    }
+    for (int64_t j = 0; j < kBlock; ++j) o[j0 + j] = finish(acc[j]);
+  }
+  const int64_t width = cols - j0;
+  if (width == 0) return;
+  A acc[kBlock] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * cols + j0;
+    for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<A>(row[j]);
+  }
+  for (int64_t j = 0; j < width; ++j) o[j0 + j] = finish(acc[j]);
+}
+
 // out = sum of in over the dims where out has size 1, divided by the count when mean.
 template <class T>
 void sum_into(const TensorView& out, const TensorView& in, bool mean) {
@@ -64,6 +103,10 @@ void sum_into(const TensorView& out, const TensorView& in, bool mean) {
   if (n_out == 1 && in.is_contiguous()) {
     const A total = CMap<T>(in.ptr<const T>(), in.numel()).template cast<A>().sum();
     *o = static_cast<T>(mean ? total / count : total);
+    return;
+  }
+  if (n_out > 0 && reduces_leading_dims(out, in)) {
+    sum_columns<T, A>(o, in.ptr<const T>(), in.numel() / n_out, n_out, mean, count);
     return;
   }
   // out is contiguous; the accumulators take its layout.

@@ -324,6 +324,13 @@ Project parse_project(std::string_view json_text, const std::string& source) {
     probe.every = pr.integer("every", 10);
     if (probe.every < 1)
       pr.fail(pr.at("every"), "expected an integer >= 1, got " + std::to_string(probe.every));
+    probe.max_overhead = pr.number("max_overhead", probe.max_overhead);
+    if (!(probe.max_overhead >= 0 && probe.max_overhead <= 1)) {
+      pr.fail(pr.at("max_overhead"),
+              "expected a fraction in [0, 1] (0: sample exactly every N "
+              "steps), got " +
+                  std::to_string(probe.max_overhead));
+    }
     probe.extra = pr.extra();
     p.probes.push_back(std::move(probe));
   }
@@ -362,6 +369,13 @@ Project parse_project(std::string_view json_text, const std::string& source) {
     if (ts.clip_grad_norm < 0) t.fail(t.at("clip_grad_norm"), "expected a number >= 0 (0: off)");
     ts.extra = t.extra();
   }
+  const Json& frozen = r.array("frozen_parameters");
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    if (!frozen[i].is_string())
+      r.fail(item("frozen_parameters", i),
+             "expected a parameter's qualified name, got " + frozen[i].dump());
+    p.frozen_parameters.push_back(frozen[i].get<std::string>());
+  }
   p.extra = r.extra();
   return p;
 }
@@ -390,11 +404,9 @@ std::string project_to_json(const Project& p) {
   j["blocks"] = std::move(blocks);
   Json probes = Json::array();
   for (const ProbeSpec& probe : p.probes) {
-    Json pj{{"node", probe.node},
-            {"activations", probe.activations},
-            {"gradients", probe.gradients},
-            {"parameters", probe.parameters},
-            {"every", probe.every}};
+    Json pj{{"node", probe.node},           {"activations", probe.activations},
+            {"gradients", probe.gradients}, {"parameters", probe.parameters},
+            {"every", probe.every},         {"max_overhead", probe.max_overhead}};
     merge_extra(pj, probe.extra);
     probes.push_back(std::move(pj));
   }
@@ -421,6 +433,8 @@ std::string project_to_json(const Project& p) {
   tj["clip_grad_norm"] = t.clip_grad_norm;
   merge_extra(tj, t.extra);
   j["training"] = std::move(tj);
+  // Written only when set, so that a project without frozen parameters reads as before.
+  if (!p.frozen_parameters.empty()) j["frozen_parameters"] = p.frozen_parameters;
   merge_extra(j, p.extra);
   std::string out;
   write_pretty(j, out, 0);

@@ -23,11 +23,12 @@ constexpr int kProjectFormatVersion = 1;
 
 // A probe: hooks on the module of one node (see engine/train/probes.h).
 struct ProbeSpec {
-  NodeId node = 0;          // a node of the top-level graph
-  bool activations = true;  // forward hook: output statistics and histogram
-  bool gradients = true;    // full backward hook: gradients w.r.t. outputs and inputs
-  bool parameters = true;   // tensor hooks: parameter gradients, update-to-weight ratio
-  int64_t every = 10;       // sample every N steps
+  NodeId node = 0;             // a node of the top-level graph
+  bool activations = true;     // forward hook: output statistics and histogram
+  bool gradients = true;       // full backward hook: gradients w.r.t. outputs and inputs
+  bool parameters = true;      // tensor hooks: parameter gradients, update-to-weight ratio
+  int64_t every = 10;          // sample every N steps
+  double max_overhead = 0.05;  // skip sampled steps while probes cost more (0: exactly every N)
   Json extra = Json::object();
   bool operator==(const ProbeSpec&) const = default;
 };
@@ -66,6 +67,9 @@ struct Project {
   std::vector<ProbeSpec> probes;
   DatasetSettings dataset;
   TrainingSettings training;
+  // Qualified names of the parameters that do not train (requires_grad false), as
+  // named_parameters() gives them ("fc1.weight"); kept in the order they were frozen.
+  std::vector<std::string> frozen_parameters;
   Json extra = Json::object();  // top-level fields of a newer minor version, kept
 
   const BlockDef* find_block(const std::string& name) const;

@@ -281,10 +281,17 @@ Tensor Module::operator()(const Tensor& input) {
 // forward, global then own forward hooks, output wrapping.
 std::vector<Tensor> Module::call_with_hooks(const std::vector<Tensor>& inputs) {
   GlobalHooks& global = global_hooks();
-  std::vector<Tensor> args = inputs;
+  // The caller's inputs are read in place until a pre-hook or the backward wrapping replaces
+  // them: a module with forward hooks only (a probe's) pays no copy per call.
+  std::vector<Tensor> replaced;
+  const std::vector<Tensor>* args = &inputs;
   for (auto* table : {global.forward_pre.get(), forward_pre_hooks_.get()}) {
+    if (table->empty()) continue;
     for (auto& [id, hook] : table->snapshot()) {
-      if (std::optional<std::vector<Tensor>> r = hook(*this, args)) args = std::move(*r);
+      if (std::optional<std::vector<Tensor>> r = hook(*this, *args)) {
+        replaced = std::move(*r);
+        args = &replaced;
+      }
     }
   }
 
@@ -299,23 +306,31 @@ std::vector<Tensor> Module::call_with_hooks(const std::vector<Tensor>& inputs) {
     for (auto* table : {global.backward_pre.get(), backward_pre_hooks_.get()}) {
       for (auto& [id, hook] : table->snapshot()) bw->pre_hooks.push_back(hook);
     }
-    bw->n_inputs = args.size();
-    std::vector<Tensor> wrapped = wrap(args, bw, /*output_side=*/false);
-    for (size_t i = 0; i < args.size(); ++i) {
-      bw->inputs_wrapped = bw->inputs_wrapped || !wrapped[i].is_same(args[i]);
+    bw->n_inputs = args->size();
+    std::vector<Tensor> wrapped = wrap(*args, bw, /*output_side=*/false);
+    for (size_t i = 0; i < args->size(); ++i) {
+      bw->inputs_wrapped = bw->inputs_wrapped || !wrapped[i].is_same((*args)[i]);
     }
-    args = std::move(wrapped);
+    replaced = std::move(wrapped);
+    args = &replaced;
   }
 
-  std::vector<std::pair<uint64_t, ForwardHookEntry>> hooks = global.forward->snapshot();
-  for (auto& entry : forward_hooks_->snapshot()) hooks.push_back(std::move(entry));
+  std::vector<std::pair<uint64_t, ForwardHookEntry>> hooks;
+  if (!global.forward->empty()) hooks = global.forward->snapshot();
+  if (!forward_hooks_->empty()) {
+    if (hooks.empty()) {
+      hooks = forward_hooks_->snapshot();
+    } else {
+      for (auto& entry : forward_hooks_->snapshot()) hooks.push_back(std::move(entry));
+    }
+  }
 
   std::vector<Tensor> result;
   size_t next_hook = 0;
   try {
-    result = forward(args);
+    result = forward(*args);
     for (; next_hook < hooks.size(); ++next_hook) {
-      if (auto r = hooks[next_hook].second.fn(*this, args, result)) result = std::move(*r);
+      if (auto r = hooks[next_hook].second.fn(*this, *args, result)) result = std::move(*r);
     }
   } catch (...) {
     // always_call hooks that have not run yet still run (with no outputs); their own errors
@@ -323,7 +338,7 @@ std::vector<Tensor> Module::call_with_hooks(const std::vector<Tensor>& inputs) {
     for (size_t i = next_hook; i < hooks.size(); ++i) {
       if (!hooks[i].second.always_call) continue;
       try {
-        hooks[i].second.fn(*this, args, {});
+        hooks[i].second.fn(*this, *args, {});
       } catch (...) {
       }
     }

@@ -131,6 +131,12 @@ Tensor reshape_result(const Tensor& t, Shape sizes, const char* name) {
   return out;
 }
 
+// A transposed contiguous matrix (weight.t()), whose gradient mm_backward makes in the same
+// layout.
+bool is_column_major(const Tensor& t) {
+  return t.size(0) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+}
+
 // The saved operand a gradient needs, kept only when that gradient is wanted.
 SavedVariable save_if(const Tensor& t, bool needed) {
   return needed ? SavedVariable(t) : SavedVariable();
@@ -173,22 +179,33 @@ struct MvBackward0 : Node {
 };
 
 // The gradients of mat1 and mat2 in alpha * mat1 @ mat2 (MmBackward0, AddmmBackward0);
-// undefined where not wanted.
+// undefined where not wanted. mat2_column_major: see is_column_major (mat2 itself is saved
+// only when mat1's gradient needs it).
 std::pair<Tensor, Tensor> mm_backward(const Node* node, const Tensor& grad,
                                       const SavedVariable& mat1, const SavedVariable& mat2,
-                                      bool want1, bool want2, double alpha) {
+                                      bool mat2_column_major, bool want1, bool want2,
+                                      double alpha) {
   Mat g = as_mat(grad);
   Tensor g1 = want1 ? multiply(g, as_mat(mat2.unpack(node)).t(), alpha, "mm_backward") : Tensor();
-  Tensor g2 = want2 ? multiply(as_mat(mat1.unpack(node)).t(), g, alpha, "mm_backward") : Tensor();
+  Tensor g2;
+  if (want2) {
+    const Mat m1 = as_mat(mat1.unpack(node));
+    // A column-major mat2 (linear's weight.t()) gets its gradient in the same layout, as
+    // ATen's mm_mat2_backward does: (grad^T @ mat1)^T, so that TBackward hands the weight a
+    // contiguous gradient that AccumulateGrad takes as it is instead of copying.
+    g2 = mat2_column_major ? multiply(g.t(), m1, alpha, "mm_backward").t()
+                           : multiply(m1.t(), g, alpha, "mm_backward");
+  }
   return {g1, g2};
 }
 
 struct MmBackward0 : Node {
   SavedVariable self, mat2;
+  bool mat2_column_major = false;
   std::string name() const override { return "MmBackward0"; }
   variable_list apply(variable_list&& grads) override {
-    auto [ga, gb] =
-        mm_backward(this, grads[0], self, mat2, next_edges[0].valid(), next_edges[1].valid(), 1);
+    auto [ga, gb] = mm_backward(this, grads[0], self, mat2, mat2_column_major,
+                                next_edges[0].valid(), next_edges[1].valid(), 1);
     return {ga, gb};
   }
   void release_variables() override {
@@ -201,12 +218,13 @@ struct AddmmBackward0 : Node {
   Shape self_sizes;
   double beta = 1, alpha = 1;
   SavedVariable mat1, mat2;
+  bool mat2_column_major = false;
   std::string name() const override { return "AddmmBackward0"; }
   variable_list apply(variable_list&& grads) override {
     Tensor gi;
     if (next_edges[0].valid()) gi = sum_to(beta == 1 ? grads[0] : mul(grads[0], beta), self_sizes);
-    auto [g1, g2] = mm_backward(this, grads[0], mat1, mat2, next_edges[1].valid(),
-                                next_edges[2].valid(), alpha);
+    auto [g1, g2] = mm_backward(this, grads[0], mat1, mat2, mat2_column_major,
+                                next_edges[1].valid(), next_edges[2].valid(), alpha);
     return {gi, g1, g2};
   }
   void release_variables() override {
@@ -287,6 +305,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (auto node = make_node<MmBackward0>({a, b})) {
     node->self = save_if(a, node->next_edges[1].valid());
     node->mat2 = save_if(b, node->next_edges[0].valid());
+    node->mat2_column_major = is_column_major(b);
     set_history(out, node);
   }
   return out;
@@ -361,6 +380,7 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
     node->alpha = alpha;
     node->mat1 = save_if(a, node->next_edges[2].valid());
     node->mat2 = save_if(b, node->next_edges[1].valid());
+    node->mat2_column_major = is_column_major(b);
     set_history(out, node);
   }
   return out;

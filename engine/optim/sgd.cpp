@@ -1,5 +1,6 @@
 #include "engine/optim/sgd.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "engine/autograd/grad_mode.h"
@@ -48,6 +49,40 @@ std::vector<ParamGroup> checked(std::vector<ParamGroup> groups) {
 const SGDOptions& checked(const SGDOptions& defaults) {
   check_options(defaults);
   return defaults;
+}
+
+// The momentum update of a step after the first, in one pass over memory instead of three
+// tensor ops (buf.mul_(momentum).add_(grad, 1 - dampening), then param.add_(buf, -lr)), each
+// of which reads and writes the whole parameter. It rounds as those ops' kernels do: where the
+// target has FMA (__FMA__) the compiler contracts their `x + alpha * y` into a multiply-add,
+// as ATen's vectorized kernels compute it; without FMA the product and the sum round apart
+// (and nothing can be contracted here either).
+template <class T>
+void momentum_kernel(T* param, const T* grad, T* buf, int64_t n, double momentum,
+                     double one_minus_dampening, double lr) {
+  const T m = static_cast<T>(momentum);
+  const T a = static_cast<T>(one_minus_dampening);
+  const T neg_lr = static_cast<T>(-lr);
+  for (int64_t i = 0; i < n; ++i) {
+#ifdef __FMA__
+    const T b = std::fma(grad[i], a, buf[i] * m);
+    param[i] = std::fma(b, neg_lr, param[i]);
+#else
+    const T b = buf[i] * m + grad[i] * a;
+    param[i] = param[i] + b * neg_lr;
+#endif
+    buf[i] = b;
+  }
+}
+
+// Whether momentum_kernel can take the step: plain momentum (no decay, Nesterov or maximize)
+// on CPU float tensors whose gradient and buffer are contiguous and shaped like the parameter.
+bool fusable(const SGDOptions& o, const Tensor& p, const Tensor& grad, const Tensor& buf) {
+  return !o.maximize && o.weight_decay == 0.0 && !o.nesterov && p.device().is_cpu() &&
+         (p.dtype() == kFloat32 || p.dtype() == kFloat64) && grad.dtype() == p.dtype() &&
+         buf.dtype() == p.dtype() && grad.device() == p.device() && buf.device() == p.device() &&
+         grad.sizes() == p.sizes() && buf.sizes() == p.sizes() && grad.is_contiguous() &&
+         buf.is_contiguous();
 }
 
 }  // namespace
@@ -107,6 +142,18 @@ void SGD::step() {
         Tensor* buf = st.find("momentum_buffer");
         if (buf == nullptr) {
           buf = &st.insert("momentum_buffer", d_p.clone());
+        } else if (fusable(o, p, d_p, *buf)) {
+          detail::Writable param(p);
+          if (p.dtype() == kFloat32) {
+            momentum_kernel(param.data<float>(), d_p.data_ptr<float>(), buf->data_ptr<float>(),
+                            p.numel(), o.momentum, 1.0 - o.dampening, o.lr);
+          } else {
+            momentum_kernel(param.data<double>(), d_p.data_ptr<double>(), buf->data_ptr<double>(),
+                            p.numel(), o.momentum, 1.0 - o.dampening, o.lr);
+          }
+          buf->bump_version();
+          param.finish();
+          continue;
         } else {
           buf->mul_(o.momentum).add_(d_p, 1.0 - o.dampening);
         }

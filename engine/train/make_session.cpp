@@ -154,8 +154,9 @@ std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
                        " has no module to place hooks on (a functional node, an Input or an "
                        "Output, or no such node); probe a module node");
     }
-    session->add_probe(model->module_name(p.node),
-                       ProbeOptions{p.activations, p.gradients, p.parameters, p.every});
+    session->add_probe(
+        model->module_name(p.node),
+        ProbeOptions{p.activations, p.gradients, p.parameters, p.every, p.max_overhead});
   }
   return session;
 }

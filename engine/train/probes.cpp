@@ -1,6 +1,8 @@
 #include "engine/train/probes.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -13,6 +15,30 @@ namespace nns::train {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+using Clock = std::chrono::steady_clock;
+
+// How long the overhead budget remembers: cost and training time are weighted by
+// exp(-age / kBudgetMemory), the age counted in seconds inside steps: short enough to follow
+// a change of speed within a second or two, long enough to span many steps of a fast model.
+constexpr double kBudgetMemory = 1.0;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Adds the seconds of its scope to `total`: the probes' own time, for the overhead budget.
+class CostTimer {
+ public:
+  explicit CostTimer(double& total) : total_(total) {}
+  ~CostTimer() { total_ += seconds_since(start_); }
+  CostTimer(const CostTimer&) = delete;
+  CostTimer& operator=(const CostTimer&) = delete;
+
+ private:
+  double& total_;
+  Clock::time_point start_ = Clock::now();
+};
 
 // A float32 or float64 contiguous tensor with the same values (itself when it is one).
 Tensor flat_values(const Tensor& tensor) {
@@ -149,24 +175,39 @@ uint64_t next_random(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// Up to kReservoirValues values: all of them for a small tensor, else one random value from
-// each of kReservoirValues equal blocks (a stratified sample: every region is represented).
+// Calls f(b, i) for b = 0 .. kReservoirValues - 1 with i one random position in block b of
+// kReservoirValues equal blocks of [0, n) (n > kReservoirValues): a stratified sample, every
+// region represented. This runs for every large tensor of a sampled step, so it is written to
+// vectorize: block b is [b * n / k, (b + 1) * n / k) with k a power of two (a shift, not a
+// division), and its offset comes from a hash of (seed, b) mapped onto the block by a
+// multiply and a shift, so that no position depends on the one before.
+template <class F>
+void for_each_sampled(int64_t n, uint64_t seed, F&& f) {
+  static_assert((kReservoirValues & (kReservoirValues - 1)) == 0, "a power of two");
+  constexpr int kShift = std::countr_zero(kReservoirValues);
+  const auto un = static_cast<uint64_t>(n);
+  for (int64_t b = 0; b < static_cast<int64_t>(kReservoirValues); ++b) {
+    const auto ub = static_cast<uint64_t>(b);
+    const uint64_t begin = (ub * un) >> kShift;
+    const uint64_t len = (((ub + 1) * un) >> kShift) - begin;
+    uint64_t z = (seed + ub) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 32)) * 0xD6E8FEB86659FD93ULL;
+    f(b, static_cast<int64_t>(begin + (((z >> 32) * len) >> 32)));
+  }
+}
+
+// Up to kReservoirValues values: all of them for a small tensor, else a stratified sample.
 template <class T>
 std::vector<float> sample_values(const T* x, int64_t n, uint64_t& rng) {
   std::vector<float> out;
-  const auto k = static_cast<int64_t>(kReservoirValues);
-  if (n <= k) {
+  if (n <= static_cast<int64_t>(kReservoirValues)) {
     out.assign(x, x + n);
     return out;
   }
-  out.resize(static_cast<size_t>(k));
-  for (int64_t b = 0; b < k; ++b) {
-    const int64_t begin = b * n / k;
-    const int64_t end = (b + 1) * n / k;
-    const int64_t at =
-        begin + static_cast<int64_t>(next_random(rng) % static_cast<uint64_t>(end - begin));
-    out[static_cast<size_t>(b)] = static_cast<float>(x[at]);
-  }
+  out.resize(kReservoirValues);
+  float* o = out.data();
+  for_each_sampled(n, next_random(rng),
+                   [&](int64_t b, int64_t i) { o[b] = static_cast<float>(x[i]); });
   return out;
 }
 
@@ -195,22 +236,32 @@ std::string indexed_name(const char* base, size_t i, size_t count) {
   return count == 1 ? std::string(base) : std::string(base) + "." + std::to_string(i);
 }
 
-// ||after - before|| / ||after||.
-double update_ratio(const Tensor& before, const Tensor& after) {
-  const Tensor a = flat_values(after);
-  const Tensor b = flat_values(before.to(a.dtype()));
+// A parameter's values before the optimizer's step (see ParamBefore).
+template <class T>
+void capture(const T* x, int64_t n, uint64_t& rng, std::vector<int64_t>& at,
+             std::vector<double>& values) {
+  if (n <= static_cast<int64_t>(kReservoirValues)) {
+    values.assign(x, x + n);
+    return;
+  }
+  at.resize(kReservoirValues);
+  values.resize(kReservoirValues);
+  for_each_sampled(n, next_random(rng), [&](int64_t b, int64_t i) {
+    at[static_cast<size_t>(b)] = i;
+    values[static_cast<size_t>(b)] = static_cast<double>(x[i]);
+  });
+}
+
+// ||after - before|| / ||after|| over the captured elements.
+template <class T>
+double update_ratio(const T* after, const std::vector<int64_t>& at,
+                    const std::vector<double>& before) {
   double diff = 0, norm = 0;
-  auto accumulate = [&](const auto* pa, const auto* pb) {
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      const double d = static_cast<double>(pa[i]) - static_cast<double>(pb[i]);
-      diff += d * d;
-      norm += static_cast<double>(pa[i]) * static_cast<double>(pa[i]);
-    }
-  };
-  if (a.dtype() == kFloat32) {
-    accumulate(a.data_ptr<float>(), b.data_ptr<float>());
-  } else {
-    accumulate(a.data_ptr<double>(), b.data_ptr<double>());
+  for (size_t j = 0; j < before.size(); ++j) {
+    const double a = static_cast<double>(after[at.empty() ? static_cast<int64_t>(j) : at[j]]);
+    const double d = a - before[j];
+    diff += d * d;
+    norm += a * a;
   }
   return norm > 0 ? std::sqrt(diff) / std::sqrt(norm) : kNaN;
 }
@@ -246,6 +297,16 @@ TensorStats summarize(const Tensor& tensor, Saturation saturation, int bins) {
   return summarize_values(t.data_ptr<double>(), t.numel(), saturation, bins);
 }
 
+// A parameter's values before the optimizer's step: all of them for a parameter of up to
+// kReservoirValues elements, else those at `at`, a stratified sample. Copying and comparing
+// whole parameters on every sampled step cost more than the training step of a large model;
+// the ratio over a stratified sample estimates the whole one (both norms scale alike).
+struct Probes::ParamBefore {
+  int64_t numel = 0;
+  std::vector<int64_t> at;
+  std::vector<double> values;
+};
+
 struct Probes::Probe {
   ProbeInfo info;
   nn::ModulePtr module;
@@ -254,10 +315,12 @@ struct Probes::Probe {
   RemovableHandle forward;
   std::vector<RemovableHandle> step_hooks;
   bool sampling = false;
+  int64_t last_sampled = 0;  // the step this probe last sampled (0: none yet)
+  int64_t interval = 0;      // ProbeSample::interval of the sampled step
   // Per parameter, on a sampled step: its gradient's sample (waiting for the update ratio)
   // and its value before the optimizer's step.
   std::vector<std::optional<ProbeSample>> pending;
-  std::vector<Tensor> before;
+  std::vector<std::optional<ParamBefore>> before;
 };
 
 struct Probes::Series {
@@ -293,6 +356,11 @@ void check_probe(const std::vector<std::string>& module_names, const std::string
   if (options.every < 1) {
     throw ValueError("add_probe('" + module_name + "'): every must be at least 1, got " +
                      std::to_string(options.every));
+  }
+  if (!(options.max_overhead >= 0 && options.max_overhead <= 1)) {
+    throw ValueError(
+        "add_probe('" + module_name + "'): max_overhead must be a fraction in [0, 1] " +
+        "(0: sample exactly every N steps), got " + std::to_string(options.max_overhead));
   }
   if (!options.activations && !options.gradients && !options.parameters) {
     throw ValueError("add_probe('" + module_name +
@@ -330,6 +398,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
       [this, p](nn::Module&, const std::vector<Tensor>&,
                 const std::vector<Tensor>& outputs) -> std::optional<std::vector<Tensor>> {
         if (!p->sampling || !p->info.options.activations) return std::nullopt;
+        const CostTimer timer(step_cost_);
         for (size_t i = 0; i < outputs.size(); ++i) {
           record(*p, ProbeKind::Activation, indexed_name("output", i, outputs.size()), outputs[i],
                  p->saturation);
@@ -376,6 +445,7 @@ void Probes::install_step_hooks(Probe& probe) {
     p->step_hooks.push_back(p->module->register_full_backward_hook(
         [this, p](nn::Module&, const std::vector<Tensor>& grad_input,
                   const std::vector<Tensor>& grad_output) -> std::optional<std::vector<Tensor>> {
+          const CostTimer timer(step_cost_);
           for (size_t i = 0; i < grad_output.size(); ++i) {
             record(*p, ProbeKind::GradOutput, indexed_name("output", i, grad_output.size()),
                    grad_output[i], Saturation::None);
@@ -388,11 +458,12 @@ void Probes::install_step_hooks(Probe& probe) {
         }));
   }
   p->pending.assign(p->params.size(), std::nullopt);
-  p->before.assign(p->params.size(), Tensor());
+  p->before.assign(p->params.size(), std::nullopt);
   for (size_t i = 0; i < p->params.size(); ++i) {
     p->step_hooks.push_back(p->params[i].second.register_hook(
         std::function<void(const Tensor&)>([this, p, i](const Tensor& grad) {
           if (!grad.defined()) return;
+          const CostTimer timer(step_cost_);
           const Tensor flat = flat_values(grad);
           ProbeSample sample;
           sample.probe = p->info.id;
@@ -411,6 +482,7 @@ void Probes::install_step_hooks(Probe& probe) {
                 summarize_sampled(flat.data_ptr<double>(), flat.numel(), Saturation::None, values);
           }
           sample.update_ratio = kNaN;
+          sample.interval = p->interval;
           p->pending[i] = std::move(sample);
           keep({p->info.id, ProbeKind::ParamGrad, p->params[i].first}, step_, flat.numel(),
                std::move(values));
@@ -418,41 +490,122 @@ void Probes::install_step_hooks(Probe& probe) {
   }
 }
 
+void Probes::measure_step(Clock::time_point now, bool sampled) {
+  const double span = std::chrono::duration<double>(now - *step_begin_).count();
+  step_begin_.reset();
+  // A sampled step also pays for what no timer inside the probes sees: the two autograd
+  // nodes a full backward hook adds around its module, and the caches the summaries evict.
+  // So its cost is at least its excess over the recent unsampled steps (a running mean of
+  // their length; noise in it only ever counts more cost).
+  double cost = step_cost_;
+  {
+    static double acc[4][2]; static bool prev = false; static long total = 0;
+    int k = sampled ? 0 : (prev ? 1 : 2);
+    acc[k][0] += span; acc[k][1] += 1; if (sampled) { acc[3][0] += step_cost_; acc[3][1] += 1; }
+    prev = sampled;
+    if (++total % 20000 == 0) std::fprintf(stderr, "DBG sampled %.1fus (timed %.1fus) n=%.0f, after %.1fus n=%.0f, other %.1fus n=%.0f\n", 1e6*acc[0][0]/acc[0][1], 1e6*acc[3][0]/acc[3][1], acc[0][1], 1e6*acc[1][0]/acc[1][1], acc[1][1], 1e6*acc[2][0]/acc[2][1], acc[2][1]);
+  }
+  if (!sampled) {
+    unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
+  } else if (unsampled_span_ > 0) {
+    cost = std::max(cost, span - unsampled_span_);
+  }
+  // The step's cost and training time, spread evenly over it, weighted by
+  // exp(-age / kBudgetMemory) with the age in seconds inside steps: time between steps (a
+  // pause, an evaluation) moves nothing, so it neither lets the probes run free afterwards
+  // nor holds them back.
+  const double x = span / kBudgetMemory;
+  const double decay = std::exp(-x);
+  const double weight = x > 1e-9 ? -std::expm1(-x) / x : 1.0;
+  cost_ = cost_ * decay + cost * weight;
+  train_ = train_ * decay + std::max(0.0, span - cost) * weight;
+  step_cost_ = 0;
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  overhead_.fraction = train_ > 0 ? cost_ / train_ : 0;
+}
+
 void Probes::begin_step(int64_t step) {
   step_ = step;
+  any_sampling_ = false;
+  step_cost_ = 0;
+  step_begin_.reset();
+  if (probes_.empty()) return;
+  const Clock::time_point now = Clock::now();
+  step_begin_ = now;
+  int64_t sampled = 0;
+  int64_t skipped = 0;
   for (auto& [id, p] : probes_) {
-    p->sampling = (step - 1) % p->info.options.every == 0;
-    if (p->sampling) install_step_hooks(*p);
+    const ProbeOptions& o = p->info.options;
+    p->sampling = false;
+    if ((step - 1) % o.every != 0) continue;
+    // A step at or before the last sampled one: the run was reset; start over.
+    const bool first = p->last_sampled == 0 || step <= p->last_sampled;
+    if (!first && o.max_overhead > 0 && cost_ > o.max_overhead * train_) {
+      ++skipped;
+      continue;
+    }
+    p->sampling = true;
+    p->interval = first ? 0 : step - p->last_sampled;
+    p->last_sampled = step;
+    ++sampled;
+    install_step_hooks(*p);
   }
+  any_sampling_ = sampled > 0;
+  if (sampled + skipped > 0) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    overhead_.sampled += sampled;
+    overhead_.skipped += skipped;
+  }
+  step_cost_ += seconds_since(now);
 }
 
 void Probes::before_optimizer_step() {
+  if (!any_sampling_) return;
+  const CostTimer timer(step_cost_);
   NoGradGuard no_grad;
   for (auto& [id, p] : probes_) {
     if (!p->sampling) continue;
     for (size_t i = 0; i < p->params.size(); ++i) {
-      if (p->pending[i]) p->before[i] = p->params[i].second.detach().clone();
+      if (!p->pending[i]) continue;
+      const Tensor flat = flat_values(p->params[i].second);
+      ParamBefore& before = p->before[i].emplace();
+      before.numel = flat.numel();
+      if (flat.dtype() == kFloat32) {
+        capture(flat.data_ptr<float>(), flat.numel(), rng_state_, before.at, before.values);
+      } else {
+        capture(flat.data_ptr<double>(), flat.numel(), rng_state_, before.at, before.values);
+      }
     }
   }
 }
 
 void Probes::end_step() {
-  for (auto& [id, p] : probes_) {
-    if (!p->sampling) continue;
-    for (size_t i = 0; i < p->params.size(); ++i) {
-      if (!p->pending[i]) continue;
-      ProbeSample sample = std::move(*p->pending[i]);
-      if (p->before[i].defined()) {
-        sample.update_ratio = update_ratio(p->before[i], p->params[i].second);
+  const bool sampled = any_sampling_;
+  if (sampled) {
+    any_sampling_ = false;
+    const CostTimer timer(step_cost_);
+    for (auto& [id, p] : probes_) {
+      if (!p->sampling) continue;
+      for (size_t i = 0; i < p->params.size(); ++i) {
+        if (!p->pending[i]) continue;
+        ProbeSample sample = std::move(*p->pending[i]);
+        const Tensor after = flat_values(p->params[i].second);
+        if (p->before[i] && p->before[i]->numel == after.numel()) {
+          const ParamBefore& b = *p->before[i];
+          sample.update_ratio = after.dtype() == kFloat32
+                                    ? update_ratio(after.data_ptr<float>(), b.at, b.values)
+                                    : update_ratio(after.data_ptr<double>(), b.at, b.values);
+        }
+        publish(std::move(sample));
       }
-      publish(std::move(sample));
+      for (RemovableHandle& h : p->step_hooks) h.remove();
+      p->step_hooks.clear();
+      p->pending.clear();
+      p->before.clear();
+      p->sampling = false;
     }
-    for (RemovableHandle& h : p->step_hooks) h.remove();
-    p->step_hooks.clear();
-    p->pending.clear();
-    p->before.clear();
-    p->sampling = false;
   }
+  if (step_begin_) measure_step(Clock::now(), sampled);
 }
 
 void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, const Tensor& value,
@@ -465,6 +618,7 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
   sample.step = step_;
   sample.kind = kind;
   sample.tensor = tensor;
+  sample.interval = probe.interval;
   std::vector<float> values;
   if (flat.dtype() == kFloat32) {
     values = sample_values(flat.data_ptr<float>(), flat.numel(), rng_state_);
@@ -519,6 +673,11 @@ std::vector<ProbeSample> Probes::take_samples() {
 int64_t Probes::dropped() const {
   std::lock_guard<std::mutex> lock(queue_mutex_);
   return dropped_;
+}
+
+ProbeOverhead Probes::overhead() const {
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  return overhead_;
 }
 
 Rebinned Probes::rebin(ProbeId id, ProbeKind kind, const std::string& tensor, int64_t first_step,

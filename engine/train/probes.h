@@ -22,10 +22,25 @@
 // because a registered full backward hook adds two autograd nodes around the module on every
 // call; the forward hook returns at once on other steps and in evaluation passes.
 //
-// A probe samples steps 1, 1 + every, 1 + 2 * every, ... (steps count from 1). The hooks
-// reduce on the thread that trains; the samples wait in a bounded queue that drops the oldest
-// when full, so a slow reader never holds training up. Each sampled tensor also leaves up to
-// kReservoirValues raw values (a stratified random sample) in a reservoir that keeps the
+// A probe samples steps 1, 1 + every, 1 + 2 * every, ... (steps count from 1), within an
+// overhead budget, the way a sampling profiler bounds its cost: the probes time themselves
+// with a steady clock (their hooks and summaries, and placing and removing the step hooks;
+// a sampled step costs at least its excess over the recent unsampled steps, which also
+// counts the autograd nodes of the backward hooks) and the training from begin_step to
+// end_step (less their own time), both weighted by
+// exp(-age / 1 s), the age counted in time inside steps, so that the measure follows a
+// change of speed and a pause between steps neither banks credit nor leaves a debt. A step that
+// `every` picks is skipped while the probes' weighted cost is above max_overhead x the weighted
+// training time; a probe's first pick is always sampled (early steps are kept). The cost compared
+// is that of all the probes together, since the limit is on what probing costs the run; a probe's
+// own max_overhead says how much of it that probe tolerates, so a probe with max_overhead 0 samples
+// exactly every N steps and its cost still counts against the budgeted ones. With max_overhead 0
+// the sampled steps are deterministic; with a budget they depend on timing (never on the training's
+// numbers, which probes do not change). overhead() reports the measured fraction and the steps
+// skipped, and each sample its interval, so that a window can show "sampling every ~N steps (budget
+// 5%)". The hooks reduce on the thread that trains; the samples wait in a bounded queue that drops
+// the oldest when full, so a slow reader never holds training up. Each sampled tensor also leaves
+// up to kReservoirValues raw values (a stratified random sample) in a reservoir that keeps the
 // kRecentSteps most recent sampled steps and a thinned set of kEarlySteps older ones, so that
 // rebin() can redraw a histogram over any range and zoom later.
 //
@@ -33,11 +48,13 @@
 // thread that runs the model (TrainingSession does that for you); take_samples, dropped,
 // rebin and series run on any thread. Probes draw no numbers from nns generators, so they
 // never change a training run.
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -53,6 +70,16 @@ struct ProbeOptions {
   bool gradients = true;    // full backward hook: gradients w.r.t. outputs and inputs
   bool parameters = true;   // tensor hooks: parameter gradients and update-to-weight ratio
   int64_t every = 10;       // sample every N steps (>= 1)
+  // Skip a step `every` picks while all probes cost more than this fraction of the training
+  // time (see above); 0: sample exactly every N steps. In [0, 1].
+  double max_overhead = 0.05;
+};
+
+// The probes' measured cost (any thread).
+struct ProbeOverhead {
+  double fraction = 0;  // recent probe time / recent training time (weights exp(-age / 1 s))
+  int64_t sampled = 0;  // steps sampled, summed over the probes
+  int64_t skipped = 0;  // steps `every` picked that the budget skipped, summed over the probes
 };
 
 // What a sample describes.
@@ -112,8 +139,12 @@ struct ProbeSample {
   std::string tensor;  // "output", "input.1", "weight", ...
   TensorStats stats;
   // ParamGrad only: ||w_after - w_before|| / ||w_after|| over the optimizer's step (NaN when
-  // the step did not change the parameter's storage or ||w|| is 0).
+  // the step did not change the parameter's storage or ||w|| is 0). For a parameter of more
+  // than kReservoirValues elements, estimated over a stratified sample of that many.
   double update_ratio = 0;
+  // Steps since this probe's previous sampled step (0 for its first): `every`, or a multiple
+  // of it when the overhead budget skipped steps.
+  int64_t interval = 0;
 };
 
 // A histogram re-binned from the reservoir: one row per kept step in the range.
@@ -158,6 +189,7 @@ class Probes {
   // Any thread.
   std::vector<ProbeSample> take_samples();
   int64_t dropped() const;
+  ProbeOverhead overhead() const;
   // Kept steps in [first_step, last_step] of one series, re-binned into `bins` bins over
   // [lo, hi] (values outside are left out). Empty for an unknown series.
   Rebinned rebin(ProbeId id, ProbeKind kind, const std::string& tensor, int64_t first_step,
@@ -167,6 +199,7 @@ class Probes {
 
  private:
   struct Probe;
+  struct ParamBefore;
   struct Series;
   using SeriesKey = std::tuple<ProbeId, ProbeKind, std::string>;
 
@@ -176,6 +209,8 @@ class Probes {
   // Not "emit": Qt defines that word as a macro, and the window includes this header.
   void publish(ProbeSample sample);
   void keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector<float> values);
+  // Folds the step that began at step_begin_ into the weighted cost and training time.
+  void measure_step(std::chrono::steady_clock::time_point now, bool sampled);
 
   nn::ModulePtr model_;
   std::map<ProbeId, std::unique_ptr<Probe>> probes_;
@@ -183,17 +218,28 @@ class Probes {
   int64_t step_ = 0;
   uint64_t rng_state_ = 0x9E3779B97F4A7C15ULL;
 
+  // The overhead budget (training thread): when the current step began (none outside steps
+  // and without probes), the probes' time in it, and the weighted probe and training
+  // seconds (see above).
+  std::optional<std::chrono::steady_clock::time_point> step_begin_;
+  double step_cost_ = 0;
+  bool any_sampling_ = false;  // a probe samples the current step
+  double unsampled_span_ = 0;  // running mean length of the steps no probe sampled
+  double cost_ = 0;
+  double train_ = 0;
+
   mutable std::mutex queue_mutex_;
   std::deque<ProbeSample> queue_;
   size_t queue_capacity_;
   int64_t dropped_ = 0;
+  ProbeOverhead overhead_;  // under queue_mutex_
 
   mutable std::mutex series_mutex_;
   std::map<SeriesKey, std::unique_ptr<Series>> series_;
 };
 
 // KeyError naming the module and listing module_names for a name not among them; ValueError
-// when every < 1 or the options probe nothing.
+// when every < 1, max_overhead is outside [0, 1] or the options probe nothing.
 void check_probe(const std::vector<std::string>& module_names, const std::string& module_name,
                  const ProbeOptions& options);
 

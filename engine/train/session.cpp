@@ -461,7 +461,9 @@ void TrainingSession::run_step() {
 }
 
 void TrainingSession::publish_step(const StepMetrics& m) {
+  const ProbeOverhead probe_overhead = probes_.overhead();
   std::lock_guard<std::mutex> lock(mutex_);
+  status_.probe_overhead = probe_overhead;
   status_.step = m.step;
   status_.batch = batch_;
   status_.loss = m.loss;

@@ -106,9 +106,10 @@ struct SessionStatus {
   int64_t batches_per_epoch = 0;
   int64_t batch_size = 0;
   double lr = 0;
-  double loss = 0;              // last step's
-  double smoothed_loss = 0;     // see StepMetrics
-  double steps_per_second = 0;  // over the last half second or so of running
+  double loss = 0;               // last step's
+  double smoothed_loss = 0;      // see StepMetrics
+  double steps_per_second = 0;   // over the last half second or so of running
+  ProbeOverhead probe_overhead;  // the probes' measured cost and budget skips (probes.h)
   std::optional<EpochMetrics> last_epoch;
   std::optional<Evaluation> last_evaluation;
   int64_t resets = 0;  // reset() calls applied so far: a UI clears its curves when it changes

@@ -7,13 +7,18 @@
 #include <QImage>
 #include <QPixmap>
 #include <QTabWidget>
+#include <QTest>
 #include <set>
 
 #include "ui/example_project.h"
 #include "ui/graph_view.h"
 #include "ui/inspector_widget.h"
 #include "ui/main_window.h"
+#include "ui/node_health.h"
+#include "ui/probe_panel.h"
+#include "ui/problems_widget.h"
 #include "ui/project_document.h"
+#include "ui/training_controller.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {
@@ -83,6 +88,59 @@ TEST(Screenshot, DynamicNetWithBlocksAndContainers) {
   ASSERT_TRUE(window.openFile(path));
   window.inspector()->setCurrentIndex(1);
   shoot(window, "main_window_dynamic_net.png");
+}
+
+TEST(Screenshot, ProbesMidTraining) {
+  MainWindow window;
+  window.openExample();
+  ProjectDocument* doc = window.document();
+  std::map<std::string, graph::NodeId> ids;
+  for (const graph::Node& n : doc->project().graph.nodes) ids[n.name] = n.id;
+  for (const char* name : {"fc1", "relu1", "fc2", "relu2"}) {
+    ASSERT_TRUE(doc->addProbe(ids.at(name), graph::ProbeSpec{.every = 5}));
+  }
+  doc->setSelection({ids.at("fc2")});
+  window.inspector()->setCurrentWidget(window.probePanel());
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  window.training()->start();
+  // Mid-training: enough sampled steps for the heatmap to show a trend, then paused so the
+  // picture holds still.
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.probePanel()->sampleCount() >= 40; }, 30000));
+  window.training()->pause();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
+  test::settle();
+  QTest::qWait(2 * ProbePanel::kFrameMs);
+  shoot(window, "main_window_probes.png");
+  doc->undoStack()->setClean();
+}
+
+TEST(Screenshot, NanHighlightsTheNode) {
+  MainWindow window;
+  window.openExample();
+  ProjectDocument* doc = window.document();
+  for (const graph::Node& n : doc->project().graph.nodes) {
+    if (n.type == "Linear" || n.type == "ReLU") {
+      ASSERT_TRUE(doc->addProbe(n.id));
+    }
+  }
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  ASSERT_TRUE(window.training()->setLearningRate(1e30));
+  window.training()->start();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.nodeHealth()->failed(); }, 30000));
+  const graph::NodeId failed = window.nodeHealth()->failedNode();
+  ASSERT_NE(failed, 0);
+  doc->setSelection({failed});
+  // The Problems panel lists the failure first, on the node it names.
+  ASSERT_GT(window.problems()->topLevelItemCount(), 0);
+  EXPECT_EQ(window.problems()->topLevelItem(0)->text(0),
+            QString::fromStdString(doc->project().graph.at(failed).name));
+  EXPECT_EQ(window.problems()->topLevelItem(0)->text(2), window.nodeHealth()->failureMessage());
+  shoot(window, "main_window_nan.png");
+  doc->undoStack()->setClean();
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // same model, a save and reopen, and undo back to the empty start.
 #include <gtest/gtest.h>
 
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
 #include <QInputDialog>
 #include <QLineEdit>
 #include <QMimeData>
@@ -129,11 +132,10 @@ class SeedModelsTest : public ::testing::Test {
     EXPECT_EQ(doc()->selection().size(), 1u) << window->log()->toPlainText().toStdString();
     return doc()->selection().empty() ? 0 : doc()->selection().front();
   }
-  // One MyLinear's inside, built at the top level between `from` and `to`'s toPort, then made a
+  // One MyLinear's inside, built at the top level between `from` and `to`, then made a
   // block named className whose instance is renamed `name`: (input @ weight) + bias.
   NodeId myLinear(NodeId from, NodeId to, QPointF at, const QString& shapes,
-                  const QString& biasShape, const QString& className, const QString& name,
-                  const std::string& toPort = "in", const std::string& fromPort = "out") {
+                  const QString& biasShape, const QString& className, const QString& name) {
     const NodeId w = drop("Parameter", at + QPointF(0, 150));
     rename(w, "weight");
     setOption(w, "shape", shapes);
@@ -143,15 +145,75 @@ class SeedModelsTest : public ::testing::Test {
     const NodeId mm = drop("MatMul", at);
     const NodeId add = drop("Add", at + QPointF(220, 0));
     key(Qt::Key_F);  // frame all: every port in view
-    wire(from, fromPort, mm, "in0");
+    wire(from, "out", mm, "in0");
     wire(w, "out", mm, "in1");
     wire(mm, "out", add, "in0");
     wire(b, "out", add, "in1");
-    wire(add, "out", to, toPort);
+    wire(add, "out", to, "in");
     const NodeId instance = makeBlock({w, b, mm, add}, className);
     rename(instance, name);
     return instance;
   }
+  QLineEdit* field(const QString& name) const {
+    return qobject_cast<QLineEdit*>(window->inspector()->optionsEditor()->field(name));
+  }
+  // Gives the selected MyLinear instance's class the seeds' constructor arguments, typed into
+  // the inspector: MyLinear(in_features, out_features), with weight's shape and bias's bound
+  // to them.
+  void giveArguments(NodeId instance, const QString& in, const QString& out) {
+    test::clickMouse(window->view(), grip(instance));
+    for (const auto& [name, value] :
+         {std::pair{QString("in_features"), in}, std::pair{QString("out_features"), out}}) {
+      type(field("blockNewArgument"), name);
+      type(field("blockNewDefault"), value);
+    }
+    type(field("inner:weight:shape"), "$in_features, $out_features");
+    type(field("inner:bias:shape"), "$out_features");
+    const graph::Graph& inside = doc()->project().find_block("MyLinear")->graph;
+    EXPECT_EQ(inside.find_by_name("weight")->options["shape"],
+              (graph::Json{"$in_features", "$out_features"}))
+        << window->log()->toPlainText().toStdString();
+    EXPECT_EQ(inside.find_by_name("bias")->options["shape"], graph::Json::array({"$out_features"}));
+    const graph::BlockDef* block =
+        doc()->project().find_block(doc()->project().graph.at(instance).type);
+    ASSERT_TRUE(block);
+    EXPECT_EQ(block->arguments,
+              (graph::Json{{"in_features", in.toInt()}, {"out_features", out.toInt()}}))
+        << window->log()->toPlainText().toStdString();
+  }
+  // MyLinear(in, out) for one instance: its argument values typed into the inspector.
+  void setArguments(NodeId instance, const QString& in, const QString& out) {
+    test::clickMouse(window->view(), grip(instance));
+    type(field("argument:in_features"), in);
+    type(field("argument:out_features"), out);
+    EXPECT_EQ(doc()->project().graph.at(instance).options,
+              (graph::Json{{"in_features", in.toInt()}, {"out_features", out.toInt()}}));
+  }
+  // Drops one more instance of a project's block from the palette, named and sized.
+  NodeId dropMyLinear(QPointF at, const QString& name, const QString& in, const QString& out) {
+    const NodeId instance = drop("MyLinear", at);
+    rename(instance, name);
+    setArguments(instance, in, out);
+    return instance;
+  }
+
+  // Selects the nodes (click, Ctrl+click) and triggers the Edit menu's action of that text.
+  NodeId groupAs(const std::vector<NodeId>& nodes, const QString& actionText) {
+    test::clickMouse(window->view(), grip(nodes.front()));
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      test::clickMouse(window->view(), grip(nodes[i]), Qt::ControlModifier);
+    }
+    EXPECT_EQ(doc()->selection().size(), nodes.size());
+    QAction* action = nullptr;
+    for (QAction* a : window->findChildren<QAction*>()) {
+      if (a->text() == actionText) action = a;
+    }
+    EXPECT_TRUE(action) << actionText.toStdString();
+    if (action) action->trigger();
+    settle();
+    return doc()->selection().size() == 1 ? doc()->selection().front() : 0;
+  }
+
   // The name of a block's (only) Input or Output node: its instances' port.
   std::string portOf(const std::string& block, const std::string& type) const {
     for (const graph::Node& n : doc()->project().find_block(block)->graph.nodes) {
@@ -180,9 +242,15 @@ TEST_F(SeedModelsTest, NetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUndoes
   const NodeId y = drop("Output", {1400, 0});
   rename(y, "y");
 
-  myLinear(x, relu, {250, 0}, "4, 3", "3", "MyLinear", "l0");
-  // The window gives a block no arguments ("$in_features"), so l1's sizes are a second class.
-  const NodeId l1 = myLinear(relu, y, {950, 0}, "3, 1", "1", "MyLinear2", "l1");
+  // One MyLinear class with the seeds' arguments, two instances: MyLinear(4, 3), MyLinear(3, 1).
+  const NodeId l0 = myLinear(x, relu, {250, 0}, "4, 3", "3", "MyLinear", "l0");
+  giveArguments(l0, "4", "3");
+  setArguments(l0, "4", "3");
+  const NodeId l1 = dropMyLinear({950, 0}, "l1", "3", "1");
+  key(Qt::Key_F);
+  wire(relu, "out", l1, portOf("MyLinear", "Input"));
+  wire(l1, portOf("MyLinear", "Output"), y, "in");
+  ASSERT_EQ(doc()->project().blocks.size(), 1u);
   ASSERT_TRUE(doc()->analysis().ok());
   ASSERT_TRUE(doc()->model()) << doc()->modelError().toStdString();
 
@@ -190,6 +258,7 @@ TEST_F(SeedModelsTest, NetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUndoes
   EXPECT_EQ(parameterNames(), QStringList({"l0.weight", "l0.bias", "l1.weight", "l1.bias"}));
   EXPECT_EQ(doc()->model()->get_parameter("l0.weight").sizes(), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(doc()->model()->get_parameter("l1.weight").sizes(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(doc()->model()->get_parameter("l0.bias").sizes(), (std::vector<int64_t>{3}));
   EXPECT_EQ(graph::shape_str(doc()->analysis().output_shapes.at(l1).begin()->second), "[N, 1]");
 
   QTemporaryDir dir;
@@ -227,10 +296,17 @@ TEST_F(SeedModelsTest, BigNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUnd
   // In PyTorch's order: BigNet's l1 first. It is called x while the Net block is made: a
   // block's input port is named after the node that feeds it, and the seeds' Net calls it x.
   const NodeId pre = myLinear(input, y, {250, 0}, "5, 4", "4", "MyLinear", "x");
-  const std::string preOut = portOf("MyLinear", "Output");
+  giveArguments(pre, "5", "4");
+  setArguments(pre, "5", "4");
+  const std::string in = portOf("MyLinear", "Input"), out = portOf("MyLinear", "Output");
+  const NodeId l0 = dropMyLinear({750, 0}, "l0", "4", "3");
   const NodeId relu = drop("F.relu", {1200, 0});
-  const NodeId l0 = myLinear(pre, relu, {750, 0}, "4, 3", "3", "MyLinear2", "l0", "in", preOut);
-  const NodeId inner1 = myLinear(relu, y, {1450, 0}, "3, 1", "1", "MyLinear3", "l1");
+  const NodeId inner1 = dropMyLinear({1450, 0}, "l1", "3", "1");
+  key(Qt::Key_F);
+  wire(pre, out, l0, in);
+  wire(l0, out, relu, "in");
+  wire(relu, "out", inner1, in);
+  wire(inner1, out, y, "in");
   const NodeId net = makeBlock({l0, relu, inner1}, "Net");
   rename(net, "net");
   rename(pre, "l1");
@@ -243,6 +319,8 @@ TEST_F(SeedModelsTest, BigNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUnd
                                            "net.l1.weight", "net.l1.bias"}));
   EXPECT_EQ(doc()->model()->get_parameter("l1.weight").sizes(), (std::vector<int64_t>{5, 4}));
   EXPECT_EQ(doc()->model()->get_parameter("net.l1.weight").sizes(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(doc()->model()->get_parameter("net.l0.bias").sizes(), (std::vector<int64_t>{3}));
+  ASSERT_EQ(doc()->project().blocks.size(), 2u);  // MyLinear and Net
 
   QTemporaryDir dir;
   const QString path = dir.filePath("bignet.nns");
@@ -256,6 +334,87 @@ TEST_F(SeedModelsTest, BigNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUnd
     reopened << QString::fromStdString(name);
   }
   EXPECT_EQ(reopened, parameterNames());
+
+  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
+  EXPECT_EQ(doc()->project(), start);
+}
+
+// DynamicNet(3): linears, a ModuleList of three MyLinear(4, 4) wired in a chain; activations, a
+// ModuleDict switch of relu and lrelu (self.activations[act](x)); final, a MyLinear(4, 1).
+TEST_F(SeedModelsTest, DynamicNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUndoes) {
+  const graph::Project start = doc()->project();
+  const NodeId x = drop("Input", {0, 0});
+  rename(x, "x");
+  setOption(x, "shape", "4");
+  const NodeId y = drop("Output", {2000, 0});
+  rename(y, "y");
+  const NodeId l0 = myLinear(x, y, {250, 0}, "4, 4", "4", "MyLinear", "l0");
+  giveArguments(l0, "4", "4");
+  const std::string in = portOf("MyLinear", "Input"), out = portOf("MyLinear", "Output");
+  const NodeId l1 = dropMyLinear({600, 0}, "l1", "4", "4");
+  const NodeId l2 = dropMyLinear({900, 0}, "l2", "4", "4");
+  const NodeId relu = drop("ReLU", {1250, 0});
+  rename(relu, "relu");
+  const NodeId lrelu = drop("LeakyReLU", {1250, 200});
+  rename(lrelu, "leaky");
+  const NodeId final = dropMyLinear({1650, 0}, "final", "4", "1");
+  key(Qt::Key_F);
+  wire(l0, out, l1, in);
+  wire(l1, out, l2, in);
+  wire(final, out, y, "in");
+
+  const NodeId linears = groupAs({l0, l1, l2}, "Group as Module&List");
+  ASSERT_NE(linears, 0);
+  rename(linears, "linears");
+  const NodeId activations = groupAs({relu, lrelu}, "Group as Module&Dict");
+  ASSERT_NE(activations, 0);
+  rename(activations, "activations");
+  // The switch, in the inspector: on, then the active key.
+  test::clickMouse(window->view(), grip(activations));
+  auto* on = qobject_cast<QCheckBox*>(window->inspector()->optionsEditor()->field("switch"));
+  ASSERT_TRUE(on);
+  on->click();
+  settle();
+  EXPECT_EQ(doc()->project().graph.at(activations).options,
+            (graph::Json{{"switch", true}, {"active", "relu"}}));
+  // A ModuleDict's keys are its members' names: renaming one renames the key.
+  rename(lrelu, "lrelu");
+  test::clickMouse(window->view(), grip(activations));
+  auto* active = qobject_cast<QComboBox*>(window->inspector()->optionsEditor()->field("active"));
+  ASSERT_TRUE(active);
+  EXPECT_EQ(active->count(), 2);
+  EXPECT_EQ(active->itemText(1), "lrelu");
+  active->setFocus();
+  QTest::keyClick(active, Qt::Key_Down);
+  settle();
+  EXPECT_EQ(doc()->project().graph.at(activations).options.value("active", ""), "lrelu");
+  // Frame all keeps the wide graph readable: never below the minimum zoom, starting at its
+  // input.
+  key(Qt::Key_F);
+  EXPECT_GE(window->view()->zoom(), GraphView::kMinFrameZoom - 1e-9);
+  EXPECT_TRUE(window->view()->viewport()->rect().contains(window->view()->mapFromScene(grip(x))));
+  wire(l2, out, activations, "in");
+  wire(activations, "out", final, in);
+  ASSERT_TRUE(doc()->analysis().ok()) << doc()->analysis().problems.front().message;
+  ASSERT_TRUE(doc()->model()) << doc()->modelError().toStdString();
+
+  // The names PyTorch gives the seeds' DynamicNet(3) (tests/fixtures/graph.json:
+  // dynamicnet.named_parameters).
+  EXPECT_EQ(parameterNames(),
+            QStringList({"linears.0.weight", "linears.0.bias", "linears.1.weight", "linears.1.bias",
+                         "linears.2.weight", "linears.2.bias", "final.weight", "final.bias"}));
+  EXPECT_EQ(doc()->model()->get_parameter("final.weight").sizes(), (std::vector<int64_t>{4, 1}));
+  const std::string repr = doc()->model()->repr();
+  EXPECT_NE(repr.find("(activations): ModuleDict(\n    (relu): ReLU()\n    (lrelu): LeakyReLU("),
+            std::string::npos)
+      << repr;
+
+  QTemporaryDir dir;
+  const QString path = dir.filePath("dynamic.nns");
+  ASSERT_TRUE(window->saveTo(path));
+  MainWindow other;
+  ASSERT_TRUE(other.openFile(path));
+  EXPECT_EQ(other.document()->project(), doc()->project());
 
   while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
   EXPECT_EQ(doc()->project(), start);

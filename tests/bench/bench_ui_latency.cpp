@@ -1,0 +1,195 @@
+// The window's smoothness while it trains (issue 7's benchmarks; a plain program, not ctest):
+//   - event-loop latency: a 1 ms QTimer's lateness (p50, p99, max) while the spirals example
+//     trains at full speed with a probe on every node and every plot showing (target: p99
+//     under 16 ms, one frame);
+//   - the plots' refresh rate (curves replots and decision-boundary pictures per second);
+//   - training steps per second with the window open against `nnstudio-cli train` headless on
+//     the same project (target: at least 80%).
+// Run under Xvfb (xvfb-run -a -s "-screen 0 1600x1000x24" bench_ui_latency) or with
+// QT_QPA_PLATFORM=offscreen. Each side runs `kRounds` times, alternating, and the medians are
+// compared, so that load from other processes on the machine falls on both alike.
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTimer>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "engine/graph/project.h"
+#include "engine/train/session.h"
+#include "ui/curves_widget.h"
+#include "ui/decision_boundary_widget.h"
+#include "ui/example_project.h"
+#include "ui/main_window.h"
+#include "ui/project_document.h"
+#include "ui/training_controller.h"
+
+namespace {
+
+using namespace nns;
+using namespace nns::ui;
+
+constexpr int kRounds = 3;
+constexpr int kWindowSeconds = 5;
+constexpr int kCliSteps = 25000;
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+double median(std::vector<double> v) {
+  return percentile(std::move(v), 0.5);
+}
+
+// `nnstudio-cli train` on the example: its own steps per second ("N steps, X steps/s").
+double headlessStepsPerSecond(const QString& project) {
+  QProcess cli;
+  // --epochs: the example's 40 epochs would end the run at 760 steps, and the first steps
+  // run faster than later ones (the rate settles as the loss falls), so both sides train
+  // runs of several thousand steps.
+  cli.start(NNS_CLI, {"train", project, "--steps", QString::number(kCliSteps), "--epochs",
+                      "1000000", "--quiet"});
+  if (!cli.waitForFinished(600000) || cli.exitCode() != 0) {
+    std::fprintf(stderr, "bench_ui_latency: nnstudio-cli train failed: %s\n",
+                 cli.readAllStandardError().constData());
+    return 0;
+  }
+  const QString out = QString::fromUtf8(cli.readAllStandardOutput());
+  const QRegularExpressionMatch m =
+      QRegularExpression(R"((\d+) steps, ([\d.]+) steps/s)").match(out);
+  return m.hasMatch() ? m.captured(2).toDouble() : 0;
+}
+
+// The same session made in this process with no window (what the window's worker does,
+// without the window): tells the window's cost from the process's.
+double inProcessStepsPerSecond(const QString& path) {
+  graph::Project project = graph::load_project(path.toStdString());
+  project.training.epochs = 0;
+  auto session = train::make_session(project, QFileInfo(path).absolutePath().toStdString());
+  session->start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int64_t steps0 = session->status().step;
+  QElapsedTimer clock;
+  clock.start();
+  std::this_thread::sleep_for(std::chrono::seconds(kWindowSeconds));
+  const double seconds = clock.nsecsElapsed() / 1e9;
+  return static_cast<double>(session->status().step - steps0) / seconds;
+}
+
+struct WindowRun {
+  double stepsPerSecond = 0;
+  double p50 = 0, p99 = 0, max = 0;  // timer lateness, ms
+  double replotsPerSecond = 0;
+  double boundaryPerSecond = 0;
+  int probes = 0;
+};
+
+// --no-probes: the window without probes, to tell their cost from the window's own.
+bool withProbes = true;
+
+WindowRun windowRun() {
+  MainWindow window;
+  window.openExample();
+  ProjectDocument* doc = window.document();
+  graph::TrainingSettings t = doc->project().training;
+  t.epochs = 0;  // until paused
+  doc->setTrainingSettings(t, "Run until paused");
+  WindowRun run;
+  for (const graph::Node& n : doc->project().graph.nodes) {
+    if (withProbes && doc->canProbe(n.id) && doc->addProbe(n.id)) ++run.probes;
+  }
+  window.resize(1600, 1000);
+  window.show();
+  for (int i = 0; i < 10; ++i) QApplication::processEvents();
+
+  TrainingController* controller = window.training();
+  std::vector<double> lateness;
+  QElapsedTimer clock;
+  qint64 last = -1;
+  QTimer probe;
+  probe.setTimerType(Qt::PreciseTimer);
+  QObject::connect(&probe, &QTimer::timeout, [&] {
+    const qint64 now = clock.nsecsElapsed();
+    if (last >= 0) lateness.push_back(std::max(0.0, (now - last) / 1e6 - 1.0));
+    last = now;
+  });
+
+  controller->start();
+  // Let the run settle (the first epoch, the first pictures), then measure.
+  QElapsedTimer warm;
+  warm.start();
+  while (warm.elapsed() < 500) QApplication::processEvents(QEventLoop::AllEvents, 5);
+  const int64_t steps0 = controller->session()->status().step;
+  const int replots0 = window.curves()->replots();
+  const int pictures0 = window.boundary()->predictionsShown();
+  clock.start();
+  probe.start(1);
+  QEventLoop loop;
+  QTimer::singleShot(kWindowSeconds * 1000, &loop, &QEventLoop::quit);
+  loop.exec();
+  probe.stop();
+  const double seconds = clock.nsecsElapsed() / 1e9;
+  const int64_t steps = controller->session()->status().step - steps0;
+  controller->pause();
+
+  run.stepsPerSecond = static_cast<double>(steps) / seconds;
+  run.p50 = percentile(lateness, 0.5);
+  run.p99 = percentile(lateness, 0.99);
+  run.max = percentile(lateness, 1.0);
+  run.replotsPerSecond = (window.curves()->replots() - replots0) / seconds;
+  run.boundaryPerSecond = (window.boundary()->predictionsShown() - pictures0) / seconds;
+  doc->undoStack()->setClean();
+  return run;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  }
+  QApplication app(argc, argv);
+  withProbes = !QApplication::arguments().contains("--no-probes");
+  QApplication::setOrganizationName("NNStudioBench");
+  const QString project = findExampleFile("spirals.nns");
+  if (project.isEmpty()) {
+    std::fprintf(stderr, "bench_ui_latency: resources/examples/spirals.nns not found\n");
+    return 1;
+  }
+  std::printf("platform %s; spirals example, %d s per window run, %d steps per CLI run\n",
+              qPrintable(QGuiApplication::platformName()), kWindowSeconds, kCliSteps);
+  std::vector<double> headless, inProcess, windowed, p50, p99, worst, replots, pictures;
+  for (int round = 0; round < kRounds; ++round) {
+    headless.push_back(headlessStepsPerSecond(project));
+    inProcess.push_back(inProcessStepsPerSecond(project));
+    const WindowRun w = windowRun();
+    windowed.push_back(w.stepsPerSecond);
+    p50.push_back(w.p50);
+    p99.push_back(w.p99);
+    worst.push_back(w.max);
+    replots.push_back(w.replotsPerSecond);
+    pictures.push_back(w.boundaryPerSecond);
+    std::printf(
+        "round %d: headless %.0f steps/s, in-process session %.0f steps/s | window (%d probes) "
+        "%.0f steps/s, timer lateness p50 "
+        "%.2f ms p99 %.2f ms max %.1f ms, curves %.1f replots/s, boundary %.1f pictures/s\n",
+        round + 1, headless.back(), inProcess.back(), w.probes, w.stepsPerSecond, w.p50, w.p99,
+        w.max, w.replotsPerSecond, w.boundaryPerSecond);
+    std::fflush(stdout);
+  }
+  const double ratio = median(headless) > 0 ? median(windowed) / median(headless) : 0;
+  std::printf(
+      "median: headless %.0f steps/s (in-process session %.0f), window %.0f steps/s (%.0f%%, "
+      "target >= 80%%); lateness "
+      "p50 %.2f ms, p99 %.2f ms (target < 16 ms); curves %.1f replots/s; boundary %.1f/s\n",
+      median(headless), median(inProcess), median(windowed), 100 * ratio, median(p50), median(p99),
+      median(replots), median(pictures));
+  return 0;
+}

@@ -1,0 +1,280 @@
+// Probes in the window: adding one from the canvas's context menu (undo, redo, saved with the
+// project), the probe panel fed by a real training session, removing a probe removing its
+// hooks, health on the nodes, and a NaN run highlighting the node it started in. Waits are
+// bounded polls of the event loop.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QContextMenuEvent>
+#include <QMenu>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QWheelEvent>
+#include <memory>
+
+#include "ui/example_project.h"
+#include "ui/graph_scene.h"
+#include "ui/graph_view.h"
+#include "ui/histogram_view.h"
+#include "ui/main_window.h"
+#include "ui/node_health.h"
+#include "ui/node_item.h"
+#include "ui/probe_item.h"
+#include "ui/probe_panel.h"
+#include "ui/project_document.h"
+#include "ui/training_controller.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+using train::RunState;
+
+template <typename Pred>
+bool waitFor(Pred pred, int timeoutMs = 15000) {
+  return QTest::qWaitFor(pred, timeoutMs);
+}
+
+graph::NodeId nodeNamed(const ProjectDocument& doc, const std::string& name) {
+  for (const graph::Node& n : doc.project().graph.nodes) {
+    if (n.name == name) return n.id;
+  }
+  return 0;
+}
+
+// Right-clicks the node's box on the canvas and triggers the menu entry with this text.
+void contextMenuAction(MainWindow& window, graph::NodeId node, const QString& text) {
+  NodeItem* item = window.scene()->nodeItem(node);
+  ASSERT_NE(item, nullptr);
+  const QPointF at = item->mapToScene(QPointF(NodeItem::kWidth / 2, NodeItem::kHeader / 2));
+  const QPoint local = window.view()->mapFromScene(at);
+  bool triggered = false;
+  QTimer::singleShot(0, [&] {
+    auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+    if (!menu) return;
+    for (QAction* a : menu->actions()) {
+      if (a->text() == text && a->isEnabled()) {
+        menu->close();
+        a->trigger();
+        triggered = true;
+        return;
+      }
+    }
+    menu->close();
+  });
+  QContextMenuEvent event(QContextMenuEvent::Mouse, local,
+                          window.view()->viewport()->mapToGlobal(local));
+  QApplication::sendEvent(window.view()->viewport(), &event);
+  test::settle();
+  EXPECT_TRUE(triggered) << "no enabled menu entry " << text.toStdString();
+}
+
+TEST(ProbeUi, ContextMenuAddsAProbeThatUndoesAndIsSavedWithTheProject) {
+  MainWindow window;
+  window.openExample();
+  window.resize(1200, 800);
+  window.show();
+  test::settle();
+  ProjectDocument* doc = window.document();
+  const graph::NodeId fc2 = nodeNamed(*doc, "fc2");
+  ASSERT_NE(fc2, 0);
+  ASSERT_EQ(doc->probeOf(fc2), nullptr);
+
+  contextMenuAction(window, fc2, QObject::tr("Add &Probe"));
+  ASSERT_NE(doc->probeOf(fc2), nullptr);
+  EXPECT_EQ(doc->project().probes.size(), 1u);
+  ProbeItem* probe = window.scene()->probeItem(fc2);
+  ASSERT_NE(probe, nullptr);
+  // The tag sits on the node's top edge and follows it.
+  NodeItem* item = window.scene()->nodeItem(fc2);
+  EXPECT_NEAR(probe->scenePos().y(), item->scenePos().y() - ProbeItem::kHeight / 2, 1e-9);
+  doc->moveNodes({{fc2, item->pos() + QPointF(40, 30)}});
+  test::settle();
+  EXPECT_NEAR(probe->scenePos().y(), item->scenePos().y() - ProbeItem::kHeight / 2, 1e-9);
+
+  // Undo the move, then the probe; redo brings it back.
+  doc->undoStack()->undo();
+  doc->undoStack()->undo();
+  test::settle();
+  EXPECT_EQ(doc->probeOf(fc2), nullptr);
+  EXPECT_EQ(window.scene()->probeItem(fc2), nullptr);
+  doc->undoStack()->redo();
+  test::settle();
+  ASSERT_NE(doc->probeOf(fc2), nullptr);
+  ASSERT_NE(window.scene()->probeItem(fc2), nullptr);
+
+  // A node that makes no module offers no probe; a second probe on fc2 is refused.
+  const graph::NodeId input = nodeNamed(*doc, "x");
+  EXPECT_FALSE(doc->canProbe(input));
+  EXPECT_FALSE(doc->addProbe(input));
+  EXPECT_FALSE(doc->addProbe(fc2));
+  EXPECT_EQ(doc->project().probes.size(), 1u);
+
+  QTemporaryDir dir;
+  const QString path = dir.filePath("probed.nns");
+  ASSERT_TRUE(window.saveTo(path));
+  MainWindow reopened;
+  ASSERT_TRUE(reopened.openFile(path));
+  test::settle();
+  const graph::NodeId fc2Again = nodeNamed(*reopened.document(), "fc2");
+  ASSERT_NE(reopened.document()->probeOf(fc2Again), nullptr);
+  EXPECT_NE(reopened.scene()->probeItem(fc2Again), nullptr);
+
+  // Selecting the tag and deleting removes the probe, not the node.
+  window.scene()->clearSelection();
+  window.scene()->probeItem(fc2)->setSelected(true);
+  window.deleteSelection();
+  test::settle();
+  EXPECT_EQ(doc->probeOf(fc2), nullptr);
+  EXPECT_NE(doc->project().graph.find(fc2), nullptr);
+  doc->undoStack()->setClean();
+}
+
+class ProbeTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    document = std::make_unique<ProjectDocument>();
+    document->setProject(spiralsExample(), QString());
+    controller = std::make_unique<TrainingController>(document.get());
+    health = std::make_unique<NodeHealthModel>();
+    health->follow(controller.get());
+    scene = std::make_unique<GraphScene>(document.get());
+    scene->setHealthModel(health.get());
+  }
+  void TearDown() override {
+    panel.reset();
+    scene.reset();
+    controller.reset();
+    health.reset();
+    document.reset();
+  }
+  void makePanel() {
+    panel = std::make_unique<ProbePanel>(document.get(), controller.get(), health.get());
+    panel->resize(420, 900);
+    panel->show();
+  }
+
+  std::unique_ptr<ProjectDocument> document;
+  std::unique_ptr<TrainingController> controller;
+  std::unique_ptr<NodeHealthModel> health;
+  std::unique_ptr<GraphScene> scene;
+  std::unique_ptr<ProbePanel> panel;
+};
+
+TEST_F(ProbeTraining, PanelReceivesSamplesAndRemovingTheProbeRemovesItsHooks) {
+  const graph::NodeId fc1 = nodeNamed(*document, "fc1");
+  ASSERT_TRUE(document->addProbe(fc1, graph::ProbeSpec{.every = 2}));
+  document->setSelection({fc1});
+  makePanel();
+  ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();
+  const train::ProbeId probe = controller->probeOf(fc1);
+  ASSERT_NE(probe, 0);
+
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return panel->sampleCount() >= 3; }));
+  EXPECT_GT(panel->histogram()->latestTotal(), 0);
+  EXPECT_GT(panel->histogram()->columns(), 1);
+  const int64_t seen = panel->lastStep();
+  ASSERT_TRUE(waitFor([&] { return panel->lastStep() > seen; }));
+  // fc1 is a Linear: the chooser lists its output and both parameters' gradients.
+  EXPECT_GE(panel->seriesBox()->count(), 4);
+  EXPECT_EQ(panel->parameterTable()->rowCount(), 2);
+  // Health on the node: a verdict and a sparkline.
+  ASSERT_TRUE(health->health(fc1).has_value());
+  EXPECT_FALSE(health->sparkline(fc1).empty());
+  EXPECT_GT(scene->nodeItem(fc1)->boxSize().height(),
+            NodeItem::kHeader + NodeItem::kRow);  // the health strip is drawn
+
+  controller->pause();
+  // Paused, or Stopped when the configured epochs ran out first.
+  ASSERT_TRUE(waitFor([&] { return !controller->isRunning(); }))
+      << train::run_state_name(controller->status().state);
+  // Zooming re-bins from the values the probe kept.
+  HistogramView* h = panel->histogram();
+  const double lo = h->valueLow(), hi = h->valueHigh();
+  h->zoomTo(h->firstStep(), h->lastStep(), lo + (hi - lo) / 4, hi - (hi - lo) / 4);
+  EXPECT_TRUE(h->isZoomed());
+  EXPECT_GT(h->rows(), 0u);
+  EXPECT_GT(h->latestTotal(), 0);
+  h->resetZoom();
+  EXPECT_FALSE(h->isZoomed());
+  // The mouse wheel over the heatmap zooms the values the same way; the log toggle redraws.
+  const QPointF centre = h->axisRect(0)->rect().center();
+  QWheelEvent wheel(centre, h->mapToGlobal(centre), QPoint(), QPoint(0, 240), Qt::NoButton,
+                    Qt::NoModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(h, &wheel);
+  EXPECT_TRUE(h->isZoomed());
+  EXPECT_LT(h->valueHigh() - h->valueLow(), hi - lo);
+  EXPECT_GT(h->rows(), 0u);
+  panel->logScaleBox()->setChecked(true);
+  EXPECT_TRUE(h->logScale());
+  h->resetZoom();
+
+  // Removing the probe takes its hooks off the model.
+  train::TrainingSession* session = controller->session();
+  ASSERT_NE(session, nullptr);
+  nn::ModulePtr model = session->model();
+  size_t hooks = 0;
+  for (const auto& [name, m] : model->named_modules()) hooks += m->hook_count();
+  EXPECT_GT(hooks, 0u);
+  ASSERT_TRUE(document->removeProbe(fc1));
+  test::settle();
+  ASSERT_TRUE(session->wait_idle(std::chrono::seconds(10)));
+  hooks = 0;
+  for (const auto& [name, m] : model->named_modules()) hooks += m->hook_count();
+  EXPECT_EQ(hooks, 0u);
+  EXPECT_EQ(session->probes().hook_count(probe), 0u);
+  EXPECT_FALSE(health->health(fc1).has_value());
+}
+
+TEST_F(ProbeTraining, ANanRunHighlightsTheNodeWhereItStarted) {
+  const graph::NodeId fc2 = nodeNamed(*document, "fc2");
+  ASSERT_TRUE(document->addProbe(fc2, graph::ProbeSpec{.every = 1}));
+  ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();
+  ASSERT_TRUE(controller->setLearningRate(1e30));
+  QSignalSpy failures(health.get(), &NodeHealthModel::failureChanged);
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return health->failed(); }));
+  EXPECT_EQ(controller->status().state, RunState::Failed);
+  const std::string module = controller->status().failed_module;
+  ASSERT_FALSE(module.empty()) << controller->status().error;
+  const graph::NodeId expected = nodeNamed(*document, module.substr(0, module.find('.')));
+  ASSERT_NE(expected, 0);
+  EXPECT_EQ(health->failedNode(), expected);
+  EXPECT_FALSE(health->failureMessage().isEmpty());
+  EXPECT_GE(failures.count(), 1);
+
+  // Reset clears the highlight.
+  controller->reset();
+  ASSERT_TRUE(waitFor([&] { return !health->failed(); }));
+  EXPECT_EQ(health->failedNode(), 0);
+}
+
+TEST(NodeHealth, ThresholdsJudgeTheLatestPoint) {
+  HealthPoint p{.step = 10, .dead = 0.1, .saturation = 0.2, .gradNorm = 0.5};
+  EXPECT_EQ(judgeHealth(p).health, NodeHealth::Ok);
+  p.dead = 0.6;  // a healthy ReLU zeroes about half its outputs
+  EXPECT_EQ(judgeHealth(p).health, NodeHealth::Ok);
+  p.dead = 0.95;
+  EXPECT_EQ(judgeHealth(p).health, NodeHealth::DeadUnits);
+  p.dead = 0.1;
+  p.saturation = 0.9;
+  EXPECT_EQ(judgeHealth(p).health, NodeHealth::Saturated);
+  p.gradNorm = 1e-8;
+  EXPECT_EQ(judgeHealth(p).health, NodeHealth::Vanishing);
+  p.gradNorm = 1e4;
+  EXPECT_EQ(judgeHealth(p).health, NodeHealth::Exploding);
+  p.gradNorm = 1;
+  p.nonfinite = true;
+  const HealthReport r = judgeHealth(p);
+  EXPECT_EQ(r.health, NodeHealth::Exploding);
+  EXPECT_TRUE(r.summary.contains("step 10")) << r.summary.toStdString();
+}
+
+}  // namespace
+}  // namespace nns::ui

@@ -1,0 +1,328 @@
+// Training from the window: the controller over a real TrainingSession on the spirals
+// example (no mocks), the dock's controls, the curves and the decision boundary. Waits are
+// bounded polls of the event loop (the controller's timer delivers everything).
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <memory>
+
+#include "engine/data/catalog.h"
+#include "engine/graph/builder.h"
+#include "ui/curves_widget.h"
+#include "ui/decision_boundary_widget.h"
+#include "ui/example_project.h"
+#include "ui/main_window.h"
+#include "ui/project_document.h"
+#include "ui/training_controller.h"
+#include "ui/training_dock.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+using train::RunState;
+
+// Polls the event loop until pred holds, at most timeoutMs.
+template <typename Pred>
+bool waitFor(Pred pred, int timeoutMs = 10000) {
+  return QTest::qWaitFor(pred, timeoutMs);
+}
+
+class TrainingControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    document = std::make_unique<ProjectDocument>();
+    graph::Project project = spiralsExample();
+    // Until paused: the example's 30 epochs take well under a second.
+    project.training.epochs = 0;
+    document->setProject(std::move(project), QString());
+    controller = std::make_unique<TrainingController>(document.get());
+  }
+  void TearDown() override {
+    controller.reset();
+    document.reset();
+  }
+  graph::NodeId node(const std::string& name) const {
+    for (const graph::Node& n : document->project().graph.nodes) {
+      if (n.name == name) return n.id;
+    }
+    return 0;
+  }
+  // Pauses and waits until the worker is paused.
+  void pauseAndSettle() {
+    controller->pause();
+    ASSERT_TRUE(waitFor([&] { return controller->status().state == RunState::Paused; }));
+  }
+
+  std::unique_ptr<ProjectDocument> document;
+  std::unique_ptr<TrainingController> controller;
+};
+
+TEST_F(TrainingControllerTest, StartDeliversMetricsPauseAndStepOneBatch) {
+  QSignalSpy steps(controller.get(), &TrainingController::stepMetricsArrived);
+  QSignalSpy epochs(controller.get(), &TrainingController::epochMetricsArrived);
+  QSignalSpy evaluations(controller.get(), &TrainingController::evaluationArrived);
+  ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();
+  controller->start();
+  EXPECT_TRUE(controller->isRunning());
+  ASSERT_TRUE(waitFor([&] { return controller->status().epoch >= 2; }));
+  EXPECT_GT(steps.count(), 0);
+  EXPECT_GT(epochs.count(), 0);
+  EXPECT_GT(evaluations.count(), 0);
+  pauseAndSettle();
+  EXPECT_FALSE(controller->isRunning());
+  const int64_t before = controller->status().step;
+  controller->stepOnce();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step != before; }));
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(5)));
+  test::settle();
+  QTest::qWait(2 * TrainingController::kPollMs);
+  EXPECT_EQ(controller->status().step, before + 1);
+  EXPECT_EQ(controller->status().state, RunState::Paused);
+}
+
+TEST_F(TrainingControllerTest, LearningRateChangesMidRunAndBadValuesAreRefused) {
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 5; }));
+  EXPECT_DOUBLE_EQ(controller->status().lr, 0.1);
+  EXPECT_TRUE(controller->setLearningRate(0.025));
+  ASSERT_TRUE(waitFor([&] { return controller->status().lr == 0.025; }));
+  EXPECT_TRUE(controller->isRunning());  // no new session: the run goes on
+  EXPECT_EQ(document->project().training.optimizer_options["lr"].get<double>(), 0.025);
+
+  QSignalSpy messages(controller.get(), &TrainingController::message);
+  EXPECT_FALSE(controller->setLearningRate(-1));
+  EXPECT_FALSE(controller->setLearningRate(std::nan("")));
+  ASSERT_EQ(messages.count(), 2);
+  EXPECT_TRUE(messages[0][0].toString().contains("Learning rate -1 refused"));
+  EXPECT_EQ(document->project().training.optimizer_options["lr"].get<double>(), 0.025);
+
+  // Undo puts the project's rate back, and the session follows.
+  document->undoStack()->undo();
+  ASSERT_TRUE(waitFor([&] { return controller->status().lr == 0.1; }));
+}
+
+TEST_F(TrainingControllerTest, ResetClearsAndStartsFromStepZero) {
+  controller->stepOnce();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 1; }));
+  QSignalSpy resets(controller.get(), &TrainingController::sessionReset);
+  controller->reset();
+  ASSERT_TRUE(waitFor([&] { return resets.count() > 0; }));
+  EXPECT_EQ(controller->status().step, 0);
+  EXPECT_EQ(controller->status().state, RunState::Idle);
+}
+
+TEST_F(TrainingControllerTest, CheckpointRoundTrip) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("ckpt.pt");
+  controller->session()->step(7);
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(10)));
+  ASSERT_TRUE(controller->saveCheckpoint(path));
+  const nn::StateDict saved = controller->session()->model()->state_dict();
+
+  controller->reset();
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(10)));
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 0; }));
+  ASSERT_TRUE(controller->loadCheckpoint(path));
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(10)));
+  for (const auto& item : controller->session()->model()->state_dict()) {
+    const Tensor* want = saved.find(item.key());
+    ASSERT_NE(want, nullptr) << item.key();
+    EXPECT_EQ(item.value().to_vector<float>(), want->to_vector<float>()) << item.key();
+  }
+  // The step count goes on from the file's.
+  controller->stepOnce();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 8; }));
+
+  QSignalSpy messages(controller.get(), &TrainingController::message);
+  EXPECT_FALSE(controller->loadCheckpoint(dir.filePath("missing.pt")));
+  ASSERT_EQ(messages.count(), 1);
+  EXPECT_TRUE(messages[0][0].toString().contains("Load checkpoint failed"));
+}
+
+TEST_F(TrainingControllerTest, ProbesFollowTheDocument) {
+  ASSERT_NE(controller->session(), nullptr);
+  const graph::NodeId fc1 = node("fc1");
+  ASSERT_TRUE(document->addProbe(fc1, {}));
+  const train::ProbeId id = controller->probeOf(fc1);
+  ASSERT_NE(id, 0);
+  EXPECT_EQ(controller->probeNode(id), fc1);
+  controller->stepOnce();
+  QSignalSpy samples(controller.get(), &TrainingController::probeSamplesArrived);
+  ASSERT_TRUE(waitFor([&] { return samples.count() > 0; }));
+  const auto got = samples[0][0].value<std::vector<train::ProbeSample>>();
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(controller->probeNode(got[0].probe), fc1);
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(5)));
+  EXPECT_GT(controller->session()->probes().hook_count(id), 0u);
+
+  ASSERT_TRUE(document->removeProbe(fc1));
+  EXPECT_EQ(controller->probeOf(fc1), 0);
+  // The removal is queued: the hooks are gone once the worker applied it.
+  controller->stepOnce();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 2; }));
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(5)));
+  EXPECT_EQ(controller->session()->probes().hook_count(id), 0u);
+  EXPECT_TRUE(controller->session()->probes().list().empty());
+
+  // Undo brings it back on the same session.
+  document->undoStack()->undo();
+  EXPECT_NE(controller->probeOf(fc1), 0);
+}
+
+TEST_F(TrainingControllerTest, GraphEditsMakeANewSessionWhenNotRunning) {
+  train::TrainingSession* first = controller->session();
+  ASSERT_NE(first, nullptr);
+  QSignalSpy resets(controller.get(), &TrainingController::sessionReset);
+  ASSERT_TRUE(document->setNodeOptions(node("fc2"), {{"in_features", 64}, {"out_features", 32}}));
+  // fc3 now misfits: the graph has a problem and there is no session.
+  EXPECT_EQ(controller->session(), nullptr);
+  EXPECT_FALSE(controller->lastError().isEmpty());
+  QSignalSpy failed(controller.get(), &TrainingController::runFailed);
+  controller->start();
+  ASSERT_EQ(failed.count(), 1);
+  EXPECT_FALSE(failed[0][1].toString().isEmpty());
+  document->undoStack()->undo();
+  EXPECT_NE(controller->session(), nullptr);
+  EXPECT_GE(resets.count(), 1);
+}
+
+TEST_F(TrainingControllerTest, NonFiniteLossFailsTheRunAndNamesTheNode) {
+  ASSERT_TRUE(controller->setLearningRate(1e30));
+  QSignalSpy failed(controller.get(), &TrainingController::runFailed);
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return failed.count() > 0; }));
+  EXPECT_EQ(controller->status().state, RunState::Failed);
+  EXPECT_FALSE(controller->isRunning());
+  const auto failedNode = failed[0][0].value<graph::NodeId>();
+  const std::string module = controller->status().failed_module;
+  if (!module.empty()) {
+    EXPECT_EQ(failedNode, node(module.substr(0, module.find('.'))));
+  }
+  EXPECT_FALSE(failed[0][1].toString().isEmpty());
+}
+
+// The window as a user drives it: the dock's buttons and fields, the plots.
+class TrainingDockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    window = std::make_unique<MainWindow>();
+    window->resize(1500, 920);
+    graph::Project project = spiralsExample();
+    project.training.epochs = 0;
+    window->document()->setProject(std::move(project), QString());
+    window->show();
+    settle();
+    dock = window->trainingDock();
+    controller = window->training();
+  }
+  void TearDown() override { window.reset(); }
+  static void settle() { test::settle(); }
+  void pauseAndSettle() {
+    dock->pauseAction()->trigger();
+    ASSERT_TRUE(waitFor([&] { return controller->status().state == RunState::Paused; }));
+  }
+
+  std::unique_ptr<MainWindow> window;
+  TrainingDock* dock = nullptr;
+  TrainingController* controller = nullptr;
+};
+
+TEST_F(TrainingDockTest, StartFeedsCurvesAndBoundaryThenPauseAndStepOneBatch) {
+  CurvesWidget* curves = window->curves();
+  DecisionBoundaryWidget* boundary = window->boundary();
+  EXPECT_EQ(boundary->mode(), DecisionBoundaryWidget::Mode::Heatmap);
+  dock->startAction()->trigger();
+  ASSERT_TRUE(waitFor([&] {
+    return curves->trainLossPoints() > 0 && curves->testLossPoints() > 0 &&
+           curves->testAccuracyPoints() > 0 && boundary->shownStep() > 0;
+  }));
+  EXPECT_FALSE(boundary->heatmap().isNull());
+  EXPECT_GT(curves->replots(), 0);
+  pauseAndSettle();
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(5)));
+  QTest::qWait(2 * TrainingController::kPollMs);
+  const int64_t before = controller->status().step;
+  EXPECT_TRUE(dock->counters()->text().contains(QString("step %1 ").arg(before)));
+  dock->stepAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step != before; }));
+  ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(5)));
+  QTest::qWait(2 * TrainingController::kPollMs);
+  EXPECT_EQ(controller->status().step, before + 1);
+  EXPECT_TRUE(dock->counters()->text().contains(QString("step %1 ").arg(before + 1)));
+  // The boundary follows a paused model too.
+  ASSERT_TRUE(waitFor([&] { return boundary->shownStep() == before + 1; }));
+
+  dock->resetAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return curves->trainLossPoints() == 0; }));
+  EXPECT_EQ(curves->testLossPoints(), 0);
+  EXPECT_EQ(controller->status().step, 0);
+}
+
+TEST_F(TrainingDockTest, LearningRateEditAppliesWhileRunningAndBadInputIsRefused) {
+  dock->startAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 3; }));
+  QLineEdit* lr = dock->learningRateEdit();
+  EXPECT_EQ(lr->text(), "0.1");
+  lr->setText("0.03");
+  emit lr->editingFinished();
+  ASSERT_TRUE(waitFor([&] { return controller->status().lr == 0.03; }));
+  EXPECT_TRUE(controller->isRunning());
+  EXPECT_TRUE(dock->inputMessage()->isHidden());
+
+  QSignalSpy log(controller, &TrainingController::message);
+  lr->setText("fast");
+  emit lr->editingFinished();
+  EXPECT_FALSE(dock->inputMessage()->isHidden());
+  EXPECT_TRUE(dock->inputMessage()->text().contains("\"fast\" refused"));
+  ASSERT_EQ(log.count(), 1);
+  lr->setText("0");
+  emit lr->editingFinished();
+  EXPECT_TRUE(dock->inputMessage()->text().contains("\"0\" refused"));
+  QTest::qWait(2 * TrainingController::kPollMs);
+  EXPECT_EQ(controller->status().lr, 0.03);
+  EXPECT_EQ(window->document()->project().training.optimizer_options["lr"].get<double>(), 0.03);
+}
+
+TEST_F(TrainingDockTest, DatasetChooserListsEverySetAndSwitchesTheOutputView) {
+  QListWidget* list = dock->datasetList();
+  ASSERT_EQ(list->count(), static_cast<int>(data::dataset_catalog().size()) + 1);
+  for (int i = 0; i < list->count(); ++i) EXPECT_FALSE(list->item(i)->icon().isNull());
+  EXPECT_EQ(list->currentItem()->text(), "spirals");
+  dock->chooseDataset("curve");
+  EXPECT_EQ(window->document()->project().dataset.name, "curve");
+  // A 1-D regression set: the output view draws the fitted curve; the edit is one undo step.
+  ASSERT_TRUE(waitFor([&] { return controller->session() != nullptr; }));
+  EXPECT_EQ(window->boundary()->mode(), DecisionBoundaryWidget::Mode::Curve);
+  window->document()->undoStack()->undo();
+  ASSERT_TRUE(
+      waitFor([&] { return window->boundary()->mode() == DecisionBoundaryWidget::Mode::Heatmap; }));
+  EXPECT_EQ(list->currentItem()->text(), "spirals");
+}
+
+TEST_F(TrainingDockTest, CheckpointSaveAndLoadFromTheDock) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("run.pt");
+  dock->startAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 20; }));
+  // Saving pauses the run for the moment and resumes it.
+  ASSERT_TRUE(dock->saveCheckpointTo(path));
+  EXPECT_TRUE(controller->isRunning());
+  pauseAndSettle();
+  dock->resetAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 0; }));
+  ASSERT_TRUE(dock->loadCheckpointFrom(path));
+  dock->stepAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 20; }));
+}
+
+}  // namespace
+}  // namespace nns::ui

@@ -1,0 +1,66 @@
+#pragma once
+// CurvesWidget: the training curves (QCustomPlot). Loss on the left axis: the train loss of
+// every step (raw, faint) and its moving average, and the test loss of every evaluation;
+// accuracy on the right axis (0 to 1): the train accuracy of every epoch and the test
+// accuracy of every evaluation. A log-scale toggle for the loss axis.
+//
+// The data comes from a TrainingController's signals, which its timer emits a few dozen
+// times a second; each batch of data asks for one queued replot, so the plot redraws at most
+// once per event-loop pass whatever the training speed. Long runs stay light: when a step
+// curve passes kMaxStepPoints, every other point is dropped and from then on only every
+// second step is kept (and so on), so memory and drawing time stay bounded.
+#include <QWidget>
+#include <vector>
+
+#include "engine/train/session.h"
+
+class QCheckBox;
+class QCustomPlot;
+class QCPGraph;
+
+namespace nns::ui {
+
+class TrainingController;
+
+class CurvesWidget : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kMaxStepPoints = 20000;
+
+  explicit CurvesWidget(TrainingController* controller, QWidget* parent = nullptr);
+
+  QCustomPlot* plot() const { return plot_; }
+  QCheckBox* logScaleBox() const { return logScale_; }
+  // Points on each curve (for tests and the benchmark).
+  int trainLossPoints() const;
+  int testLossPoints() const;
+  int testAccuracyPoints() const;
+  // Replots done so far (the benchmark measures their rate).
+  int replots() const { return replots_; }
+
+  void clear();
+  void setLogScale(bool on);
+
+ private:
+  void addSteps(const std::vector<train::StepMetrics>& metrics);
+  void addEpochs(const std::vector<train::EpochMetrics>& epochs);
+  void addEvaluation(const train::Evaluation& evaluation);
+  void addTestPoint(int64_t step, double loss, double accuracy);
+  void thin();
+  void requestReplot();
+  void rescale();
+
+  QCustomPlot* plot_;
+  QCheckBox* logScale_;
+  QCPGraph* rawLoss_;
+  QCPGraph* smoothLoss_;
+  QCPGraph* testLoss_;
+  QCPGraph* trainAccuracy_;
+  QCPGraph* testAccuracy_;
+  int64_t stride_ = 1;         // keep steps that are multiples of this
+  int64_t lastTestStep_ = -1;  // the last test point's step
+  int replots_ = 0;
+};
+
+}  // namespace nns::ui

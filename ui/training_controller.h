@@ -1,0 +1,161 @@
+#pragma once
+// TrainingController: the window's one link to the engine's TrainingSession. Widgets (the
+// training dock, the curves, the decision boundary, probes and health on the canvas) never
+// touch the session's worker: they call the controller's slots and listen to its signals.
+//
+//   TrainingController controller(document);
+//   connect(&controller, &TrainingController::stepMetricsArrived, curves, &Curves::addSteps);
+//   controller.start();   // returns at once; the session trains on its own thread
+//
+// The session is made from the document's project (train::make_session) and made again,
+// lazily, when the graph, the blocks, the model's name or the dataset or training settings
+// change, but only while it is not running (the frozen set and the probes change the
+// session's model in place): edits during a run apply when it pauses (the
+// learning rate and the batch size apply at once, through set_lr / set_batch_size, without a
+// new session). A graph with problems leaves no session: start() and stepOnce() then report
+// why (runFailed with the node and message(), for the log).
+//
+// A QTimer on the GUI thread (about 25 Hz) polls the session: status(), take_step_metrics(),
+// new entries of epoch_history(), take_probe_samples() and take_prediction(), and emits what
+// it found. Every signal is emitted on the GUI thread from that timer, so a slot may redraw
+// at once: plots refresh at the timer's rate whatever the training speed, never per step.
+//
+// Probes: the session's probes always equal document->project().probes. When the document
+// changes, a ProbeSpec on a node without a probe gets one (add_probe on the node's module
+// name) and a probe whose spec is gone is removed (remove_probe, which removes its hooks).
+// A new session gets every probe of the project. probeNode() maps the ProbeId of a sample
+// back to its node.
+#include <QMetaType>
+#include <QObject>
+#include <QString>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/graph/project.h"
+#include "engine/train/session.h"
+
+class QTimer;
+
+namespace nns::ui {
+
+class ProjectDocument;
+
+class TrainingController : public QObject {
+  Q_OBJECT
+
+ public:
+  // Polling period of the timer (40 ms: 25 Hz).
+  static constexpr int kPollMs = 40;
+
+  explicit TrainingController(ProjectDocument* document, QObject* parent = nullptr);
+  ~TrainingController() override;
+
+  ProjectDocument* document() const { return document_; }
+  // The current session, made now if the project changed since the last one and it is not
+  // running; nullptr when the project cannot make one (lastError() says why). Read-only use
+  // from widgets: status(), train_set(), test_set(), probes() (rebin, kept_steps,
+  // hook_count), module_names().
+  train::TrainingSession* session();
+  // Why the last attempt to make a session failed ("" when it did not).
+  QString lastError() const { return lastError_; }
+  // The status the timer read last (state Idle when there is no session).
+  const train::SessionStatus& status() const { return status_; }
+  // Whether the session's worker is running (state Running).
+  bool isRunning() const;
+  bool evalMode() const { return evalMode_; }
+
+  // The node a probe of the current session belongs to (0 when unknown).
+  graph::NodeId probeNode(train::ProbeId probe) const;
+  // The probe of the current session on a node (0 when none).
+  train::ProbeId probeOf(graph::NodeId node) const;
+  // The top-level node of a dotted module path ("fc1", "features.0.conv": the node whose
+  // module name is its first component); 0 when none.
+  graph::NodeId nodeOfModule(const std::string& modulePath) const;
+
+  // Asks the session for the model's outputs on `inputs` (eval mode, between two steps); the
+  // answer comes with predictionArrived, carrying the returned id. 0 when there is no session.
+  // A later request replaces an unanswered one.
+  uint64_t requestPrediction(const Tensor& inputs);
+
+ public slots:
+  // Runs until paused (or the configured epochs are done).
+  void start();
+  void pause();
+  // One batch, then paused.
+  void stepOnce();
+  // Fresh weights from the seed, step 0; curves and histograms clear (sessionReset).
+  void reset();
+  // Changes the project's learning rate (one undo step) and the running session's at once.
+  // Refuses a value that is not finite or not > 0: message() says why, returns false.
+  bool setLearningRate(double lr);
+  // The same for the batch size (>= 1), applied from the next epoch.
+  bool setBatchSize(int64_t batchSize);
+  // Evaluation passes: on, the controller runs the test set through the model in eval mode
+  // (session evaluate()) at once and about twice a second while training, so the test curves
+  // and the boundary follow the run between epochs; off, test metrics come at epoch ends only.
+  void setEvalMode(bool on);
+  // A PyTorch-style checkpoint (.pt): model_state_dict, optimizer_state_dict, step, epoch.
+  // Pauses a running session for the moment it takes and resumes it. False (with message())
+  // on an error.
+  bool saveCheckpoint(const QString& path);
+  // Loads one into the session (strict), continuing the step count from the file's.
+  bool loadCheckpoint(const QString& path);
+
+ signals:
+  void statusChanged(const nns::train::SessionStatus& status);
+  void stepMetricsArrived(const std::vector<nns::train::StepMetrics>& metrics);
+  // Only the epochs not sent before.
+  void epochMetricsArrived(const std::vector<nns::train::EpochMetrics>& epochs);
+  void evaluationArrived(const nns::train::Evaluation& evaluation);
+  void probeSamplesArrived(const std::vector<nns::train::ProbeSample>& samples);
+  void predictionArrived(const nns::train::Prediction& prediction);
+  // Curves, histograms and health clear: a new session, a reset or a loaded checkpoint.
+  void sessionReset();
+  // A run failed (NaN/Inf, a shape error) or could not start (a graph with problems): the
+  // node it names (0 if none) and why.
+  void runFailed(nns::graph::NodeId node, const QString& message);
+  // A line for the log.
+  void message(const QString& text);
+
+ private:
+  struct Built;  // what the current session was made from
+  void onDocumentChanged();
+  void rebuild();
+  void syncProbes();
+  void poll();
+  void applyLiveSettings();
+  // The document's frozen set onto the session's model (requires_grad), when its worker is
+  // idle; a run that is going on takes it when it pauses.
+  void applyFrozen();
+  // The session, or false after telling why there is none (runFailed, message).
+  bool ensureTrainable();
+  // Runs fn with the session's worker idle (pausing a run for the moment and resuming it).
+  bool withIdleSession(const QString& what, const std::function<void(train::TrainingSession&)>& fn);
+  QString moduleNameOf(graph::NodeId node) const;
+
+  ProjectDocument* document_;
+  QTimer* timer_;
+  std::unique_ptr<train::TrainingSession> session_;
+  std::unique_ptr<Built> built_;
+  bool stale_ = true;
+  bool runRequested_ = false;  // start() asked, until pause, reset, or the run ends
+  QString lastError_;
+  train::SessionStatus status_;
+  size_t epochsSent_ = 0;
+  int64_t resetsSeen_ = 0;
+  std::optional<train::Evaluation> evaluationSent_;
+  bool failureSent_ = false;
+  bool evalMode_ = false;
+  qint64 lastEvalMs_ = 0;
+  std::map<train::ProbeId, graph::NodeId> probeNodes_;
+};
+
+}  // namespace nns::ui
+
+Q_DECLARE_METATYPE(nns::train::SessionStatus)
+Q_DECLARE_METATYPE(nns::train::Evaluation)
+Q_DECLARE_METATYPE(nns::train::Prediction)

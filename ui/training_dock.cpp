@@ -1,0 +1,511 @@
+#include "ui/training_dock.h"
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPainter>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "engine/data/catalog.h"
+#include "engine/optim/factory.h"
+#include "engine/train/losses.h"
+#include "ui/decision_boundary_widget.h"
+#include "ui/project_document.h"
+#include "ui/training_controller.h"
+
+namespace nns::ui {
+namespace {
+
+constexpr int kThumb = 56;
+const QString kCsv = QStringLiteral("csv");
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+// A small picture of a data set as its generator makes it with the default options.
+QImage thumbnail(const data::Dataset& d) {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(Qt::NoPen);
+  const std::vector<float> x = d.inputs.to_vector<float>();
+  const int64_t n = d.size();
+  auto range = [](const std::vector<float>& v, size_t stride, size_t col) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (size_t i = col; i < v.size(); i += stride) {
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+    return std::pair<float, float>(lo, hi > lo ? hi : lo + 1);
+  };
+  auto at = [](float v, std::pair<float, float> r) {
+    return 3 + (v - r.first) / (r.second - r.first) * (kThumb - 6);
+  };
+  if (d.input_kind == data::InputKind::Points2D && d.task == data::TaskKind::Classification) {
+    const std::vector<int64_t> y = d.targets.to_vector<int64_t>();
+    const auto rx = range(x, 2, 0), ry = range(x, 2, 1);
+    for (int64_t i = 0; i < n; ++i) {
+      p.setBrush(DecisionBoundaryWidget::classColor(y[static_cast<size_t>(i)]));
+      p.drawEllipse(QPointF(at(x[2 * i], rx), kThumb - at(x[2 * i + 1], ry)), 1.3, 1.3);
+    }
+  } else if (d.input_kind == data::InputKind::Curve1D) {
+    const std::vector<float> y = d.targets.to_vector<float>();
+    const auto rx = range(x, 1, 0), ry = range(y, 1, 0);
+    p.setBrush(DecisionBoundaryWidget::classColor(1));
+    for (int64_t i = 0; i < n; ++i) {
+      p.drawEllipse(QPointF(at(x[i], rx), kThumb - at(y[i], ry)), 1.2, 1.2);
+    }
+  } else if (d.input_kind == data::InputKind::Image && d.image_height > 0) {
+    // A 2 x 2 tile of the first images.
+    const int64_t h = d.image_height, w = d.image_width;
+    const int64_t tiles = std::min<int64_t>(4, n);
+    for (int64_t k = 0; k < tiles; ++k) {
+      QImage digit(static_cast<int>(w), static_cast<int>(h), QImage::Format_Grayscale8);
+      for (int64_t r = 0; r < h; ++r) {
+        for (int64_t c = 0; c < w; ++c) {
+          const float v = std::clamp(x[static_cast<size_t>((k * h + r) * w + c)], 0.0f, 1.0f);
+          digit.setPixel(static_cast<int>(c), static_cast<int>(r),
+                         qRgb(255 - static_cast<int>(v * 255), 255 - static_cast<int>(v * 255),
+                              255 - static_cast<int>(v * 255)));
+        }
+      }
+      const int half = kThumb / 2;
+      p.drawImage(QRect(static_cast<int>(k % 2) * half + 1, static_cast<int>(k / 2) * half + 1,
+                        half - 2, half - 2),
+                  digit);
+    }
+  } else {
+    p.setPen(Qt::darkGray);
+    p.drawText(image.rect(), Qt::AlignCenter, QObject::tr("table"));
+  }
+  p.setPen(QColor(200, 200, 200));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
+QImage csvThumbnail() {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  p.setPen(QColor(120, 120, 120));
+  for (int r = 0; r < 5; ++r) p.drawLine(6, 10 + r * 9, kThumb - 6, 10 + r * 9);
+  p.drawLine(kThumb / 2, 10, kThumb / 2, 46);
+  p.setPen(QColor(200, 200, 200));
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
+// The header's names of a CSV file ("" when unreadable).
+QStringList csvColumns(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  QStringList columns = QString::fromUtf8(f.readLine()).trimmed().split(',');
+  for (QString& c : columns) c = c.trimmed().remove('"');
+  return columns;
+}
+
+}  // namespace
+
+TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
+    : QWidget(parent), controller_(controller), document_(controller->document()) {
+  // ---- Data ----
+  datasets_ = new QListWidget;
+  datasets_->setObjectName("datasetList");
+  datasets_->setViewMode(QListView::IconMode);
+  datasets_->setIconSize(QSize(kThumb, kThumb));
+  datasets_->setFlow(QListView::LeftToRight);
+  datasets_->setWrapping(true);
+  datasets_->setResizeMode(QListView::Adjust);
+  datasets_->setMovement(QListView::Static);
+  datasets_->setGridSize(QSize(kThumb + 20, kThumb + 22));
+  datasets_->setFixedHeight(2 * (kThumb + 22) + 8);
+  buildDatasetList();
+  csvButton_ = new QPushButton(tr("Import CSV…"));
+  noise_ = new QDoubleSpinBox;
+  noise_->setDecimals(3);
+  noise_->setSingleStep(0.05);
+  samples_ = new QSpinBox;
+  samples_->setSingleStep(100);
+  testSplit_ = new QDoubleSpinBox;
+  testSplit_->setRange(0, 0.9);
+  testSplit_->setSingleStep(0.05);
+  testSplit_->setDecimals(2);
+  seed_ = new QSpinBox;
+  seed_->setRange(0, 1 << 30);
+  regenerate_ = new QPushButton(tr("Regenerate"));
+  regenerate_->setToolTip(tr("The same data set with a new seed"));
+
+  // ---- Training ----
+  loss_ = new QComboBox;
+  for (const std::string& n : train::loss_names()) loss_->addItem(qs(n));
+  optimizer_ = new QComboBox;
+  for (const std::string& n : optim::optimizer_names()) optimizer_->addItem(qs(n));
+  lr_ = new QLineEdit;
+  lr_->setObjectName("learningRate");
+  lr_->setToolTip(tr("Learning rate: applied at once, also while training"));
+  batch_ = new QSpinBox;
+  batch_->setRange(1, 1 << 20);
+  weightDecay_ = new QDoubleSpinBox;
+  weightDecay_->setDecimals(5);
+  weightDecay_->setRange(0, 10);
+  weightDecay_->setSingleStep(1e-4);
+  inputMessage_ = new QLabel;
+  inputMessage_->setObjectName("inputMessage");
+  inputMessage_->setWordWrap(true);
+  inputMessage_->setStyleSheet("color: #b00020");
+  inputMessage_->hide();
+
+  // ---- Run ----
+  auto action = [this](const QString& text, const QKeySequence& key, auto fn) {
+    auto* a = new QAction(text, this);
+    a->setShortcut(key);
+    a->setShortcutContext(Qt::WindowShortcut);
+    a->setToolTip(QString("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
+    connect(a, &QAction::triggered, controller_, fn);
+    addAction(a);
+    return a;
+  };
+  startAct_ = action(tr("Start"), QKeySequence(Qt::Key_F5), &TrainingController::start);
+  pauseAct_ = action(tr("Pause"), QKeySequence(Qt::SHIFT | Qt::Key_F5), &TrainingController::pause);
+  stepAct_ = action(tr("Step"), QKeySequence(Qt::Key_F10), &TrainingController::stepOnce);
+  resetAct_ = action(tr("Reset"), QKeySequence(Qt::CTRL | Qt::Key_F5), &TrainingController::reset);
+  auto button = [](QAction* a) {
+    auto* b = new QToolButton;
+    b->setDefaultAction(a);
+    b->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    return b;
+  };
+  counters_ = new QLabel;
+  counters_->setObjectName("trainingCounters");
+  counters_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  evalMode_ = new QCheckBox(tr("Eval mode: test twice a second"));
+  evalMode_->setToolTip(
+      tr("Evaluation passes (model.eval(), no grad) on the test set while training, so the "
+         "test curves follow the run between epochs"));
+  auto* saveCkpt = new QPushButton(tr("Save checkpoint…"));
+  auto* loadCkpt = new QPushButton(tr("Load checkpoint…"));
+
+  // ---- Layout ----
+  auto* dataBox = new QGroupBox(tr("Data"));
+  auto* dataForm = new QFormLayout;
+  dataForm->addRow(datasets_);
+  auto* noiseRow = new QHBoxLayout;
+  noiseRow->addWidget(noise_);
+  noiseRow->addWidget(new QLabel(tr("samples")));
+  noiseRow->addWidget(samples_);
+  dataForm->addRow(tr("Noise"), noiseRow);
+  auto* splitRow = new QHBoxLayout;
+  splitRow->addWidget(testSplit_);
+  splitRow->addWidget(new QLabel(tr("seed")));
+  splitRow->addWidget(seed_);
+  dataForm->addRow(tr("Test split"), splitRow);
+  auto* dataButtons = new QHBoxLayout;
+  dataButtons->addWidget(regenerate_);
+  dataButtons->addWidget(csvButton_);
+  dataForm->addRow(dataButtons);
+  dataBox->setLayout(dataForm);
+
+  auto* trainBox = new QGroupBox(tr("Training"));
+  auto* trainForm = new QFormLayout;
+  trainForm->addRow(tr("Loss"), loss_);
+  trainForm->addRow(tr("Optimizer"), optimizer_);
+  trainForm->addRow(tr("Learning rate"), lr_);
+  trainForm->addRow(inputMessage_);
+  auto* batchRow = new QHBoxLayout;
+  batchRow->addWidget(batch_);
+  batchRow->addWidget(new QLabel(tr("weight decay")));
+  batchRow->addWidget(weightDecay_);
+  trainForm->addRow(tr("Batch size"), batchRow);
+  trainBox->setLayout(trainForm);
+
+  auto* runBox = new QGroupBox(tr("Run"));
+  auto* runLayout = new QVBoxLayout;
+  auto* buttons = new QHBoxLayout;
+  for (QAction* a : {startAct_, pauseAct_, stepAct_, resetAct_}) buttons->addWidget(button(a));
+  runLayout->addLayout(buttons);
+  runLayout->addWidget(counters_);
+  runLayout->addWidget(evalMode_);
+  auto* ckptRow = new QHBoxLayout;
+  ckptRow->addWidget(saveCkpt);
+  ckptRow->addWidget(loadCkpt);
+  runLayout->addLayout(ckptRow);
+  runBox->setLayout(runLayout);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(dataBox);
+  layout->addWidget(trainBox);
+  layout->addWidget(runBox);
+  layout->addStretch(1);
+
+  // ---- Wiring: controls -> document edits ----
+  connect(datasets_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
+    const QString name = item->data(Qt::UserRole).toString();
+    if (name == kCsv) {
+      csvButton_->click();
+    } else {
+      chooseDataset(name);
+    }
+  });
+  connect(csvButton_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import CSV"), QString(),
+                                                      tr("CSV files (*.csv);;All files (*)"));
+    if (path.isEmpty()) return;
+    const QStringList columns = csvColumns(path);
+    bool ok = true;
+    const QString label =
+        columns.isEmpty()
+            ? QString()
+            : QInputDialog::getItem(this, tr("Import CSV"), tr("Label column:"), columns,
+                                    static_cast<int>(columns.size()) - 1, false, &ok);
+    if (ok) importCsv(path, label);
+  });
+  connect(noise_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    editDataset(tr("Set noise"), [v](graph::DatasetSettings& d) { d.options["noise"] = v; });
+  });
+  connect(samples_, &QSpinBox::valueChanged, this, [this](int v) {
+    editDataset(tr("Set samples"), [v](graph::DatasetSettings& d) { d.options["samples"] = v; });
+  });
+  connect(testSplit_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    editDataset(tr("Set test split"), [v](graph::DatasetSettings& d) { d.test_fraction = v; });
+  });
+  connect(seed_, &QSpinBox::valueChanged, this, [this](int v) {
+    editDataset(tr("Set data seed"), [v](graph::DatasetSettings& d) { d.seed = v; });
+  });
+  connect(regenerate_, &QPushButton::clicked, this, [this] {
+    editDataset(tr("Regenerate data"), [](graph::DatasetSettings& d) { ++d.seed; });
+  });
+  connect(loss_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+    editTraining(tr("Set loss"), [&](graph::TrainingSettings& t) {
+      t.loss = name.toStdString();
+      t.loss_options = graph::Json::object();
+    });
+  });
+  connect(optimizer_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+    editTraining(tr("Set optimizer"), [&](graph::TrainingSettings& t) {
+      t.optimizer = name.toStdString();
+      // Keep what every optimizer takes; momentum and the like belong to the old one.
+      graph::Json kept = graph::Json::object();
+      for (const char* key : {"lr", "weight_decay"}) {
+        if (t.optimizer_options.contains(key)) kept[key] = t.optimizer_options[key];
+      }
+      t.optimizer_options = kept;
+    });
+  });
+  connect(lr_, &QLineEdit::editingFinished, this, &TrainingDock::applyLearningRate);
+  connect(batch_, &QSpinBox::valueChanged, this, [this](int v) { controller_->setBatchSize(v); });
+  connect(weightDecay_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    editTraining(tr("Set weight decay"),
+                 [v](graph::TrainingSettings& t) { t.optimizer_options["weight_decay"] = v; });
+  });
+  connect(evalMode_, &QCheckBox::toggled, controller_, &TrainingController::setEvalMode);
+  connect(saveCkpt, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QString(),
+                                                      tr("PyTorch checkpoint (*.pt *.pth)"));
+    if (!path.isEmpty()) saveCheckpointTo(path);
+  });
+  connect(loadCkpt, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load checkpoint"), QString(),
+                                                      tr("PyTorch checkpoint (*.pt *.pth)"));
+    if (!path.isEmpty()) loadCheckpointFrom(path);
+  });
+
+  // ---- Wiring: document and controller -> controls ----
+  connect(document_, &ProjectDocument::settingsChanged, this, &TrainingDock::readProject);
+  connect(document_, &ProjectDocument::changed, this, &TrainingDock::readProject);
+  connect(controller_, &TrainingController::statusChanged, this, &TrainingDock::showStatus);
+  readProject();
+  showStatus(controller_->status());
+}
+
+void TrainingDock::buildDatasetList() {
+  for (const data::DatasetInfo& info : data::dataset_catalog()) {
+    QImage image;
+    try {
+      image = thumbnail(data::make_dataset(info.name));
+    } catch (const Error&) {
+      image = csvThumbnail();
+    }
+    auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(image)), qs(info.name));
+    item->setData(Qt::UserRole, qs(info.name));
+    item->setToolTip(qs(info.description));
+    datasets_->addItem(item);
+  }
+  auto* csv = new QListWidgetItem(QIcon(QPixmap::fromImage(csvThumbnail())), tr("CSV…"));
+  csv->setData(Qt::UserRole, kCsv);
+  csv->setToolTip(tr("Your own data: a CSV file with a header row"));
+  datasets_->addItem(csv);
+}
+
+void TrainingDock::chooseDataset(const QString& name) {
+  editDataset(tr("Use data set %1").arg(name), [&](graph::DatasetSettings& d) {
+    if (d.name == name.toStdString()) return;
+    d.name = name.toStdString();
+    // Another generator's options mean nothing to this one: it starts from its defaults.
+    d.options = graph::Json::object();
+    d.csv_path.clear();
+    d.label_column.clear();
+  });
+}
+
+bool TrainingDock::importCsv(const QString& path, const QString& labelColumn) {
+  const QStringList columns = csvColumns(path);
+  if (columns.isEmpty()) {
+    emit controller_->message(tr("Import CSV: cannot read %1").arg(path));
+    return false;
+  }
+  const QString label = labelColumn.isEmpty() ? columns.back() : labelColumn;
+  const QString projectPath = document_->filePath();
+  // Relative to the project file, as the project format keeps it, when there is one.
+  const QString stored = projectPath.isEmpty()
+                             ? QFileInfo(path).absoluteFilePath()
+                             : QFileInfo(projectPath).absoluteDir().relativeFilePath(path);
+  editDataset(tr("Import %1").arg(QFileInfo(path).fileName()), [&](graph::DatasetSettings& d) {
+    d.name = kCsv.toStdString();
+    d.options = graph::Json::object();
+    d.csv_path = stored.toStdString();
+    d.label_column = label.toStdString();
+  });
+  return true;
+}
+
+void TrainingDock::editDataset(const QString& text,
+                               const std::function<void(graph::DatasetSettings&)>& fn) {
+  graph::DatasetSettings d = document_->project().dataset;
+  fn(d);
+  document_->setDatasetSettings(d, text);
+}
+
+void TrainingDock::editTraining(const QString& text,
+                                const std::function<void(graph::TrainingSettings&)>& fn) {
+  graph::TrainingSettings t = document_->project().training;
+  if (!t.optimizer_options.is_object()) t.optimizer_options = graph::Json::object();
+  fn(t);
+  document_->setTrainingSettings(t, text);
+}
+
+void TrainingDock::applyLearningRate() {
+  const QString text = lr_->text().trimmed();
+  bool ok = false;
+  const double lr = text.toDouble(&ok);
+  if (!ok || !std::isfinite(lr) || lr <= 0) {
+    inputMessage_->setText(
+        tr("Learning rate \"%1\" refused: enter a number above 0, such as 0.01 or 1e-3").arg(text));
+    inputMessage_->show();
+    emit controller_->message(inputMessage_->text());
+    return;
+  }
+  inputMessage_->hide();
+  inputMessage_->clear();
+  controller_->setLearningRate(lr);
+}
+
+void TrainingDock::readProject() {
+  const graph::Project& p = document_->project();
+  const graph::DatasetSettings& d = p.dataset;
+  const graph::TrainingSettings& t = p.training;
+  const QString name = qs(d.name);
+  for (int i = 0; i < datasets_->count(); ++i) {
+    QListWidgetItem* item = datasets_->item(i);
+    if (item->data(Qt::UserRole).toString() == name && !item->isSelected()) {
+      const QSignalBlocker block(datasets_);
+      datasets_->setCurrentItem(item);
+    }
+  }
+  // The options the chosen set has, with their ranges; the others are disabled.
+  const data::DatasetInfo* info = nullptr;
+  if (d.name != kCsv.toStdString()) {
+    try {
+      info = &data::dataset_info(d.name);
+    } catch (const KeyError&) {
+      // A set this build does not know (a newer project): no options to offer.
+    }
+  }
+  auto option = [&](const char* key) -> const data::OptionInfo* {
+    if (!info) return nullptr;
+    for (const data::OptionInfo& o : info->options) {
+      if (o.name == key) return &o;
+    }
+    return nullptr;
+  };
+  if (const data::OptionInfo* o = option("noise")) {
+    const QSignalBlocker block(noise_);
+    noise_->setRange(o->min, o->max);
+    noise_->setValue(d.options.value("noise", o->default_value));
+    noise_->setEnabled(true);
+  } else {
+    noise_->setEnabled(false);
+  }
+  if (const data::OptionInfo* o = option("samples")) {
+    const QSignalBlocker block(samples_);
+    samples_->setRange(static_cast<int>(o->min), static_cast<int>(std::min(o->max, 1e9)));
+    samples_->setValue(static_cast<int>(d.options.value("samples", o->default_value)));
+    samples_->setEnabled(true);
+  } else {
+    samples_->setEnabled(false);
+  }
+  {
+    const QSignalBlocker b1(testSplit_), b2(seed_), b3(loss_), b4(optimizer_), b5(batch_),
+        b6(weightDecay_);
+    testSplit_->setValue(d.test_fraction);
+    seed_->setValue(static_cast<int>(d.seed));
+    loss_->setCurrentText(qs(t.loss));
+    optimizer_->setCurrentText(qs(t.optimizer));
+    batch_->setValue(static_cast<int>(t.batch_size));
+    const graph::Json& o = t.optimizer_options;
+    weightDecay_->setValue(o.is_object() ? o.value("weight_decay", 0.0) : 0.0);
+    if (!lr_->hasFocus()) {
+      lr_->setText(o.is_object() && o.contains("lr") ? QString::number(o["lr"].get<double>())
+                                                     : QString());
+    }
+  }
+}
+
+void TrainingDock::showStatus(const train::SessionStatus& s) {
+  const bool running = s.state == train::RunState::Running;
+  startAct_->setEnabled(!running && s.state != train::RunState::Failed);
+  pauseAct_->setEnabled(running);
+  stepAct_->setEnabled(!running && s.state != train::RunState::Failed);
+  QString text = tr("step %1 · epoch %2 · %3 steps/s · %4")
+                     .arg(s.step)
+                     .arg(s.epoch)
+                     .arg(s.steps_per_second, 0, 'f', 0)
+                     .arg(qs(train::run_state_name(s.state)));
+  if (s.step > 0) text += tr("\nloss %1").arg(s.smoothed_loss, 0, 'g', 4);
+  if (s.last_evaluation && std::isfinite(s.last_evaluation->accuracy)) {
+    text += tr(" · test accuracy %1%").arg(100 * s.last_evaluation->accuracy, 0, 'f', 1);
+  }
+  counters_->setText(text);
+}
+
+bool TrainingDock::saveCheckpointTo(const QString& path) {
+  return controller_->saveCheckpoint(path);
+}
+
+bool TrainingDock::loadCheckpointFrom(const QString& path) {
+  return controller_->loadCheckpoint(path);
+}
+
+}  // namespace nns::ui
