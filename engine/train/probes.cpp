@@ -1,7 +1,6 @@
 #include "engine/train/probes.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -495,16 +494,9 @@ void Probes::measure_step(Clock::time_point now, bool sampled) {
   step_begin_.reset();
   // A sampled step also pays for what no timer inside the probes sees: the two autograd
   // nodes a full backward hook adds around its module, and the caches the summaries evict.
-  // So its cost is at least its excess over the recent unsampled steps (a running mean of
-  // their length; noise in it only ever counts more cost).
+  // So its cost is its excess over the recent unsampled steps (a running mean of their
+  // length), and never less than what the timers saw.
   double cost = step_cost_;
-  {
-    static double acc[4][2]; static bool prev = false; static long total = 0;
-    int k = sampled ? 0 : (prev ? 1 : 2);
-    acc[k][0] += span; acc[k][1] += 1; if (sampled) { acc[3][0] += step_cost_; acc[3][1] += 1; }
-    prev = sampled;
-    if (++total % 20000 == 0) std::fprintf(stderr, "DBG sampled %.1fus (timed %.1fus) n=%.0f, after %.1fus n=%.0f, other %.1fus n=%.0f\n", 1e6*acc[0][0]/acc[0][1], 1e6*acc[3][0]/acc[3][1], acc[0][1], 1e6*acc[1][0]/acc[1][1], acc[1][1], 1e6*acc[2][0]/acc[2][1], acc[2][1]);
-  }
   if (!sampled) {
     unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
   } else if (unsampled_span_ > 0) {

@@ -22,27 +22,32 @@
 // because a registered full backward hook adds two autograd nodes around the module on every
 // call; the forward hook returns at once on other steps and in evaluation passes.
 //
-// A probe samples steps 1, 1 + every, 1 + 2 * every, ... (steps count from 1), within an
-// overhead budget, the way a sampling profiler bounds its cost: the probes time themselves
-// with a steady clock (their hooks and summaries, and placing and removing the step hooks;
-// a sampled step costs at least its excess over the recent unsampled steps, which also
-// counts the autograd nodes of the backward hooks) and the training from begin_step to
-// end_step (less their own time), both weighted by
-// exp(-age / 1 s), the age counted in time inside steps, so that the measure follows a
-// change of speed and a pause between steps neither banks credit nor leaves a debt. A step that
-// `every` picks is skipped while the probes' weighted cost is above max_overhead x the weighted
-// training time; a probe's first pick is always sampled (early steps are kept). The cost compared
-// is that of all the probes together, since the limit is on what probing costs the run; a probe's
-// own max_overhead says how much of it that probe tolerates, so a probe with max_overhead 0 samples
-// exactly every N steps and its cost still counts against the budgeted ones. With max_overhead 0
-// the sampled steps are deterministic; with a budget they depend on timing (never on the training's
-// numbers, which probes do not change). overhead() reports the measured fraction and the steps
-// skipped, and each sample its interval, so that a window can show "sampling every ~N steps (budget
-// 5%)". The hooks reduce on the thread that trains; the samples wait in a bounded queue that drops
-// the oldest when full, so a slow reader never holds training up. Each sampled tensor also leaves
-// up to kReservoirValues raw values (a stratified random sample) in a reservoir that keeps the
-// kRecentSteps most recent sampled steps and a thinned set of kEarlySteps older ones, so that
-// rebin() can redraw a histogram over any range and zoom later.
+// A probe samples steps 1, 1 + every, 1 + 2 * every, ... (steps count from 1) within an
+// overhead budget, the way a sampling profiler bounds its cost. The probes time themselves
+// with a steady clock: their hooks and summaries, placing and removing the step hooks, and,
+// since a sampled step also pays for what no timer inside them sees (the autograd nodes of
+// the backward hooks, the caches the summaries evict), at least the sampled step's excess
+// over the recent unsampled ones. The training time is the rest of each step, from
+// begin_step to end_step. Both are weighted by exp(-age / 1 s), the age counted in time
+// inside steps, so that the measure follows a change of speed, and a pause between steps
+// neither banks credit nor leaves a debt. A step that `every` picks is skipped while the
+// weighted cost is above max_overhead x the weighted training time; a probe's first pick is
+// always sampled (early steps are kept).
+//
+// The cost compared is that of all the probes together, since the limit is on what probing
+// costs the run; a probe's own max_overhead says how much of it that probe tolerates, so a
+// probe with max_overhead 0 samples exactly every N steps and its cost still counts against
+// the budgeted ones. With max_overhead 0 the sampled steps are deterministic; with a budget
+// they depend on timing (never on the training's numbers, which probes do not change).
+// overhead() reports the measured fraction and the steps skipped, and each sample its
+// interval, so that a window can show "sampling every ~N steps (budget 5%)". The forward
+// hooks that stay on the modules (a flag test per call) are not in the measure.
+//
+// The hooks reduce on the thread that trains; the samples wait in a bounded queue that drops
+// the oldest when full, so a slow reader never holds training up. Each sampled tensor also
+// leaves up to kReservoirValues raw values (a stratified random sample) in a reservoir that
+// keeps the kRecentSteps most recent sampled steps and a thinned set of kEarlySteps older
+// ones, so that rebin() can redraw a histogram over any range and zoom later.
 //
 // Threads: add, remove and the step calls touch the model's hook tables, so they run on the
 // thread that runs the model (TrainingSession does that for you); take_samples, dropped,

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/cpu/flush_denormal.h"
 #include "engine/nn/clip_grad.h"
 #include "engine/ops/ops.h"
 #include "engine/tensor/generator.h"
@@ -309,6 +310,7 @@ bool TrainingSession::wait_idle(std::chrono::milliseconds timeout) {
 // ---- The worker ---------------------------------------------------------------------------
 
 void TrainingSession::worker_loop() {
+  if (config_.flush_denormal) set_flush_denormal(true);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] {

@@ -134,6 +134,10 @@ struct SessionConfig {
   bool scheduler_per_step = false;
   size_t metrics_capacity = 100000;  // step metrics kept for take_step_metrics()
   int64_t eval_chunk = 4096;         // test samples per forward in an evaluation
+  // The worker thread flushes denormal floats to zero (nns::set_flush_denormal): a moment or
+  // momentum buffer that decays towards zero otherwise turns denormal within a few hundred
+  // steps and halves the speed of the run (engine/cpu/flush_denormal.h has the figures).
+  bool flush_denormal = true;
 };
 
 // What a session is made of. make_model is called with the default generator seeded with

@@ -141,7 +141,8 @@ TEST(Probes, UnknownModulesAndEmptyOptionsAreRefused) {
 TEST(Probes, SamplesEveryNthStepWithEveryKind) {
   Loop loop;
   Probes probes(loop.net);
-  const ProbeId id = probes.add("2", ProbeOptions{true, true, true, 3});
+  // max_overhead 0: exactly every N steps, whatever the probes cost.
+  const ProbeId id = probes.add("2", ProbeOptions{true, true, true, 3, 0});
   for (int64_t s = 1; s <= 7; ++s) loop.step(probes, s);
   std::set<int64_t> steps;
   std::map<std::pair<ProbeKind, std::string>, int> seen;
@@ -211,7 +212,7 @@ TEST(Probes, EvaluationPassesAreNotSampled) {
 TEST(Probes, TheQueueDropsTheOldestSamples) {
   Loop loop;
   Probes probes(loop.net, 4);
-  probes.add("0", ProbeOptions{true, false, false, 1});
+  probes.add("0", ProbeOptions{true, false, false, 1, 0});
   for (int64_t s = 1; s <= 10; ++s) loop.step(probes, s);
   const std::vector<ProbeSample> samples = probes.take_samples();
   ASSERT_EQ(samples.size(), 4u);
@@ -223,7 +224,7 @@ TEST(Probes, TheQueueDropsTheOldestSamples) {
 TEST(Probes, TheReservoirKeepsRecentAndThinnedEarlyStepsAndRebins) {
   Loop loop;
   Probes probes(loop.net);
-  const ProbeId id = probes.add("0", ProbeOptions{true, false, false, 1});
+  const ProbeId id = probes.add("0", ProbeOptions{true, false, false, 1, 0});
   const int64_t n = 200;
   for (int64_t s = 1; s <= n; ++s) loop.step(probes, s);
   const std::vector<int64_t> kept = probes.kept_steps(id, ProbeKind::Activation, "output");

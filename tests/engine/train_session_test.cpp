@@ -282,7 +282,7 @@ TEST(TrainSession, ProbesThroughTheSessionPlaceAndRemoveTheirHooks) {
   TrainingSession s(mlp_parts(), config_with(0, 100));
   EXPECT_THROW(s.add_probe("fc9"), KeyError);
   EXPECT_THROW(s.add_probe("0", ProbeOptions{true, true, true, 0}), ValueError);
-  const ProbeId id = s.add_probe("0", ProbeOptions{true, true, true, 2});
+  const ProbeId id = s.add_probe("0", ProbeOptions{true, true, true, 2, 0});
   s.step(4);
   ASSERT_TRUE(s.wait_idle(60s));
   const nn::ModulePtr fc = s.model()->get_submodule("0");
@@ -330,6 +330,28 @@ TEST(TrainSession, PredictRunsBetweenStepsInEvalMode) {
   EXPECT_FALSE(p->outputs.requires_grad());
   EXPECT_TRUE(s.model()->is_training());
   EXPECT_FALSE(s.take_prediction().has_value());
+}
+
+// The worker flushes denormals (config.flush_denormal, on by default): a denormal input to
+// the model reads as zero there, and passes through when the setting is off.
+TEST(TrainSession, TheWorkerFlushesDenormalsUnlessToldNot) {
+  const double denormal = std::numeric_limits<float>::denorm_min() * 1000.0;
+  for (const bool flush : {true, false}) {
+    SessionParts parts = mlp_parts();
+    parts.make_model = [] { return std::make_shared<nn::Linear>(2, 1); };
+    SessionConfig config = config_with(0, 1);
+    config.flush_denormal = flush;
+    TrainingSession s(std::move(parts), config);
+    s.model()->get_parameter("weight").detach().fill_(1.0);
+    s.model()->get_parameter("bias").detach().fill_(0.0);
+    s.predict(tensor({{denormal, 0.0}}));
+    ASSERT_TRUE(s.wait_idle(60s));
+    std::optional<Prediction> p = s.take_prediction();
+    ASSERT_TRUE(p.has_value());
+    ASSERT_TRUE(p->error.empty()) << p->error;
+    EXPECT_EQ(p->outputs.item(), flush ? 0.0 : static_cast<double>(static_cast<float>(denormal)))
+        << "flush_denormal=" << flush;
+  }
 }
 
 TEST(TrainSession, CommandsReturnAtOnceAndTheSessionEndsWhileRunning) {
