@@ -12,6 +12,11 @@ namespace {
 
 constexpr double kColumnWidth = 250;
 constexpr double kRowHeight = 120;
+// A model deeper than this many columns wraps into bands, read like lines of text, so a long
+// chain fits a laptop-sized canvas at a readable zoom instead of running off its right edge.
+constexpr int kMaxColumns = 5;
+constexpr int kBandColumns = 4;
+constexpr double kBandGap = 70;
 
 }  // namespace
 
@@ -77,19 +82,30 @@ std::map<graph::NodeId, QPointF> layeredLayout(const graph::Project& project) {
     return d;
   };
 
-  std::map<graph::NodeId, QPointF> positions;
+  // Column and row of every placed node first; where they go on the canvas depends on how
+  // many columns there are in all.
+  std::vector<std::pair<graph::NodeId, QPoint>> cells;
   std::map<int, int> rows;
   for (const graph::Node& n : g.nodes) {
     if (stacked(n)) {
       const int column = depthOf(n.id);
-      for (graph::NodeId m : n.members) {
-        positions[m] = QPointF(column * kColumnWidth, rows[column]++ * kRowHeight);
-      }
+      for (graph::NodeId m : n.members) cells.emplace_back(m, QPoint(column, rows[column]++));
       continue;
     }
     if (!placed(n) || inStack(n.id)) continue;
     const int column = depthOf(n.id);
-    positions[n.id] = QPointF(column * kColumnWidth, rows[column]++ * kRowHeight);
+    cells.emplace_back(n.id, QPoint(column, rows[column]++));
+  }
+  const int columns = rows.empty() ? 0 : rows.rbegin()->first + 1;
+  const int perBand = columns > kMaxColumns ? kBandColumns : std::max(columns, 1);
+  int tallest = 0;
+  for (const auto& [column, count] : rows) tallest = std::max(tallest, count);
+  const double bandHeight = tallest * kRowHeight + kBandGap;
+
+  std::map<graph::NodeId, QPointF> positions;
+  for (const auto& [id, cell] : cells) {
+    positions[id] = QPointF((cell.x() % perBand) * kColumnWidth,
+                            (cell.x() / perBand) * bandHeight + cell.y() * kRowHeight);
   }
   return positions;
 }

@@ -49,6 +49,8 @@ QColor DecisionBoundaryWidget::classColor(int64_t c) {
 }
 
 void DecisionBoundaryWidget::takeData() {
+  // A message from an earlier session (e.g. the empty project at startup) must not outlive it.
+  why_.clear();
   mode_ = Mode::None;
   pending_ = 0;
   requestedStep_ = shownStep_ = -1;

@@ -41,6 +41,8 @@ class DecisionBoundaryWidget : public QWidget {
   // The step the picture shows (-1: none yet).
   int64_t shownStep() const { return shownStep_; }
   const QImage& heatmap() const { return heatmap_; }
+  // Why nothing is drawn (empty when the picture shows the current session).
+  const QString& message() const { return why_; }
 
   // The colour of class c (shared by the heatmap and the points).
   static QColor classColor(int64_t c);

@@ -29,7 +29,7 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   scene_->setSceneRect(-20000, -20000, 40000, 40000);
   miniMap_ = new MiniMap(this);
   connect(scene_, &QGraphicsScene::changed, miniMap_, &MiniMap::refresh);
-  placeMiniMap();
+  miniMap_->refresh();
 }
 
 double GraphView::zoom() const {
@@ -39,6 +39,7 @@ double GraphView::zoom() const {
 void GraphView::zoomBy(double factor) {
   const double target = std::clamp(zoom() * factor, 0.15, 3.0);
   const double f = target / zoom();
+  followFrame_ = false;
   scale(f, f);
   emit zoomChanged(zoom());
   miniMap_->refresh();
@@ -58,6 +59,7 @@ void GraphView::frameAll() {
   if (box.width() > visible.width()) centre.setX(box.left() + visible.width() / 2);
   if (box.height() > visible.height()) centre.setY(box.top() + visible.height() / 2);
   centerOn(centre);
+  followFrame_ = true;
   emit zoomChanged(zoom());
   miniMap_->refresh();
 }
@@ -162,19 +164,20 @@ void GraphView::dropEvent(QDropEvent* event) {
 }
 
 void GraphView::resizeEvent(QResizeEvent* event) {
+  // Read before the base class: keeping the view's anchor may scroll, which ends following.
+  const bool follow = followFrame_;
   QGraphicsView::resizeEvent(event);
-  placeMiniMap();
+  if (follow) {
+    frameAll();
+  } else {
+    miniMap_->refresh();
+  }
 }
 
 void GraphView::scrollContentsBy(int dx, int dy) {
+  followFrame_ = false;
   QGraphicsView::scrollContentsBy(dx, dy);
   miniMap_->refresh();
-}
-
-void GraphView::placeMiniMap() {
-  const QSize size(220, 150);
-  miniMap_->setGeometry(viewport()->width() - size.width() - 12,
-                        viewport()->height() - size.height() - 12, size.width(), size.height());
 }
 
 }  // namespace nns::ui

@@ -50,10 +50,11 @@ class GraphView : public QGraphicsView {
   void scrollContentsBy(int dx, int dy) override;
 
  private:
-  void placeMiniMap();
-
   GraphScene* scene_;
   MiniMap* miniMap_;
+  // True from a frameAll until the user zooms or pans: a window or dock resize then frames
+  // again, so a project opened before the window took its size is still shown whole.
+  bool followFrame_ = false;
   bool panning_ = false;
   bool spaceHeld_ = false;
   QPoint panStart_;

@@ -5,6 +5,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QTabBar>
 #include <QTableWidget>
 #include <QTimer>
 #include <QTreeWidget>
@@ -51,8 +52,12 @@ QTableWidget* makeTable(const QStringList& headers) {
 
 InspectorWidget::InspectorWidget(ProjectDocument* document, QWidget* parent)
     : QTabWidget(parent), document_(document) {
+  // Six short, compactly padded tabs fit the dock's default width: every tab stays one click
+  // away, with no scroll arrows hiding the first or the last.
+  setUsesScrollButtons(false);
+  tabBar()->setStyleSheet("QTabBar::tab { padding: 4px 7px; }");
   options_ = new OptionsEditor(document_, this);
-  addTab(options_, tr("Properties"));
+  addTab(options_, tr("Node"));
 
   modules_ = new QTreeWidget;
   modules_->setHeaderLabels({tr("Module"), tr("Class"), tr("Mode")});
@@ -69,7 +74,7 @@ InspectorWidget::InspectorWidget(ProjectDocument* document, QWidget* parent)
       tr("requires_grad: untick to freeze the parameter"));
   paramLayout->addWidget(parameterScope_);
   paramLayout->addWidget(parameters_);
-  addTab(paramPage, tr("Parameters"));
+  addTab(paramPage, tr("Params"));
 
   buffers_ = makeTable({tr("Name"), tr("Shape"), tr("Dtype"), tr("Persistent")});
   addTab(buffers_, tr("Buffers"));

@@ -242,6 +242,10 @@ void MainWindow::createActions() {
     }
   });
   frameAct_ = make(tr("&Frame All"), QKeySequence(Qt::Key_F), [this] { view_->frameAll(); });
+  resetLayoutAct_ = make(tr("&Reset Layout"), QKeySequence(), [this] {
+    applyDefaultLayout();
+    view_->frameAll();
+  });
   layoutAct_ = make(tr("&Auto-Layout"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
     document_->autoLayout();
     view_->frameAll();
@@ -283,6 +287,8 @@ void MainWindow::createMenus() {
   viewMenu_->addSeparator();
   for (QDockWidget* dock : findChildren<QDockWidget*>())
     viewMenu_->addAction(dock->toggleViewAction());
+  viewMenu_->addSeparator();
+  viewMenu_->addAction(resetLayoutAct_);
 
   QMenu* train = menuBar()->addMenu(tr("&Train"));
   train->addActions({trainingDock_->startAction(), trainingDock_->pauseAction(),
@@ -326,6 +332,7 @@ void MainWindow::createDocks() {
     d->setObjectName(name);
     d->setWidget(widget);
     addDockWidget(area, d);
+    docks_.push_back(d);
     return d;
   };
   training_ = new TrainingController(document_, this);
@@ -352,24 +359,13 @@ void MainWindow::createDocks() {
   connect(problems_, &ProblemsWidget::countChanged, bottom, [bottom](int n) {
     bottom->setTabText(0, n == 0 ? tr("Problems") : tr("Problems (%1)").arg(n));
   });
-  QDockWidget* bottomDock =
-      dock(tr("Problems, Log and History"), "bottomDock", bottom, Qt::BottomDockWidgetArea);
-  resizeDocks({paletteDock, inspectorDock}, {240, 400}, Qt::Horizontal);
-  // Training: the dock beside the palette (raised: Start is the first thing to press), the
-  // model's output and the curves along the bottom, so the canvas stays the centre.
+  dock(tr("Problems, Log and History"), "bottomDock", bottom, Qt::BottomDockWidgetArea);
   trainingDock_ = new TrainingDock(training_, this);
-  QDockWidget* trainDock =
-      dock(tr("Training"), "trainingDock", trainingDock_, Qt::LeftDockWidgetArea);
-  tabifyDockWidget(paletteDock, trainDock);
-  trainDock->raise();
+  dock(tr("Training"), "trainingDock", trainingDock_, Qt::LeftDockWidgetArea);
   boundary_ = new DecisionBoundaryWidget(training_, this);
-  QDockWidget* boundaryDock =
-      dock(tr("Output"), "boundaryDock", boundary_, Qt::BottomDockWidgetArea);
+  dock(tr("Output"), "boundaryDock", boundary_, Qt::BottomDockWidgetArea);
   curves_ = new CurvesWidget(training_, this);
-  QDockWidget* curvesDock = dock(tr("Curves"), "curvesDock", curves_, Qt::BottomDockWidgetArea);
-  splitDockWidget(bottomDock, boundaryDock, Qt::Horizontal);
-  splitDockWidget(boundaryDock, curvesDock, Qt::Horizontal);
-  resizeDocks({bottomDock, boundaryDock, curvesDock}, {380, 250, 560}, Qt::Horizontal);
+  dock(tr("Curves"), "curvesDock", curves_, Qt::BottomDockWidgetArea);
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 
   // Probes: health and the NaN highlight on the canvas, the probe panel in the inspector.
@@ -386,7 +382,35 @@ void MainWindow::createDocks() {
     document_->setSelection({node});
     inspector_->setCurrentWidget(probePanel_);
   });
-  resizeDocks({bottomDock}, {250}, Qt::Vertical);
+  applyDefaultLayout();
+}
+
+void MainWindow::applyDefaultLayout() {
+  auto find = [this](const char* name) { return findChild<QDockWidget*>(name); };
+  QDockWidget* paletteDock = find("paletteDock");
+  QDockWidget* trainDock = find("trainingDock");
+  QDockWidget* inspectorDock = find("inspectorDock");
+  QDockWidget* bottomDock = find("bottomDock");
+  QDockWidget* boundaryDock = find("boundaryDock");
+  QDockWidget* curvesDock = find("curvesDock");
+  for (QDockWidget* d : docks_) {
+    d->setFloating(false);
+    d->show();
+  }
+  addDockWidget(Qt::LeftDockWidgetArea, paletteDock);
+  addDockWidget(Qt::RightDockWidgetArea, inspectorDock);
+  addDockWidget(Qt::BottomDockWidgetArea, bottomDock);
+  // Training: the dock beside the palette (raised: Start is the first thing to press), the
+  // model's output and the curves along the bottom, so the canvas stays the centre.
+  tabifyDockWidget(paletteDock, trainDock);
+  trainDock->raise();
+  splitDockWidget(bottomDock, boundaryDock, Qt::Horizontal);
+  splitDockWidget(boundaryDock, curvesDock, Qt::Horizontal);
+  // The canvas gets the room: side docks no wider than their controls need, a low bottom row
+  // whose log is a narrow column (one problem is one row), the output picture near square.
+  resizeDocks({trainDock, inspectorDock}, {290, 370}, Qt::Horizontal);
+  resizeDocks({bottomDock, boundaryDock, curvesDock}, {330, 230, 700}, Qt::Horizontal);
+  resizeDocks({bottomDock}, {215}, Qt::Vertical);
 }
 
 void MainWindow::updateTitle() {

@@ -5,8 +5,10 @@
 #include <QMainWindow>
 #include <QString>
 #include <memory>
+#include <vector>
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QLockFile;
 class QMenu;
@@ -90,6 +92,9 @@ class MainWindow : public QMainWindow {
   void createActions();
   void createMenus();
   void createDocks();
+  // Where the docks go and their sizes by default (View > Reset Layout); a saved layout
+  // replaces it at startup.
+  void applyDefaultLayout();
   void tidyLayout();
   void updateTitle();
   void updateActions();
@@ -112,6 +117,7 @@ class MainWindow : public QMainWindow {
   PaletteWidget* palette_;
   InspectorWidget* inspector_;
   ProblemsWidget* problems_;
+  std::vector<QDockWidget*> docks_;
   TrainingController* training_;
   TrainingDock* trainingDock_;
   NodeHealthModel* health_;
@@ -133,7 +139,7 @@ class MainWindow : public QMainWindow {
   QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
   QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
       *makeBlockAct_, *inlineBlockAct_;
-  QAction *frameAct_, *layoutAct_, *zoomInAct_, *zoomOutAct_;
+  QAction *frameAct_, *layoutAct_, *zoomInAct_, *zoomOutAct_, *resetLayoutAct_;
   QAction *addProbeAct_, *removeProbeAct_;
 };
 

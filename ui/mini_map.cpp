@@ -15,6 +15,12 @@ MiniMap::MiniMap(GraphView* view) : QWidget(view->viewport()), view_(view) {
 }
 
 void MiniMap::refresh() {
+  // Placed here rather than on the view's resize: the viewport also changes size when the
+  // scroll bars come and go, and the overview must stay in its corner, clear of the graph.
+  const QSize size(180, 112);
+  const QWidget* viewport = parentWidget();
+  setGeometry(viewport->width() - size.width() - 10, viewport->height() - size.height() - 10,
+              size.width(), size.height());
   const QRectF nodes = view_->graphScene()->nodesRect();
   const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
   setVisible(!nodes.isNull() && !visible.contains(nodes));
@@ -39,6 +45,8 @@ void MiniMap::paintEvent(QPaintEvent*) {
   QPainter painter(this);
   const CanvasTheme& t = view_->graphScene()->theme();
   painter.setRenderHint(QPainter::Antialiasing);
+  // Translucent: the canvas under it stays readable.
+  painter.setOpacity(0.85);
   painter.setPen(QPen(t.border, 1));
   painter.setBrush(t.background);
   painter.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);

@@ -62,13 +62,17 @@ void ProbeItem::hoverEnterEvent(QGraphicsSceneHoverEvent* event) {
   if (const NodeHealthModel* model = scene_.healthModel()) {
     if (auto report = model->health(node_)) lines << report->summary.toHtmlEscaped();
   }
-  lines << QObject::tr("Double-click: open its histograms. Delete: remove it.");
+  lines << QObject::tr("Click: open its histograms. Right-click: remove it.");
   setToolTip(lines.join("<br>"));
   QGraphicsItem::hoverEnterEvent(event);
 }
 
-void ProbeItem::mouseDoubleClickEvent(QGraphicsSceneMouseEvent*) {
-  emit scene_.probeActivated(node_);
+void ProbeItem::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
+  QGraphicsItem::mouseReleaseEvent(event);
+  // One click opens the histograms: the tag is the way into them, so it must not need a
+  // double-click. A drag that ends elsewhere is not a click.
+  if (event->button() == Qt::LeftButton && contains(event->pos()))
+    emit scene_.probeActivated(node_);
 }
 
 void ProbeItem::contextMenuEvent(QGraphicsSceneContextMenuEvent* event) {

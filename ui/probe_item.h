@@ -29,7 +29,7 @@ class ProbeItem : public QGraphicsItem {
 
  protected:
   void hoverEnterEvent(QGraphicsSceneHoverEvent* event) override;
-  void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
+  void mouseReleaseEvent(QGraphicsSceneMouseEvent* event) override;
   void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
 
  private:

@@ -206,9 +206,27 @@ void ProbePanel::updateHeader() {
   probeButton_->setVisible(true);
   probeButton_->setEnabled(document_->canProbe(node_));
   if (const graph::ProbeSpec* spec = document_->probeOf(node_)) {
-    title_->setText(tr("<b>%1</b> (%2): probed every %3 steps")
+    QString title = tr("<b>%1</b> (%2): probed every %3 steps")
                         .arg(qs(n->name).toHtmlEscaped(), qs(n->type).toHtmlEscaped())
-                        .arg(spec->every));
+                        .arg(spec->every);
+    // When the overhead budget stretches the sampling, say so and by how much: the mean
+    // interval of the latest samples of any one series (they all share the sampled steps).
+    const NodeHealthModel::SeriesMap* series = health_->series(node_);
+    if (series && !series->empty() && spec->max_overhead > 0) {
+      const std::vector<train::ProbeSample>& samples = series->begin()->second;
+      int64_t steps = 0, count = 0;
+      for (auto it = samples.rbegin(); it != samples.rend() && count < 8; ++it) {
+        if (it->interval <= 0) continue;
+        steps += it->interval;
+        ++count;
+      }
+      if (count > 0 && steps > count * spec->every) {
+        title += tr(", lately every ~%1 to keep within the %2% overhead budget")
+                     .arg(qRound(static_cast<double>(steps) / static_cast<double>(count)))
+                     .arg(spec->max_overhead * 100, 0, 'g', 3);
+      }
+    }
+    title_->setText(title);
     probeButton_->setText(tr("Remove probe"));
   } else {
     title_->setText(document_->canProbe(node_)
@@ -267,6 +285,7 @@ void ProbePanel::redraw() {
   const std::vector<train::ProbeSample>& samples = series->at(key);
   sampleCount_ = samples.size();
   lastStep_ = samples.empty() ? 0 : samples.back().step;
+  updateHeader();
 
   const train::ProbeId probe = controller_->probeOf(node_);
   TrainingController* controller = controller_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModel>
+#include <QDockWidget>
 #include <QDropEvent>
 #include <QLineEdit>
 #include <QMimeData>
@@ -318,6 +319,35 @@ TEST_F(MainWindowTest, AutosaveIsOfferedBackAfterACrash) {
   next.close();  // a clean close removes the recovery file
   EXPECT_FALSE(QFile::exists(next.recoveryFile()));
   EXPECT_FALSE(window->offerRecovery(/*ask=*/false));
+}
+
+TEST(MainWindow, ResetLayoutBringsBackEveryDockInItsPlace) {
+  MainWindow window;
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  auto* inspector = window.findChild<QDockWidget*>("inspectorDock");
+  auto* curves = window.findChild<QDockWidget*>("curvesDock");
+  ASSERT_NE(inspector, nullptr);
+  ASSERT_NE(curves, nullptr);
+  inspector->setFloating(true);
+  curves->hide();
+  window.removeDockWidget(window.findChild<QDockWidget*>("boundaryDock"));
+  QAction* reset = nullptr;
+  for (QAction* a : window.findChildren<QAction*>()) {
+    if (a->text() == QObject::tr("&Reset Layout")) reset = a;
+  }
+  ASSERT_NE(reset, nullptr);
+  reset->trigger();
+  test::settle();
+  EXPECT_FALSE(inspector->isFloating());
+  EXPECT_EQ(window.dockWidgetArea(inspector), Qt::RightDockWidgetArea);
+  EXPECT_TRUE(curves->isVisible());
+  auto* boundary = window.findChild<QDockWidget*>("boundaryDock");
+  EXPECT_TRUE(boundary->isVisible());
+  EXPECT_EQ(window.dockWidgetArea(boundary), Qt::BottomDockWidgetArea);
+  // The canvas keeps most of the width.
+  EXPECT_GT(window.view()->width(), window.width() / 2);
 }
 
 }  // namespace

@@ -17,10 +17,12 @@
 #include <QWheelEvent>
 #include <memory>
 
+#include "ui/decision_boundary_widget.h"
 #include "ui/example_project.h"
 #include "ui/graph_scene.h"
 #include "ui/graph_view.h"
 #include "ui/histogram_view.h"
+#include "ui/inspector_widget.h"
 #include "ui/main_window.h"
 #include "ui/node_health.h"
 #include "ui/node_item.h"
@@ -45,6 +47,20 @@ graph::NodeId nodeNamed(const ProjectDocument& doc, const std::string& name) {
     if (n.name == name) return n.id;
   }
   return 0;
+}
+
+// The example, shown at this size. It ships with probes on its layers; these tests place
+// their own, from none.
+void showExampleWithoutProbes(MainWindow& window, QSize size) {
+  window.openExample();
+  ProjectDocument* doc = window.document();
+  const std::vector<graph::ProbeSpec> shipped = doc->project().probes;
+  for (const graph::ProbeSpec& probe : shipped) doc->removeProbe(probe.node);
+  doc->undoStack()->clear();
+  ASSERT_TRUE(doc->project().probes.empty());
+  window.resize(size);
+  window.show();
+  test::settle();
 }
 
 // Right-clicks the node's box on the canvas and triggers the menu entry with this text.
@@ -76,10 +92,7 @@ void contextMenuAction(MainWindow& window, graph::NodeId node, const QString& te
 
 TEST(ProbeUi, ContextMenuAddsAProbeThatUndoesAndIsSavedWithTheProject) {
   MainWindow window;
-  window.openExample();
-  window.resize(1200, 800);
-  window.show();
-  test::settle();
+  showExampleWithoutProbes(window, {1200, 800});
   ProjectDocument* doc = window.document();
   const graph::NodeId fc2 = nodeNamed(*doc, "fc2");
   ASSERT_NE(fc2, 0);
@@ -135,6 +148,37 @@ TEST(ProbeUi, ContextMenuAddsAProbeThatUndoesAndIsSavedWithTheProject) {
   doc->undoStack()->setClean();
 }
 
+TEST(ProbeUi, OneClickOnTheTagSelectsItsNodeAndOpensTheProbeTab) {
+  MainWindow window;
+  showExampleWithoutProbes(window, {1600, 1000});
+  ProjectDocument* doc = window.document();
+  const graph::NodeId fc2 = nodeNamed(*doc, "fc2");
+  ASSERT_TRUE(doc->addProbe(fc2));
+  test::settle();
+  window.inspector()->setCurrentIndex(0);
+  doc->setSelection({});
+  ProbeItem* probe = window.scene()->probeItem(fc2);
+  ASSERT_NE(probe, nullptr);
+  window.view()->centerOn(probe);
+  test::clickMouse(window.view(), probe->sceneBoundingRect().center());
+  EXPECT_EQ(doc->selection(), std::vector<graph::NodeId>{fc2});
+  EXPECT_EQ(window.inspector()->currentWidget(), window.probePanel());
+  doc->undoStack()->setClean();
+}
+
+TEST(OutputPanel, AMessageFromTheStartupProjectDoesNotOutliveIt) {
+  MainWindow window;
+  test::settle();
+  // The empty project at startup has no model: the panel says why.
+  EXPECT_FALSE(window.boundary()->message().isEmpty());
+  window.openExample();
+  // The controller makes the new session at its next poll.
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return window.boundary()->mode() == DecisionBoundaryWidget::Mode::Heatmap; }, 5000));
+  EXPECT_TRUE(window.boundary()->message().isEmpty()) << window.boundary()->message().toStdString();
+  window.document()->undoStack()->setClean();
+}
+
 class ProbeTraining : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -168,7 +212,13 @@ class ProbeTraining : public ::testing::Test {
 
 TEST_F(ProbeTraining, PanelReceivesSamplesAndRemovingTheProbeRemovesItsHooks) {
   const graph::NodeId fc1 = nodeNamed(*document, "fc1");
-  ASSERT_TRUE(document->addProbe(fc1, graph::ProbeSpec{.every = 2}));
+  // Exactly every 2 steps (no overhead budget), so samples keep coming while it runs.
+  ASSERT_TRUE(document->addProbe(fc1, graph::ProbeSpec{.every = 2, .max_overhead = 0}));
+  // Long enough a run that it is still going after the first samples (the example's 40
+  // epochs take well under a second).
+  graph::TrainingSettings settings = document->project().training;
+  settings.epochs = 100000;
+  document->setTrainingSettings(settings, "epochs");
   document->setSelection({fc1});
   makePanel();
   ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();

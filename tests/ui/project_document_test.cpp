@@ -231,12 +231,25 @@ TEST(ProjectDocument, DeleteRemovesNodesWithTheirWiresInOneStep) {
 TEST(ProjectDocument, LayeredLayoutPutsEachNodeInTheColumnOfItsDepth) {
   const graph::Project p = spiralsExample();
   const auto positions = layeredLayout(p);
-  double lastX = -1;
+  // The chain reads like text: left to right, and a chain too long for one band wraps to the
+  // start of the next band below.
+  QPointF last(-1, -1);
+  double widest = 0;
   for (const graph::Node& n : p.graph.nodes) {
     ASSERT_TRUE(positions.count(n.id));
-    EXPECT_GT(positions.at(n.id).x(), lastX) << n.name;
-    lastX = positions.at(n.id).x();
+    const QPointF at = positions.at(n.id);
+    if (at.y() == last.y()) {
+      EXPECT_GT(at.x(), last.x()) << n.name;
+    } else {
+      EXPECT_GT(at.y(), last.y()) << n.name;
+      EXPECT_EQ(at.x(), 0) << n.name;
+    }
+    widest = std::max(widest, at.x());
+    last = at;
   }
+  // Seven deep: wrapped, so that it fits a 1600-pixel window at a readable zoom.
+  EXPECT_LT(widest, 4 * 250);
+  EXPECT_GT(last.y(), 0);
 }
 
 TEST(ProjectDocument, SaveAndReopenGivesTheSameProjectAndACleanStack) {

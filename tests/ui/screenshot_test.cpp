@@ -40,8 +40,8 @@ size_t colourCount(const QImage& image) {
   return colours.size();
 }
 
-void shoot(MainWindow& window, const QString& name) {
-  window.resize(1600, 1000);
+void shoot(MainWindow& window, const QString& name, QSize size = {1600, 1000}) {
+  window.resize(size);
   window.show();
   test::settle();
   window.view()->frameAll();
@@ -49,7 +49,7 @@ void shoot(MainWindow& window, const QString& name) {
   const QImage image = window.grab().toImage();
   const QString path = shotPath(name);
   ASSERT_TRUE(image.save(path)) << path.toStdString();
-  EXPECT_EQ(image.width(), 1600);
+  EXPECT_EQ(image.width(), size.width());
   EXPECT_GT(colourCount(image), 50u) << path.toStdString();
 }
 
@@ -90,18 +90,22 @@ TEST(Screenshot, DynamicNetWithBlocksAndContainers) {
   shoot(window, "main_window_dynamic_net.png");
 }
 
-TEST(Screenshot, ProbesMidTraining) {
+// The window mid-training with probes on the hidden layers and fc2's probe panel open.
+void shootProbesMidTraining(QSize size, const char* file) {
   MainWindow window;
   window.openExample();
   ProjectDocument* doc = window.document();
   std::map<std::string, graph::NodeId> ids;
   for (const graph::Node& n : doc->project().graph.nodes) ids[n.name] = n.id;
   for (const char* name : {"fc1", "relu1", "fc2", "relu2"}) {
-    ASSERT_TRUE(doc->addProbe(ids.at(name), graph::ProbeSpec{.every = 5}));
+    // The example's probes, replaced by ones without an overhead budget: every 5th step
+    // sampled, so the heatmap fills in a few seconds.
+    doc->removeProbe(ids.at(name));
+    ASSERT_TRUE(doc->addProbe(ids.at(name), graph::ProbeSpec{.every = 5, .max_overhead = 0}));
   }
   doc->setSelection({ids.at("fc2")});
   window.inspector()->setCurrentWidget(window.probePanel());
-  window.resize(1600, 1000);
+  window.resize(size);
   window.show();
   test::settle();
   window.training()->start();
@@ -112,8 +116,16 @@ TEST(Screenshot, ProbesMidTraining) {
   ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
   test::settle();
   QTest::qWait(2 * ProbePanel::kFrameMs);
-  shoot(window, "main_window_probes.png");
+  shoot(window, file, size);
   doc->undoStack()->setClean();
+}
+
+TEST(Screenshot, ProbesMidTraining) {
+  shootProbesMidTraining({1600, 1000}, "main_window_probes.png");
+}
+
+TEST(Screenshot, ProbesMidTrainingFullHd) {
+  shootProbesMidTraining({1920, 1080}, "main_window_probes_1920.png");
 }
 
 TEST(Screenshot, NanHighlightsTheNode) {
@@ -121,8 +133,9 @@ TEST(Screenshot, NanHighlightsTheNode) {
   window.openExample();
   ProjectDocument* doc = window.document();
   for (const graph::Node& n : doc->project().graph.nodes) {
+    // The example ships with a probe on every layer.
     if (n.type == "Linear" || n.type == "ReLU") {
-      ASSERT_TRUE(doc->addProbe(n.id));
+      ASSERT_NE(doc->probeOf(n.id), nullptr) << n.name;
     }
   }
   window.resize(1600, 1000);
