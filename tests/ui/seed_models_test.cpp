@@ -221,6 +221,25 @@ class SeedModelsTest : public ::testing::Test {
     }
     return {};
   }
+  // Saves the project, reopens it in another window (the same project, the same
+  // named_parameters), then undoes with Ctrl+Z back to `start`.
+  void expectSavesReopensAndUndoesTo(const graph::Project& start, const QString& fileName) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(fileName);
+    ASSERT_TRUE(window->saveTo(path));
+    MainWindow other;
+    ASSERT_TRUE(other.openFile(path));
+    EXPECT_EQ(other.document()->project(), doc()->project());
+    ASSERT_TRUE(other.document()->model());
+    QStringList reopened;
+    for (const auto& [name, p] : other.document()->model()->named_parameters()) {
+      reopened << QString::fromStdString(name);
+    }
+    EXPECT_EQ(reopened, parameterNames());
+
+    while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
+    EXPECT_EQ(doc()->project(), start);
+  }
   QStringList parameterNames() {
     doc()->setSelection({});
     window->inspector()->refresh();
@@ -261,21 +280,7 @@ TEST_F(SeedModelsTest, NetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUndoes
   EXPECT_EQ(doc()->model()->get_parameter("l0.bias").sizes(), (std::vector<int64_t>{3}));
   EXPECT_EQ(graph::shape_str(doc()->analysis().output_shapes.at(l1).begin()->second), "[N, 1]");
 
-  QTemporaryDir dir;
-  const QString path = dir.filePath("net.nns");
-  ASSERT_TRUE(window->saveTo(path));
-  MainWindow other;
-  ASSERT_TRUE(other.openFile(path));
-  EXPECT_EQ(other.document()->project(), doc()->project());
-  ASSERT_TRUE(other.document()->model());
-  QStringList reopened;
-  for (const auto& [name, p] : other.document()->model()->named_parameters()) {
-    reopened << QString::fromStdString(name);
-  }
-  EXPECT_EQ(reopened, parameterNames());
-
-  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
-  EXPECT_EQ(doc()->project(), start);
+  expectSavesReopensAndUndoesTo(start, "net.nns");
 }
 
 // BigNet: net(l1(x)) with net a Net block of l0, relu, l1: the Net of the test above, built
@@ -322,21 +327,7 @@ TEST_F(SeedModelsTest, BigNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAndUnd
   EXPECT_EQ(doc()->model()->get_parameter("net.l0.bias").sizes(), (std::vector<int64_t>{3}));
   ASSERT_EQ(doc()->project().blocks.size(), 2u);  // MyLinear and Net
 
-  QTemporaryDir dir;
-  const QString path = dir.filePath("bignet.nns");
-  ASSERT_TRUE(window->saveTo(path));
-  MainWindow other;
-  ASSERT_TRUE(other.openFile(path));
-  EXPECT_EQ(other.document()->project(), doc()->project());
-  ASSERT_TRUE(other.document()->model());
-  QStringList reopened;
-  for (const auto& [name, p] : other.document()->model()->named_parameters()) {
-    reopened << QString::fromStdString(name);
-  }
-  EXPECT_EQ(reopened, parameterNames());
-
-  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
-  EXPECT_EQ(doc()->project(), start);
+  expectSavesReopensAndUndoesTo(start, "bignet.nns");
 }
 
 // DynamicNet(3): linears, a ModuleList of three MyLinear(4, 4) wired in a chain; activations, a
@@ -409,15 +400,7 @@ TEST_F(SeedModelsTest, DynamicNetBuiltWithTheMouseHasPyTorchsNamesSavesReopensAn
             std::string::npos)
       << repr;
 
-  QTemporaryDir dir;
-  const QString path = dir.filePath("dynamic.nns");
-  ASSERT_TRUE(window->saveTo(path));
-  MainWindow other;
-  ASSERT_TRUE(other.openFile(path));
-  EXPECT_EQ(other.document()->project(), doc()->project());
-
-  while (doc()->undoStack()->canUndo()) key(Qt::Key_Z, Qt::ControlModifier);
-  EXPECT_EQ(doc()->project(), start);
+  expectSavesReopensAndUndoesTo(start, "dynamic.nns");
 }
 
 }  // namespace
