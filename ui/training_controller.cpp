@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 
+#include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
 #include "ui/project_document.h"
@@ -71,6 +72,10 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   qRegisterMetaType<nns::train::SessionStatus>();
   qRegisterMetaType<nns::train::Evaluation>();
   qRegisterMetaType<nns::train::Prediction>();
+  // One BLAS thread: OpenBLAS's idle threads spin and take the core the window and the X
+  // server need while the worker trains (engine/cpu/threads.h has the figures). A user's
+  // OPENBLAS_NUM_THREADS wins.
+  if (qEnvironmentVariableIsEmpty("OPENBLAS_NUM_THREADS")) nns::set_num_threads(1);
   connect(document_, &ProjectDocument::changed, this, &TrainingController::onDocumentChanged);
   connect(document_, &ProjectDocument::settingsChanged, this,
           &TrainingController::onDocumentChanged);
@@ -428,7 +433,7 @@ void TrainingController::poll() {
 
   if (st.state == train::RunState::Failed && !failureSent_) {
     failureSent_ = true;
-    emit message(tr("Training failed at step %1: %2").arg(st.step).arg(qs(st.error)));
+    emit message(tr("Training stopped after step %1: %2").arg(st.step).arg(qs(st.error)));
     emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
   } else if (st.state != train::RunState::Failed) {
     failureSent_ = false;

@@ -15,7 +15,6 @@
 // count steps per second of the process's CPU time instead of wall time: on a machine busy with
 // other work that figure moves far less (the process is not charged for the time it waits for a
 // core).
-#include <dlfcn.h>
 #include <time.h>
 
 #include <algorithm>
@@ -31,6 +30,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/cpu/flush_denormal.h"
+#include "engine/cpu/threads.h"
 #include "engine/data/dataset.h"
 #include "engine/nn/container.h"
 #include "engine/nn/layers.h"
@@ -235,14 +235,6 @@ std::map<std::string, double> torch_rates(double seconds) {
   return out;
 }
 
-// OpenBLAS's thread count, when the BLAS in the process is OpenBLAS.
-void set_blas_threads(int n) {
-  using SetThreads = void (*)(int);
-  if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    fn(n);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,7 +262,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  set_blas_threads(1);
+  nns::set_num_threads(1);
   const std::map<std::string, double> reference =
       torch ? torch_rates(seconds) : std::map<std::string, double>{};
   std::printf("%-6s %12s %12s %12s %12s %10s %10s %9s\n", "model", "engine", "session", "+probes",
@@ -308,7 +300,7 @@ int main(int argc, char** argv) {
   // The large model with two BLAS threads, for the session's threading choice: a wall-time
   // figure only (CPU time counts both threads).
   if (!only.empty() || g_cpu_time) return 0;
-  set_blas_threads(2);
+  nns::set_num_threads(2);
   std::printf("large, 2 BLAS threads: engine %.0f/s\n", plain_loop(kModels[1], seconds));
   return 0;
 }
