@@ -37,16 +37,11 @@ namespace {
 
 using train::RunState;
 
-template <typename Pred>
-bool waitFor(Pred pred, int timeoutMs = 15000) {
-  return QTest::qWaitFor(pred, timeoutMs);
-}
+using test::waitFor;
 
 graph::NodeId nodeNamed(const ProjectDocument& doc, const std::string& name) {
-  for (const graph::Node& n : doc.project().graph.nodes) {
-    if (n.name == name) return n.id;
-  }
-  return 0;
+  const graph::Node* n = doc.project().graph.find_by_name(name);
+  return n ? n->id : 0;
 }
 
 // The example, shown at this size. It ships with probes on its layers; these tests place

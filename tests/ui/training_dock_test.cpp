@@ -30,11 +30,7 @@ namespace {
 
 using train::RunState;
 
-// Polls the event loop until pred holds, at most timeoutMs.
-template <typename Pred>
-bool waitFor(Pred pred, int timeoutMs = 10000) {
-  return QTest::qWaitFor(pred, timeoutMs);
-}
+using test::waitFor;
 
 class TrainingControllerTest : public ::testing::Test {
  protected:

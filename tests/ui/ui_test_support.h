@@ -1,6 +1,6 @@
 #pragma once
 // Helpers for the window's tests: mouse gestures on a view's viewport in scene coordinates,
-// and letting queued work (deferred rebuilds) run.
+// letting queued work (deferred rebuilds) run, and waiting for the training worker.
 #include <QApplication>
 #include <QGraphicsView>
 #include <QMouseEvent>
@@ -10,6 +10,13 @@ namespace nns::ui::test {
 
 inline void settle() {
   for (int i = 0; i < 3; ++i) QApplication::processEvents();
+}
+
+// Runs the event loop until pred holds (true), or at most timeoutMs (false): for what a
+// training session's worker delivers through the window's 25 Hz poll.
+template <typename Pred>
+bool waitFor(Pred pred, int timeoutMs = 15000) {
+  return QTest::qWaitFor(pred, timeoutMs);
 }
 
 // Sends one mouse event to the view's viewport at a scene position.
