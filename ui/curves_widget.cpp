@@ -12,11 +12,10 @@ namespace nns::ui {
 namespace {
 
 QCPGraph* addGraph(QCustomPlot* plot, QCPAxis* value, const QString& name, QColor color,
-                   double width, QCPScatterStyle::ScatterShape shape = QCPScatterStyle::ssNone) {
+                   double width) {
   QCPGraph* g = plot->addGraph(plot->xAxis, value);
   g->setName(name);
   g->setPen(QPen(color, width));
-  if (shape != QCPScatterStyle::ssNone) g->setScatterStyle(QCPScatterStyle(shape, color, 5));
   return g;
 }
 
@@ -32,6 +31,25 @@ void keepMultiples(QCPGraph* graph, int64_t stride) {
     }
   }
   graph->setData(keys, values, /*alreadySorted=*/true);
+}
+
+// Keeps the points at least gap steps after the previous kept one; returns the last kept step.
+int64_t keepSpaced(QCPGraph* graph, double gap) {
+  QVector<double> keys, values;
+  double last = -1e300;
+  for (const QCPGraphData& d : *graph->data()) {
+    if (d.key - last < gap) continue;
+    keys.push_back(d.key);
+    values.push_back(d.value);
+    last = d.key;
+  }
+  graph->setData(keys, values, /*alreadySorted=*/true);
+  return keys.isEmpty() ? -1 : static_cast<int64_t>(keys.back());
+}
+
+// Whether a point at step follows the last kept one (at last) by at least gap steps.
+bool spacedAfter(int64_t step, int64_t last, double gap) {
+  return step > last && static_cast<double>(step - last) >= gap;
 }
 
 }  // namespace
@@ -54,16 +72,15 @@ CurvesWidget::CurvesWidget(TrainingController* controller, QWidget* parent)
 
   rawLoss_ = addGraph(plot_, plot_->yAxis, tr("train loss"), QColor(31, 119, 180, 55), 1);
   smoothLoss_ = addGraph(plot_, plot_->yAxis, tr("train loss (smoothed)"), QColor(31, 119, 180), 2);
-  testLoss_ = addGraph(plot_, plot_->yAxis, tr("test loss"), QColor(255, 127, 14), 2,
-                       QCPScatterStyle::ssCircle);
+  testLoss_ = addGraph(plot_, plot_->yAxis, tr("test loss"), QColor(255, 127, 14), 2);
+  // Solid: a dash pattern along a thousand-point zigzag cost most of a replot (7 ms of 9).
   trainAccuracy_ = addGraph(plot_, plot_->yAxis2, tr("train accuracy"), QColor(44, 160, 44), 1.5);
-  trainAccuracy_->setPen(QPen(QColor(44, 160, 44), 1.5, Qt::DashLine));
-  testAccuracy_ = addGraph(plot_, plot_->yAxis2, tr("test accuracy"), QColor(214, 39, 40), 2,
-                           QCPScatterStyle::ssDisc);
+  testAccuracy_ = addGraph(plot_, plot_->yAxis2, tr("test accuracy"), QColor(214, 39, 40), 2);
   // The raw curve's own legend entry would say nothing the smoothed one does not.
   rawLoss_->removeFromLegend();
   // Thousands of faint segments: antialiasing them costs most of a replot and shows little.
   rawLoss_->setAntialiased(false);
+  updateMarkers();
   connect(plot_, &QCustomPlot::afterReplot, this, [this] { ++replots_; });
 
   auto* bar = new QHBoxLayout;
@@ -100,7 +117,9 @@ void CurvesWidget::clear() {
     g->data()->clear();
   }
   stride_ = 1;
+  epochGap_ = 0;
   lastTestStep_ = -1;
+  lastTrainAccuracyStep_ = -1;
   requestReplot();
 }
 
@@ -134,12 +153,17 @@ void CurvesWidget::addSteps(const std::vector<train::StepMetrics>& metrics) {
 
 void CurvesWidget::addEpochs(const std::vector<train::EpochMetrics>& epochs) {
   for (const train::EpochMetrics& e : epochs) {
-    if (std::isfinite(e.train_accuracy)) {
+    if (std::isfinite(e.train_accuracy) && spacedAfter(e.step, lastTrainAccuracyStep_, epochGap_)) {
       trainAccuracy_->addData(static_cast<double>(e.step), e.train_accuracy);
+      lastTrainAccuracyStep_ = e.step;
     }
     // Every epoch's test figures (the controller's evaluations carry only the latest one per
     // poll, and a fast model ends many epochs between two polls).
     addTestPoint(e.step, e.test_loss, e.test_accuracy);
+  }
+  if (std::max({trainAccuracy_->dataCount(), testLoss_->dataCount(), testAccuracy_->dataCount()}) >
+      kMaxEpochPoints) {
+    thinEpochCurves();
   }
   requestReplot();
 }
@@ -151,7 +175,7 @@ void CurvesWidget::addEvaluation(const train::Evaluation& evaluation) {
 
 void CurvesWidget::addTestPoint(int64_t step, double loss, double accuracy) {
   // An epoch's end and its evaluation are the same point; keys stay increasing.
-  if (step <= lastTestStep_) return;
+  if (!spacedAfter(step, lastTestStep_, epochGap_)) return;
   lastTestStep_ = step;
   const double key = static_cast<double>(step);
   if (std::isfinite(loss)) testLoss_->addData(key, loss);
@@ -162,6 +186,33 @@ void CurvesWidget::thin() {
   stride_ *= 2;
   keepMultiples(rawLoss_, stride_);
   keepMultiples(smoothLoss_, stride_);
+}
+
+void CurvesWidget::thinEpochCurves() {
+  // Twice the mean spacing of the densest curve halves it; later thinnings double the gap.
+  int densest = 0;
+  double span = 0;
+  for (QCPGraph* g : {trainAccuracy_, testLoss_, testAccuracy_}) {
+    bool found = false;
+    const QCPRange keys = g->data()->keyRange(found);
+    if (found && g->dataCount() > densest) {
+      densest = g->dataCount();
+      span = keys.size();
+    }
+  }
+  epochGap_ = std::max(2 * epochGap_, 2 * span / std::max(1, densest));
+  lastTrainAccuracyStep_ = keepSpaced(trainAccuracy_, epochGap_);
+  lastTestStep_ = std::max(keepSpaced(testLoss_, epochGap_), keepSpaced(testAccuracy_, epochGap_));
+}
+
+void CurvesWidget::updateMarkers() {
+  for (QCPGraph* g : {testLoss_, testAccuracy_}) {
+    const bool marked = g->dataCount() <= kMaxMarkedPoints;
+    if (marked == (g->scatterStyle().shape() != QCPScatterStyle::ssNone)) continue;
+    const QCPScatterStyle::ScatterShape shape =
+        g == testLoss_ ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssDisc;
+    g->setScatterStyle(marked ? QCPScatterStyle(shape, g->pen().color(), 5) : QCPScatterStyle());
+  }
 }
 
 void CurvesWidget::rescale() {
@@ -196,6 +247,7 @@ void CurvesWidget::rescale() {
 
 void CurvesWidget::requestReplot() {
   rescale();
+  updateMarkers();
   // Queued: several batches of data in one pass of the event loop make one replot.
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -8,7 +8,11 @@
 // times a second; each batch of data asks for one queued replot, so the plot redraws at most
 // once per event-loop pass whatever the training speed. Long runs stay light: when a step
 // curve passes kMaxStepPoints, every other point is dropped and from then on only every
-// second step is kept (and so on), so memory and drawing time stay bounded.
+// second step is kept (and so on), so memory and drawing time stay bounded. The per-epoch
+// curves are bounded the same way (a fast model on a small dataset ends hundreds of epochs a
+// second): past kMaxEpochPoints they keep only points at least a growing number of steps
+// apart. Markers are drawn while a curve has few points; on a dense curve they would only
+// overlap, and drawing thousands of them made a replot take longer than a frame.
 #include <QWidget>
 #include <vector>
 
@@ -27,6 +31,8 @@ class CurvesWidget : public QWidget {
 
  public:
   static constexpr int kMaxStepPoints = 20000;
+  static constexpr int kMaxEpochPoints = 2000;
+  static constexpr int kMaxMarkedPoints = 60;
 
   explicit CurvesWidget(TrainingController* controller, QWidget* parent = nullptr);
 
@@ -48,6 +54,8 @@ class CurvesWidget : public QWidget {
   void addEvaluation(const train::Evaluation& evaluation);
   void addTestPoint(int64_t step, double loss, double accuracy);
   void thin();
+  void thinEpochCurves();
+  void updateMarkers();
   void requestReplot();
   void rescale();
 
@@ -59,7 +67,9 @@ class CurvesWidget : public QWidget {
   QCPGraph* trainAccuracy_;
   QCPGraph* testAccuracy_;
   int64_t stride_ = 1;         // keep steps that are multiples of this
+  double epochGap_ = 0;        // per-epoch points kept at least this many steps apart
   int64_t lastTestStep_ = -1;  // the last test point's step
+  int64_t lastTrainAccuracyStep_ = -1;
   int replots_ = 0;
 };
 

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,7 +27,9 @@
 #include "ui/curves_widget.h"
 #include "ui/decision_boundary_widget.h"
 #include "ui/example_project.h"
+#include "ui/inspector_widget.h"
 #include "ui/main_window.h"
+#include "ui/probe_panel.h"
 #include "ui/project_document.h"
 #include "ui/training_controller.h"
 
@@ -91,6 +95,47 @@ struct WindowRun {
   int probes = 0;
 };
 
+// --trace: which event dispatches take the longest, by receiver class and event type, so that a
+// long frame can be traced to the panel that drew it. Only the outermost dispatch is timed (a
+// paint inside a timer's handler counts as the timer's).
+class TracingApplication : public QApplication {
+ public:
+  using QApplication::QApplication;
+  bool tracing = false;
+  struct Cost {
+    int count = 0;
+    double total = 0, max = 0;
+    int over8 = 0;
+  };
+  std::map<std::string, Cost> costs;
+
+  bool notify(QObject* receiver, QEvent* event) override {
+    if (!tracing || depth_ > 0) return QApplication::notify(receiver, event);
+    ++depth_;
+    QElapsedTimer t;
+    t.start();
+    const bool result = QApplication::notify(receiver, event);
+    const double ms = t.nsecsElapsed() / 1e6;
+    --depth_;
+    if (ms > 1.0) {
+      std::string key = std::string(receiver->metaObject()->className()) + " " +
+                        receiver->objectName().toStdString() + " event " +
+                        std::to_string(static_cast<int>(event->type()));
+      Cost& c = costs[key];
+      ++c.count;
+      c.total += ms;
+      c.max = std::max(c.max, ms);
+      if (ms > 8) ++c.over8;
+    }
+    return result;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+TracingApplication* tracingApp = nullptr;
+
 // --no-probes: the window without probes, to tell their cost from the window's own.
 bool withProbes = true;
 
@@ -102,8 +147,18 @@ WindowRun windowRun() {
   t.epochs = 0;  // until paused
   doc->setTrainingSettings(t, "Run until paused");
   WindowRun run;
+  graph::NodeId shown = 0;
   for (const graph::Node& n : doc->project().graph.nodes) {
-    if (withProbes && doc->canProbe(n.id) && doc->addProbe(n.id)) ++run.probes;
+    if (!doc->canProbe(n.id)) continue;
+    if (withProbes && !doc->probeOf(n.id)) doc->addProbe(n.id);
+    if (!withProbes && doc->probeOf(n.id)) doc->removeProbe(n.id);
+    if (doc->probeOf(n.id)) ++run.probes;
+    if (n.name == "fc2") shown = n.id;
+  }
+  // As a user watches it: fc2's probe panel open beside the curves and the boundary.
+  if (withProbes && shown) {
+    doc->setSelection({shown});
+    window.inspector()->setCurrentWidget(window.probePanel());
   }
   window.resize(1600, 1000);
   window.show();
@@ -130,11 +185,13 @@ WindowRun windowRun() {
   const int replots0 = window.curves()->replots();
   const int pictures0 = window.boundary()->predictionsShown();
   clock.start();
+  if (tracingApp) tracingApp->tracing = true;
   probe.start(1);
   QEventLoop loop;
   QTimer::singleShot(kWindowSeconds * 1000, &loop, &QEventLoop::quit);
   loop.exec();
   probe.stop();
+  if (tracingApp) tracingApp->tracing = false;
   const double seconds = clock.nsecsElapsed() / 1e9;
   const int64_t steps = controller->session()->status().step - steps0;
   controller->pause();
@@ -155,7 +212,8 @@ int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
   }
-  QApplication app(argc, argv);
+  TracingApplication app(argc, argv);
+  if (QApplication::arguments().contains("--trace")) tracingApp = &app;
   withProbes = !QApplication::arguments().contains("--no-probes");
   QApplication::setOrganizationName("NNStudioBench");
   const QString project = findExampleFile("spirals.nns");
@@ -183,6 +241,16 @@ int main(int argc, char** argv) {
         round + 1, headless.back(), inProcess.back(), w.probes, w.stepsPerSecond, w.p50, w.p99,
         w.max, w.replotsPerSecond, w.boundaryPerSecond);
     std::fflush(stdout);
+  }
+  if (tracingApp) {
+    std::printf("event dispatches over 1 ms, all rounds (count, total ms, max ms, over 8 ms):\n");
+    std::vector<std::pair<std::string, TracingApplication::Cost>> rows(app.costs.begin(),
+                                                                       app.costs.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+    for (const auto& [key, c] : rows) {
+      std::printf("  %6d %9.1f %7.1f %5d  %s\n", c.count, c.total, c.max, c.over8, key.c_str());
+    }
   }
   const double ratio = median(headless) > 0 ? median(windowed) / median(headless) : 0;
   std::printf(

@@ -2,6 +2,7 @@
 // example (no mocks), the dock's controls, the curves and the decision boundary. Waits are
 // bounded polls of the event loop (the controller's timer delivers everything).
 #include <gtest/gtest.h>
+#include <qcustomplot.h>
 
 #include <QAction>
 #include <QCheckBox>
@@ -83,6 +84,66 @@ TEST_F(TrainingControllerTest, StartDeliversMetricsPauseAndStepOneBatch) {
   QTest::qWait(2 * TrainingController::kPollMs);
   EXPECT_EQ(controller->status().step, before + 1);
   EXPECT_EQ(controller->status().state, RunState::Paused);
+}
+
+// A fast model on a small dataset ends hundreds of epochs a second: the per-epoch curves stay
+// bounded (and unmarked once dense), so a replot stays within a frame however long the run.
+TEST_F(TrainingControllerTest, CurvesStayBoundedOverManyEpochs) {
+  CurvesWidget curves(controller.get());
+  auto graphNamed = [&](const QString& name) -> QCPGraph* {
+    for (int i = 0; i < curves.plot()->graphCount(); ++i) {
+      if (curves.plot()->graph(i)->name() == name) return curves.plot()->graph(i);
+    }
+    return nullptr;
+  };
+  QCPGraph* testLoss = graphNamed("test loss");
+  QCPGraph* trainAccuracy = graphNamed("train accuracy");
+  ASSERT_TRUE(testLoss && trainAccuracy);
+  auto epochs = [&](int64_t first, int64_t count) {
+    std::vector<train::EpochMetrics> batch;
+    for (int64_t e = first; e < first + count; ++e) {
+      batch.push_back({.epoch = e,
+                       .step = 19 * e,
+                       .train_loss = 1.0 / double(e),
+                       .train_accuracy = 0.5,
+                       .test_loss = 1.0 / double(e),
+                       .test_accuracy = 0.6});
+    }
+    emit controller->epochMetricsArrived(batch);
+  };
+  epochs(1, 10);
+  EXPECT_EQ(curves.testLossPoints(), 10);
+  EXPECT_NE(testLoss->scatterStyle().shape(), QCPScatterStyle::ssNone);
+
+  const int64_t total = 50000;
+  for (int64_t e = 11; e <= total; e += 500) epochs(e, std::min<int64_t>(500, total + 1 - e));
+  for (QCPGraph* g : {testLoss, trainAccuracy}) {
+    EXPECT_LE(g->dataCount(), CurvesWidget::kMaxEpochPoints);
+    EXPECT_GE(g->dataCount(), CurvesWidget::kMaxEpochPoints / 4);
+    // The first epoch and a recent one are kept, in order and evenly thinned.
+    EXPECT_EQ(g->data()->begin()->key, 19.0);
+    EXPECT_GT((g->data()->end() - 1)->key, 19.0 * total * 0.99);
+    double last = 0, smallest = 1e300, largest = 0;
+    for (const QCPGraphData& d : *g->data()) {
+      if (last > 0) {
+        smallest = std::min(smallest, d.key - last);
+        largest = std::max(largest, d.key - last);
+      }
+      last = d.key;
+    }
+    EXPECT_GT(smallest, 19.0);
+    EXPECT_LT(largest, 2 * smallest + 19.0);
+  }
+  EXPECT_EQ(testLoss->scatterStyle().shape(), QCPScatterStyle::ssNone);
+  // An evaluation between two kept epochs does not go back in time.
+  const int before = curves.testLossPoints();
+  emit controller->evaluationArrived({.step = 19 * total - 1, .loss = 0.1, .accuracy = 0.9});
+  EXPECT_EQ(curves.testLossPoints(), before);
+
+  curves.clear();
+  epochs(1, 5);
+  EXPECT_EQ(curves.testLossPoints(), 5);
+  EXPECT_NE(testLoss->scatterStyle().shape(), QCPScatterStyle::ssNone);
 }
 
 TEST_F(TrainingControllerTest, LearningRateChangesMidRunAndBadValuesAreRefused) {
