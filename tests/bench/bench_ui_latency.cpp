@@ -1,13 +1,15 @@
 // The window's smoothness while it trains (issue 7's benchmarks; a plain program, not ctest):
 //   - event-loop latency: a 1 ms QTimer's lateness (p50, p99, max) while the spirals example
-//     trains at full speed with a probe on every node and every plot showing (target: p99
-//     under 16 ms, one frame);
+//     trains at full speed with a probe on every node, fc2's probe panel open and every plot
+//     showing (target: p99 under 16 ms, one frame);
 //   - the plots' refresh rate (curves replots and decision-boundary pictures per second);
 //   - training steps per second with the window open against `nnstudio-cli train` headless on
 //     the same project (target: at least 80%).
 // Run under Xvfb (xvfb-run -a -s "-screen 0 1600x1000x24" bench_ui_latency) or with
 // QT_QPA_PLATFORM=offscreen. Each side runs `kRounds` times, alternating, and the medians are
 // compared, so that load from other processes on the machine falls on both alike.
+// Options: --seconds N (each window run's length), --no-probes, --trace (the slowest event
+// dispatches by receiver, to find what makes a frame long).
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -39,7 +41,9 @@ using namespace nns;
 using namespace nns::ui;
 
 constexpr int kRounds = 3;
-constexpr int kWindowSeconds = 5;
+// --seconds N: how long each window run measures (after half a second of warm-up). Longer
+// runs show whether drawing stays within a frame as the curves and histories grow.
+int windowSeconds = 5;
 constexpr int kCliSteps = 25000;
 
 double percentile(std::vector<double> v, double p) {
@@ -82,7 +86,7 @@ double inProcessStepsPerSecond(const QString& path) {
   const int64_t steps0 = session->status().step;
   QElapsedTimer clock;
   clock.start();
-  std::this_thread::sleep_for(std::chrono::seconds(kWindowSeconds));
+  std::this_thread::sleep_for(std::chrono::seconds(windowSeconds));
   const double seconds = clock.nsecsElapsed() / 1e9;
   return static_cast<double>(session->status().step - steps0) / seconds;
 }
@@ -188,7 +192,7 @@ WindowRun windowRun() {
   if (tracingApp) tracingApp->tracing = true;
   probe.start(1);
   QEventLoop loop;
-  QTimer::singleShot(kWindowSeconds * 1000, &loop, &QEventLoop::quit);
+  QTimer::singleShot(windowSeconds * 1000, &loop, &QEventLoop::quit);
   loop.exec();
   probe.stop();
   if (tracingApp) tracingApp->tracing = false;
@@ -214,7 +218,11 @@ int main(int argc, char** argv) {
   }
   TracingApplication app(argc, argv);
   if (QApplication::arguments().contains("--trace")) tracingApp = &app;
-  withProbes = !QApplication::arguments().contains("--no-probes");
+  const QStringList args = QApplication::arguments();
+  withProbes = !args.contains("--no-probes");
+  if (const qsizetype i = args.indexOf("--seconds"); i >= 0 && i + 1 < args.size()) {
+    windowSeconds = std::max(1, args[i + 1].toInt());
+  }
   QApplication::setOrganizationName("NNStudioBench");
   const QString project = findExampleFile("spirals.nns");
   if (project.isEmpty()) {
@@ -222,7 +230,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("platform %s; spirals example, %d s per window run, %d steps per CLI run\n",
-              qPrintable(QGuiApplication::platformName()), kWindowSeconds, kCliSteps);
+              qPrintable(QGuiApplication::platformName()), windowSeconds, kCliSteps);
   std::vector<double> headless, inProcess, windowed, p50, p99, worst, replots, pictures;
   for (int round = 0; round < kRounds; ++round) {
     headless.push_back(headlessStepsPerSecond(project));
