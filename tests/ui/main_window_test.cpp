@@ -16,6 +16,7 @@
 
 #include "engine/graph/node_types.h"
 #include "engine/serialize/serialize.h"
+#include "ui/edge_item.h"
 #include "ui/example_project.h"
 #include "ui/graph_scene.h"
 #include "ui/graph_view.h"
@@ -134,6 +135,33 @@ TEST_F(MainWindowTest, DraggingFromPortToPortConnectsAndACycleIsRefused) {
   test::dragMouse(window->view(), port(extra, "in", false),
                   port(extra, "in", false) + QPointF(-150, 80));
   EXPECT_EQ(doc()->project().graph.edge_into({extra, "in"}), nullptr);
+}
+
+// A wrapped chain's wire from the end of one row to the start of the next goes around the
+// boxes, along the gap between the rows, instead of cutting across them.
+TEST_F(MainWindowTest, WiresPassAroundTheBoxesOfAWrappedChain) {
+  doc()->autoLayout();
+  settle();
+  int backward = 0;
+  for (EdgeItem* edge : window->scene()->edgeItems()) {
+    const QPainterPath path = edge->path();
+    const QPointF from = path.pointAtPercent(0);
+    const QPointF to = path.pointAtPercent(1);
+    if (to.x() < from.x()) ++backward;
+    for (int i = 0; i <= 400; ++i) {
+      const QPointF p = path.pointAtPercent(i / 400.0);
+      // The ends sit on the boxes' edges: what matters is the way between them.
+      if (QLineF(p, from).length() < 8 || QLineF(p, to).length() < 8) continue;
+      for (const graph::Node& n : doc()->project().graph.nodes) {
+        NodeItem* item = window->scene()->shownItem(n.id);
+        const QRectF box(item->pos(), item->boxSize());
+        EXPECT_FALSE(box.adjusted(1, 1, -1, -1).contains(p))
+            << "the wire into " << doc()->project().graph.find(edge->edge().to.node)->name
+            << " crosses " << n.name << " at (" << p.x() << ", " << p.y() << ")";
+      }
+    }
+  }
+  EXPECT_EQ(backward, 1);
 }
 
 TEST_F(MainWindowTest, MovingANodeIsOneUndoStep) {
