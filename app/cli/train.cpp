@@ -118,6 +118,9 @@ int run_train(const Options& o) {
     project.dataset.options = graph::Json::object();
   }
   const int64_t steps = o.has("steps") ? o.integer("steps", 1, INT64_MAX) : 0;
+  // --steps replaces the project's epochs as the run's length; with --epochs as well, the run
+  // ends at whichever comes first.
+  if (steps > 0 && !o.has("epochs")) t.epochs = 0;
   const bool quiet = o.flag("quiet");
 
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
@@ -233,7 +236,7 @@ Command train_command() {
           {{"PROJECT", "the project file (.nns)"}},
           {
               {"epochs", "N", "", "passes over the training set (default: the project's)"},
-              {"steps", "N", "", "train this many batches instead of whole epochs"},
+              {"steps", "N", "", "train this many batches instead of the project's epochs"},
               {"batch-size", "N", "", "samples per step (default: the project's)"},
               {"optimizer", "NAME", "", "sgd, adam, adamw or rmsprop (default: the project's)"},
               {"dataset", "NAME", "", "train on this dataset (default: the project's)"},
