@@ -2,9 +2,10 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 
-#include "ui/auto_layout.h"
+#include "engine/tensor/error.h"
 
 namespace nns::ui {
 
@@ -20,26 +21,17 @@ QString findExampleFile(const QString& fileName) {
   return {};
 }
 
-graph::Project spiralsExample() {
-  graph::Project p;
-  p.name = "Net";
-  graph::Graph& g = p.graph;
-  const graph::NodeId x = g.add_node("Input", "x", {{"shape", {2}}});
-  const graph::NodeId fc1 = g.add_node("Linear", "fc1", {{"in_features", 2}, {"out_features", 64}});
-  const graph::NodeId act1 = g.add_node("ReLU", "act1");
-  const graph::NodeId fc2 =
-      g.add_node("Linear", "fc2", {{"in_features", 64}, {"out_features", 64}});
-  const graph::NodeId act2 = g.add_node("ReLU", "act2");
-  const graph::NodeId fc3 = g.add_node("Linear", "fc3", {{"in_features", 64}, {"out_features", 3}});
-  const graph::NodeId y = g.add_node("Output", "y");
-  const graph::NodeId chain[] = {x, fc1, act1, fc2, act2, fc3, y};
-  for (size_t i = 1; i < std::size(chain); ++i) g.connect({chain[i - 1], "out"}, {chain[i], "in"});
-  p.training.optimizer_options = {{"lr", 0.1}, {"momentum", 0.9}};
-  for (const auto& [id, pos] : layeredLayout(p)) {
-    g.at(id).x = pos.x();
-    g.at(id).y = pos.y();
+graph::Project exampleProject(const QString& fileName) {
+  QFile file(":/examples/" + fileName);
+  if (!file.open(QIODevice::ReadOnly)) {
+    throw ValueError("there is no built-in example named '" + fileName.toStdString() +
+                     "' (the window has those of resources/examples)");
   }
-  return p;
+  return graph::parse_project(file.readAll().toStdString(), fileName.toStdString());
+}
+
+graph::Project spiralsExample() {
+  return exampleProject("spirals.nns");
 }
 
 }  // namespace nns::ui

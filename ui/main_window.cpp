@@ -580,19 +580,9 @@ void MainWindow::tidyLayout() {
 }
 
 void MainWindow::openExample() {
-  const QString path = findExampleFile("spirals.nns");
-  if (!path.isEmpty()) {
-    try {
-      document_->setProject(graph::load_project(path.toStdString()), QString());
-      appendLog(tr("Opened the example %1").arg(path));
-      tidyLayout();
-      view_->frameAll();
-      return;
-    } catch (const std::exception& e) {
-      appendLog(tr("The example %1 did not load (%2); using the built-in one").arg(path, e.what()));
-    }
-  }
   document_->setProject(spiralsExample(), QString());
+  appendLog(tr("Opened the example spirals.nns"));
+  tidyLayout();
   view_->frameAll();
 }
 

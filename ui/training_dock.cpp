@@ -497,6 +497,19 @@ void TrainingDock::showStatus(const train::SessionStatus& s) {
   if (s.last_evaluation && std::isfinite(s.last_evaluation->accuracy)) {
     text += tr(" · test accuracy %1%").arg(100 * s.last_evaluation->accuracy, 0, 'f', 1);
   }
+  // What watching costs: the probes time themselves against the training (probes.h).
+  const train::ProbeOverhead& probes = s.probe_overhead;
+  if (probes.sampled > 0) {
+    text += tr(" · probes %1%").arg(100 * probes.fraction, 0, 'f', 1);
+    counters_->setToolTip(
+        tr("Probes: %1% of the recent training time goes to their hooks and summaries. "
+           "%2 steps sampled; %3 steps skipped to keep within each probe's overhead budget.")
+            .arg(100 * probes.fraction, 0, 'f', 1)
+            .arg(probes.sampled)
+            .arg(probes.skipped));
+  } else {
+    counters_->setToolTip(QString());
+  }
   counters_->setText(text);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModel>
+#include <QDir>
 #include <QDockWidget>
 #include <QDropEvent>
 #include <QLineEdit>
@@ -119,9 +120,9 @@ TEST_F(MainWindowTest, DraggingFromPortToPortConnectsAndACycleIsRefused) {
   const NodeId extra = doc()->selection().front();
   const auto edgesBefore = doc()->project().graph.edges.size();
 
-  test::dragMouse(window->view(), port(id("act1"), "out", true), port(extra, "in", false));
+  test::dragMouse(window->view(), port(id("relu1"), "out", true), port(extra, "in", false));
   ASSERT_EQ(doc()->project().graph.edges.size(), edgesBefore + 1);
-  EXPECT_EQ(doc()->project().graph.edge_into({extra, "in"})->from.node, id("act1"));
+  EXPECT_EQ(doc()->project().graph.edge_into({extra, "in"})->from.node, id("relu1"));
   // The new Linear takes 1 feature and gets 64: its input is marked with the reason.
   const QStringList problems = doc()->problemsOf(extra, "in");
   ASSERT_FALSE(problems.isEmpty());
@@ -182,7 +183,7 @@ TEST_F(MainWindowTest, GroupCollapseAndUndoEverythingBackToTheStart) {
   test::clickMouse(window->view(),
                    window->scene()->nodeItem(id("fc2"))->mapToScene(QPointF(60, 12)));
   test::clickMouse(window->view(),
-                   window->scene()->nodeItem(id("act2"))->mapToScene(QPointF(60, 12)),
+                   window->scene()->nodeItem(id("relu2"))->mapToScene(QPointF(60, 12)),
                    Qt::ControlModifier);
   ASSERT_EQ(doc()->selection().size(), 2u);
   key(Qt::Key_G, Qt::ControlModifier);
@@ -214,11 +215,11 @@ TEST_F(MainWindowTest, GroupCollapseAndUndoEverythingBackToTheStart) {
 }
 
 TEST_F(MainWindowTest, DeleteKeyRemovesTheSelection) {
-  doc()->setSelection({id("act1")});
+  doc()->setSelection({id("relu1")});
   key(Qt::Key_Delete);
-  EXPECT_EQ(doc()->project().graph.find_by_name("act1"), nullptr);
+  EXPECT_EQ(doc()->project().graph.find_by_name("relu1"), nullptr);
   key(Qt::Key_Z, Qt::ControlModifier);
-  EXPECT_NE(doc()->project().graph.find_by_name("act1"), nullptr);
+  EXPECT_NE(doc()->project().graph.find_by_name("relu1"), nullptr);
 }
 
 TEST_F(MainWindowTest, EditingAnOptionInTheInspectorIsUndoable) {
@@ -270,7 +271,7 @@ TEST_F(MainWindowTest, ModuleTreeListsNamedModulesAndSelectsTheirNodes) {
   QTreeWidget* tree = window->inspector()->moduleTree();
   ASSERT_EQ(tree->topLevelItemCount(), 1);
   QTreeWidgetItem* root = tree->topLevelItem(0);
-  EXPECT_EQ(root->text(1), "Net");
+  EXPECT_EQ(root->text(1), "SpiralNet");
   ASSERT_EQ(root->childCount(), 5);
   EXPECT_EQ(root->child(0)->text(0), "fc1");
   EXPECT_EQ(root->child(0)->text(1), "Linear");
@@ -347,6 +348,21 @@ TEST_F(MainWindowTest, AutosaveIsOfferedBackAfterACrash) {
   next.close();  // a clean close removes the recovery file
   EXPECT_FALSE(QFile::exists(next.recoveryFile()));
   EXPECT_FALSE(window->offerRecovery(/*ask=*/false));
+}
+
+// The examples are built into the window and open as they were saved: loadable, and laid out
+// for the canvas's boxes (a file that needs re-laying out on open would come back changed when
+// saved and reopened).
+TEST(MainWindow, EveryBuiltInExampleOpensLaidOut) {
+  const QStringList files = QDir(":/examples").entryList({"*.nns"});
+  EXPECT_GE(files.size(), 4) << files.join(", ").toStdString();
+  for (const QString& file : files) {
+    ProjectDocument doc;
+    ASSERT_NO_THROW(doc.setProject(exampleProject(file), QString())) << file.toStdString();
+    GraphScene scene(&doc);
+    EXPECT_FALSE(scene.hasOverlaps()) << file.toStdString();
+  }
+  EXPECT_THROW(exampleProject("missing.nns"), ValueError);
 }
 
 TEST(MainWindow, ResetLayoutBringsBackEveryDockInItsPlace) {

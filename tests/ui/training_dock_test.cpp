@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -38,8 +39,10 @@ class TrainingControllerTest : public ::testing::Test {
   void SetUp() override {
     document = std::make_unique<ProjectDocument>();
     graph::Project project = spiralsExample();
-    // Until paused: the example's 30 epochs take well under a second.
+    // Until paused: the example's 40 epochs take well under a second.
     project.training.epochs = 0;
+    // Without the example's own probes: the tests place the ones they check.
+    project.probes.clear();
     document->setProject(std::move(project), QString());
     controller = std::make_unique<TrainingController>(document.get());
   }
@@ -147,9 +150,10 @@ TEST_F(TrainingControllerTest, CurvesStayBoundedOverManyEpochs) {
 }
 
 TEST_F(TrainingControllerTest, LearningRateChangesMidRunAndBadValuesAreRefused) {
+  const double initial = document->project().training.optimizer_options["lr"].get<double>();
   controller->start();
   ASSERT_TRUE(waitFor([&] { return controller->status().step > 5; }));
-  EXPECT_DOUBLE_EQ(controller->status().lr, 0.1);
+  EXPECT_DOUBLE_EQ(controller->status().lr, initial);
   EXPECT_TRUE(controller->setLearningRate(0.025));
   ASSERT_TRUE(waitFor([&] { return controller->status().lr == 0.025; }));
   EXPECT_TRUE(controller->isRunning());  // no new session: the run goes on
@@ -164,7 +168,7 @@ TEST_F(TrainingControllerTest, LearningRateChangesMidRunAndBadValuesAreRefused) 
 
   // Undo puts the project's rate back, and the session follows.
   document->undoStack()->undo();
-  ASSERT_TRUE(waitFor([&] { return controller->status().lr == 0.1; }));
+  ASSERT_TRUE(waitFor([&] { return controller->status().lr == initial; }));
 }
 
 TEST_F(TrainingControllerTest, ResetClearsAndStartsFromStepZero) {
@@ -309,6 +313,10 @@ TEST_F(TrainingDockTest, StartFeedsCurvesAndBoundaryThenPauseAndStepOneBatch) {
   QTest::qWait(2 * TrainingController::kPollMs);
   const int64_t before = controller->status().step;
   EXPECT_TRUE(dock->counters()->text().contains(QString("step %1 ").arg(before)));
+  // The example's probes report what they cost.
+  EXPECT_TRUE(dock->counters()->text().contains(QRegularExpression(R"(probes \d+\.\d%)")))
+      << dock->counters()->text().toStdString();
+  EXPECT_TRUE(dock->counters()->toolTip().contains("steps sampled"));
   dock->stepAction()->trigger();
   ASSERT_TRUE(waitFor([&] { return controller->status().step != before; }));
   ASSERT_TRUE(controller->session()->wait_idle(std::chrono::seconds(5)));
@@ -328,7 +336,7 @@ TEST_F(TrainingDockTest, LearningRateEditAppliesWhileRunningAndBadInputIsRefused
   dock->startAction()->trigger();
   ASSERT_TRUE(waitFor([&] { return controller->status().step > 3; }));
   QLineEdit* lr = dock->learningRateEdit();
-  EXPECT_EQ(lr->text(), "0.1");
+  EXPECT_EQ(lr->text(), "0.01");  // the example's Adam rate
   lr->setText("0.03");
   emit lr->editingFinished();
   ASSERT_TRUE(waitFor([&] { return controller->status().lr == 0.03; }));
