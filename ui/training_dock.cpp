@@ -200,6 +200,8 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   counters_ = new QLabel;
   counters_->setObjectName("trainingCounters");
   counters_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Wrapped, so that a longer figure never widens the dock mid-run.
+  counters_->setWordWrap(true);
   evalMode_ = new QCheckBox(tr("Eval mode: test twice a second"));
   evalMode_->setToolTip(
       tr("Evaluation passes (model.eval(), no grad) on the test set while training, so the "
@@ -233,11 +235,10 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   trainForm->addRow(tr("Optimizer"), optimizer_);
   trainForm->addRow(tr("Learning rate"), lr_);
   trainForm->addRow(inputMessage_);
-  auto* batchRow = new QHBoxLayout;
-  batchRow->addWidget(batch_);
-  batchRow->addWidget(new QLabel(tr("weight decay")));
-  batchRow->addWidget(weightDecay_);
-  trainForm->addRow(tr("Batch size"), batchRow);
+  // A row each: side by side, the two spin boxes made the dock ~90 px wider than the canvas
+  // can spare.
+  trainForm->addRow(tr("Batch size"), batch_);
+  trainForm->addRow(tr("Weight decay"), weightDecay_);
   trainBox->setLayout(trainForm);
 
   auto* runBox = new QGroupBox(tr("Run"));
@@ -500,10 +501,11 @@ void TrainingDock::showStatus(const train::SessionStatus& s) {
   // What watching costs: the probes time themselves against the training (probes.h).
   const train::ProbeOverhead& probes = s.probe_overhead;
   if (probes.sampled > 0) {
-    text += tr(" · probes %1%").arg(100 * probes.fraction, 0, 'f', 1);
+    text += tr(" · probes +%1%").arg(100 * probes.fraction, 0, 'f', 1);
     counters_->setToolTip(
-        tr("Probes: %1% of the recent training time goes to their hooks and summaries. "
-           "%2 steps sampled; %3 steps skipped to keep within each probe's overhead budget.")
+        tr("Probes: their hooks and summaries add %1% to the recent training time (each "
+           "probe's overhead budget, 5% unless set otherwise, keeps it near that). %2 steps "
+           "sampled; %3 steps skipped to keep within the budgets.")
             .arg(100 * probes.fraction, 0, 'f', 1)
             .arg(probes.sampled)
             .arg(probes.skipped));

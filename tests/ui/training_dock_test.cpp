@@ -314,7 +314,7 @@ TEST_F(TrainingDockTest, StartFeedsCurvesAndBoundaryThenPauseAndStepOneBatch) {
   const int64_t before = controller->status().step;
   EXPECT_TRUE(dock->counters()->text().contains(QString("step %1 ").arg(before)));
   // The example's probes report what they cost.
-  EXPECT_TRUE(dock->counters()->text().contains(QRegularExpression(R"(probes \d+\.\d%)")))
+  EXPECT_TRUE(dock->counters()->text().contains(QRegularExpression(R"(probes \+\d+\.\d%)")))
       << dock->counters()->text().toStdString();
   EXPECT_TRUE(dock->counters()->toolTip().contains("steps sampled"));
   dock->stepAction()->trigger();
