@@ -662,11 +662,19 @@ void MainWindow::saveStateDictDialog() {
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Save State Dict"), dir, tr("PyTorch (*.pt *.pth);;safetensors (*.safetensors)"));
   if (path.isEmpty()) return;
+  saveStateDictTo(path);
+}
+
+bool MainWindow::saveStateDictTo(const QString& path) {
   try {
+    // The weights as trained so far, not as they were at the last pause.
+    training_->syncDocumentModel();
     document_->saveStateDict(path);
+    return true;
   } catch (const std::exception& e) {
     appendLog(tr("Could not save %1: %2").arg(path, e.what()));
     QMessageBox::critical(this, tr("Could not save the state dict"), QString::fromUtf8(e.what()));
+    return false;
   }
 }
 

@@ -56,9 +56,12 @@ class MainWindow : public QMainWindow {
 
   // Opens a project file; shows the error and returns false when it cannot.
   bool openFile(const QString& path);
-  // Opens the spirals example (the file if found, else the same model built in code).
+  // Opens the built-in spirals example.
   void openExample();
   bool saveTo(const QString& path);
+  // The model's state dict as it is trained now (.pt, .pth or .safetensors, by the name);
+  // shows the error and returns false when it cannot.
+  bool saveStateDictTo(const QString& path);
 
   // This window's recovery file: autosave writes it while there is unsaved work and a clean
   // close removes it. Every window has its own, named by process id and a counter, and holds

@@ -61,19 +61,9 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
     modelError_ = qs(e.what());
     return nullptr;
   }
-  if (model_) {
-    // Layers whose parameters kept their names and shapes keep their values, so editing one
-    // part of the graph does not re-initialize the rest.
-    nn::StateDict old = model_->state_dict();
-    nn::StateDict kept;
-    for (const auto& item : built->state_dict()) {
-      const Tensor* prev = old.find(item.key());
-      if (prev && prev->shape() == item.value().shape() && prev->dtype() == item.value().dtype()) {
-        kept.insert(item.key(), *prev);
-      }
-    }
-    built->load_state_dict(kept, /*strict=*/false);
-  }
+  // Nodes that stay keep their values (matched by id, so a renamed node keeps its weights),
+  // so editing one part of the graph does not re-initialize the rest.
+  if (model_) graph::carry_state(*model_, *built, project_.graph);
   applyFrozen(*built);
   model_ = std::move(built);
   return model_;
@@ -116,6 +106,7 @@ void ProjectDocument::setProject(graph::Project project, const QString& path) {
   selection_.clear();
   loadMarks_.clear();
   filePath_ = path;
+  emit projectReplaced();
   graphChanged();
   emit selectionChanged();
   emit loadMarksChanged();
@@ -485,8 +476,16 @@ QString ProjectDocument::loadStateDict(const QString& path, bool strict) {
   }
   serialize::load_into(*m, sd, strict);
   emit modelStateChanged();
+  emit stateLoaded();
   emit logMessage(tr("Loaded %1: %2").arg(name, qs(report.str())));
   return qs(report.str());
+}
+
+void ProjectDocument::setModelState(const nn::StateDict& state) {
+  auto m = model();
+  if (!m) return;
+  m->load_state_dict(state, /*strict=*/true);
+  emit modelStateChanged();
 }
 
 void ProjectDocument::saveStateDict(const QString& path) {

@@ -138,6 +138,10 @@ class ProjectDocument : public QObject {
   // Loads a state dict file into the model and marks each node with how its keys matched.
   // Strict loads refuse missing and unexpected keys. Returns the report's summary.
   QString loadStateDict(const QString& path, bool strict);
+  // The values of a model built from this project (the trained one: TrainingController keeps
+  // this model equal to its session's at rest) into the document's model; strict, so a state
+  // of another graph is refused with the engine's error and changes nothing.
+  void setModelState(const nn::StateDict& state);
   void saveStateDict(const QString& path);
   const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
 
@@ -149,6 +153,9 @@ class ProjectDocument : public QObject {
                        const graph::TrainingSettings& training);
 
  signals:
+  // Another project took this one's place (setProject: new, opened, recovered); changed()
+  // and the others follow.
+  void projectReplaced();
   // The graph changed (nodes, wires, options, groups): redraw and re-read.
   void changed();
   // The dataset or training settings changed.
@@ -159,6 +166,8 @@ class ProjectDocument : public QObject {
   void filePathChanged(const QString& path);
   // The model's parameters changed in place (freezing, a loaded state dict).
   void modelStateChanged();
+  // loadStateDict() put a file's values into the model (after modelStateChanged).
+  void stateLoaded();
   // The state-dict match marks changed.
   void loadMarksChanged();
   // project().probes changed (added, removed, or by undo and redo).

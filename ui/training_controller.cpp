@@ -83,6 +83,12 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   connect(document_, &ProjectDocument::modelStateChanged, this,
           &TrainingController::onDocumentChanged);
   connect(document_, &ProjectDocument::probesChanged, this, &TrainingController::onDocumentChanged);
+  // Another project's model owes nothing to this one's weights, whatever its node ids.
+  connect(document_, &ProjectDocument::projectReplaced, this, [this] {
+    keepLearned_ = false;
+    loadedWeights_ = false;
+  });
+  connect(document_, &ProjectDocument::stateLoaded, this, &TrainingController::takeLoadedState);
   timer_->setTimerType(Qt::PreciseTimer);
   connect(timer_, &QTimer::timeout, this, &TrainingController::poll);
   timer_->start(kPollMs);
@@ -159,7 +165,30 @@ void TrainingController::rebuild() {
   stale_ = false;
   runRequested_ = false;
   const bool hadSession = session_ != nullptr;
-  // The old worker stops (and joins) before the new one starts.
+  // What the old run learned, unless it is to be dropped or is not worth keeping (nothing
+  // trained yet, or a failed run's non-finite values).
+  nn::ModulePtr learned;
+  graph::Graph learnedGraph;
+  int64_t learnedSteps = 0;
+  bool fromFile = false;
+  if (keepLearned_ && session_ && built_) {
+    const train::SessionStatus st = session_->status();
+    if ((st.step > 0 || loadedWeights_) && st.state != train::RunState::Failed) {
+      learned = session_->model();
+      learnedGraph = built_->graph;
+      learnedSteps = st.step;
+    }
+  }
+  if (!learned && keepLearned_ && loadedWeights_) {
+    // No session held them (the graph had problems when they were loaded): the document did.
+    learned = document_->model();
+    learnedGraph = document_->project().graph;
+    fromFile = true;
+  }
+  if (!keepLearned_) loadedWeights_ = false;
+  keepLearned_ = true;
+  // The old worker stops (and joins) before the new one starts; its model is only read from
+  // here on.
   session_.reset();
   built_.reset();
   probeNodes_.clear();
@@ -188,6 +217,16 @@ void TrainingController::rebuild() {
     built->lr = learningRateOf(project.training);
     built->batchSize = project.training.batch_size;
     built_ = std::move(built);
+    if (const auto* from = dynamic_cast<const graph::GraphModule*>(learned.get())) {
+      if (fromFile) {
+        if (session_->wait_idle(std::chrono::seconds(5))) {
+          graph::carry_state(*from, *dynamic_cast<graph::GraphModule*>(session_->model().get()),
+                             project.graph);
+        }
+      } else {
+        carryLearned(*from, learnedGraph, learnedSteps);
+      }
+    }
     applyFrozen();
     syncProbes();
   }
@@ -245,6 +284,73 @@ void TrainingController::syncProbes() {
   }
 }
 
+void TrainingController::carryLearned(const graph::GraphModule& from, const graph::Graph& fromGraph,
+                                      int64_t steps) {
+  auto* to = dynamic_cast<graph::GraphModule*>(session_->model().get());
+  // A new session's worker waits for its first command; the wait only makes that certain.
+  if (!to || !session_->wait_idle(std::chrono::seconds(5))) return;
+  const graph::Graph& graph = document_->project().graph;
+  graph::CarriedState carried;
+  try {
+    carried = graph::carry_state(from, *to, graph);
+  } catch (const Error& e) {
+    emit message(tr("The trained weights were not kept: %1").arg(qs(e.what())));
+    return;
+  }
+  auto names = [&](const std::vector<graph::NodeId>& ids, const graph::Graph& g) {
+    QStringList out;
+    for (graph::NodeId id : ids) {
+      if (const graph::Node* n = g.find(id)) out << qs(n->name);
+    }
+    return out.join(", ");
+  };
+  if (carried.tensors == 0) {
+    emit message(tr("The edited model starts from fresh weights: no node kept its shape"));
+    return;
+  }
+  const QString source = steps > 0 ? tr("learned in %1 steps").arg(steps) : tr("loaded");
+  QString text =
+      carried.kept.empty()
+          ? tr("Kept part of the weights %1 (%2 tensors)").arg(source).arg(carried.tensors)
+          : tr("Kept the weights %1 %2 (%3 tensors)")
+                .arg(names(carried.kept, graph), source)
+                .arg(carried.tensors);
+  if (!carried.mixed.empty()) text += tr("; partly kept: %1").arg(names(carried.mixed, graph));
+  if (!carried.fresh.empty()) text += tr("; fresh: %1").arg(names(carried.fresh, graph));
+  // Nodes of the old graph that are gone, for the record.
+  std::vector<graph::NodeId> gone;
+  for (const graph::Node& n : fromGraph.nodes) {
+    if (!graph.find(n.id) && from.node_module(n.id)) gone.push_back(n.id);
+  }
+  if (!gone.empty()) text += tr("; removed: %1").arg(names(gone, fromGraph));
+  emit message(text + tr(". Reset starts from fresh weights."));
+}
+
+void TrainingController::takeLoadedState() {
+  loadedWeights_ = true;
+  const std::shared_ptr<graph::GraphModule> loaded = document_->model();
+  if (!loaded || !session()) return;  // the next session takes them (rebuild)
+  withIdleSession(tr("Load state dict"), [&](train::TrainingSession& s) {
+    s.model()->load_state_dict(loaded->state_dict(), /*strict=*/true);
+    emit message(tr("Training goes on from the loaded weights"));
+  });
+}
+
+bool TrainingController::syncDocumentModel() {
+  if (!session_ || stale_) return false;
+  if (session_->status().state == train::RunState::Failed) {
+    emit message(tr("The run failed: the model keeps the weights from before it"));
+    return false;
+  }
+  return withIdleSession(tr("Copy the trained weights"), [&](train::TrainingSession& s) {
+    const train::SessionStatus st = s.status();
+    document_->setModelState(s.model()->state_dict());
+    syncedSession_ = &s;
+    syncedStep_ = st.step;
+    syncedResets_ = st.resets;
+  });
+}
+
 bool TrainingController::ensureTrainable() {
   if (session()) return true;
   const QString why = lastError_.isEmpty() ? tr("the project makes no session") : lastError_;
@@ -285,6 +391,7 @@ void TrainingController::stepOnce() {
 void TrainingController::reset() {
   runRequested_ = false;
   if (stale_) {
+    keepLearned_ = false;
     rebuild();
     return;
   }
@@ -444,6 +551,13 @@ void TrainingController::poll() {
       lastEvalMs_ = now;
       s.evaluate();
     }
+  }
+  // At rest, the document's model takes what the session has (once per step or reset; the
+  // copy costs about as much as one step of a toy model).
+  const bool moved = &s != syncedSession_ || st.step != syncedStep_ || st.resets != syncedResets_;
+  if (moved && !stale_ && !isRunning() && st.state != train::RunState::Failed &&
+      s.wait_idle(std::chrono::milliseconds(0))) {
+    syncDocumentModel();
   }
 }
 

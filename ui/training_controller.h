@@ -25,6 +25,17 @@
 // name) and a probe whose spec is gone is removed (remove_probe, which removes its hooks).
 // A new session gets every probe of the project. probeNode() maps the ProbeId of a sample
 // back to its node.
+//
+// What a run learned survives an edit: a new session made because the graph, the data or the
+// settings changed starts from the old model's weights and buffers for every node that stays
+// (graph::carry_state: matched by node id, entry by entry where the shapes agree), with a
+// fresh optimizer and the step count at 0; the log says which nodes kept theirs. Reset, a run
+// that failed (NaN) and another project (new, opened) start from fresh weights.
+//
+// One model to the user: the document's model (the inspector's parameters, Load and Save
+// State Dict) is kept equal to the session's. At rest (not running, after any step or reset)
+// the session's values go into the document's model; a state dict the user loads into the
+// document goes into the session at once, and into the next session made.
 #include <QMetaType>
 #include <QObject>
 #include <QString>
@@ -35,6 +46,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/graph/builder.h"
 #include "engine/graph/project.h"
 #include "engine/train/session.h"
 
@@ -87,7 +99,8 @@ class TrainingController : public QObject {
   void pause();
   // One batch, then paused.
   void stepOnce();
-  // Fresh weights from the seed, step 0; curves and histograms clear (sessionReset).
+  // Fresh weights from the seed, step 0 (also after edits, whose weights it drops); curves and
+  // histograms clear (sessionReset).
   void reset();
   // Changes the project's learning rate (one undo step) and the running session's at once.
   // Refuses a value that is not finite or not > 0: message() says why, returns false.
@@ -104,6 +117,11 @@ class TrainingController : public QObject {
   bool saveCheckpoint(const QString& path);
   // Loads one into the session (strict), continuing the step count from the file's.
   bool loadCheckpoint(const QString& path);
+  // The session's values into the document's model now (pausing a run for the moment it
+  // takes), so that what the document saves is what was trained. Not from a failed run (its
+  // values are not finite): the document keeps the last good ones. False when nothing was
+  // copied.
+  bool syncDocumentModel();
 
  signals:
   void statusChanged(const nns::train::SessionStatus& status);
@@ -125,6 +143,10 @@ class TrainingController : public QObject {
   struct Built;  // what the current session was made from
   void onDocumentChanged();
   void rebuild();
+  // The learned state of the last session's model into the new session's (see the top).
+  void carryLearned(const graph::GraphModule& from, const graph::Graph& fromGraph, int64_t steps);
+  // A state dict the user loaded into the document, into the session.
+  void takeLoadedState();
   void syncProbes();
   void poll();
   void applyLiveSettings();
@@ -142,6 +164,16 @@ class TrainingController : public QObject {
   std::unique_ptr<train::TrainingSession> session_;
   std::unique_ptr<Built> built_;
   bool stale_ = true;
+  // Whether the next rebuild carries the old model's weights over (false after a reset or
+  // another project until that rebuild).
+  bool keepLearned_ = true;
+  // Whether the model's values came from a file the user loaded (until a reset or another
+  // project): a new session starts from them.
+  bool loadedWeights_ = false;
+  // The session state last copied into the document's model (see syncDocumentModel()).
+  const train::TrainingSession* syncedSession_ = nullptr;
+  int64_t syncedStep_ = -1;
+  int64_t syncedResets_ = -1;
   bool runRequested_ = false;  // start() asked, until pause, reset, or the run ends
   QString lastError_;
   train::SessionStatus status_;

@@ -821,6 +821,38 @@ std::string GraphModule::module_name(NodeId node) const {
   return it == node_modules_.end() ? "" : it->second.second;
 }
 
+CarriedState carry_state(const GraphModule& from, GraphModule& to, const Graph& graph) {
+  CarriedState carried;
+  nn::StateDict state;
+  for (const Node& node : graph.nodes) {
+    const nn::ModulePtr now = to.node_module(node.id);
+    if (!now) continue;
+    const nn::ModulePtr before = from.node_module(node.id);
+    const nn::StateDict old = before ? before->state_dict() : nn::StateDict();
+    const std::string path = to.module_name(node.id);
+    size_t same = 0, entries = 0;
+    for (const auto& entry : now->state_dict()) {
+      ++entries;
+      const Tensor* value = old.find(entry.key());
+      if (!value || value->sizes() != entry.value().sizes() ||
+          value->dtype() != entry.value().dtype()) {
+        continue;
+      }
+      ++same;
+      // A group's entries are also its members': each is copied once.
+      const std::string key = path.empty() ? entry.key() : path + "." + entry.key();
+      if (!state.contains(key)) state.insert(key, *value);
+    }
+    if (entries == 0) continue;
+    (same == entries ? carried.kept : same == 0 ? carried.fresh : carried.mixed).push_back(node.id);
+  }
+  carried.tensors = state.size();
+  // Copies into the new model's tensors (their requires_grad and the optimizer's hold on them
+  // stay); every entry was checked above, so nothing is refused.
+  to.load_state_dict(state, /*strict=*/false);
+  return carried;
+}
+
 Analysis analyze(const Project& project) {
   Problems problems;
   Builder b(project, project.graph, "", Json::object(), {}, problems);

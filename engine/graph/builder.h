@@ -75,4 +75,19 @@ class GraphModule : public nn::Module {
 
 std::shared_ptr<GraphModule> build_model(const Project& project);
 
+// What carry_state() copied, by node of the new graph that has a module.
+struct CarriedState {
+  std::vector<NodeId> kept;   // every state entry came from the old model
+  std::vector<NodeId> mixed;  // some did; others (a new shape, a new entry) are as built
+  std::vector<NodeId> fresh;  // none did: a new node, or one whose every entry changed shape
+  size_t tensors = 0;         // entries copied
+};
+
+// Copies into `to` the state (parameters and persistent buffers) that `from` has for the
+// same node, entry by entry where the name, shape and dtype agree, so that what a model
+// learned survives an edit of its graph: nodes are matched by id (a renamed node keeps its
+// weights; a widened layer starts fresh). `graph` is the graph `to` was built from. Both
+// models must be idle (no step running).
+CarriedState carry_state(const GraphModule& from, GraphModule& to, const Graph& graph);
+
 }  // namespace nns::graph

@@ -349,6 +349,71 @@ TEST(GraphBuilderTest, BlockArgumentsAndRecursion) {
 
 // A rough figure for the forward's own overhead: the residual MLP's forward against calling
 // its modules by hand (printed, not asserted; the timing of a shared machine varies).
+std::vector<float> values(const Tensor& t) {
+  return t.contiguous().to_vector<float>();
+}
+
+// An edit of the graph keeps what the model learned: nodes are matched by id, entry by entry
+// where the shapes agree, into the new model's own tensors.
+TEST(GraphBuilderTest, CarryStateKeepsWeightsOfNodesThatStayByIdAcrossRenames) {
+  const Project before = features_project();
+  auto old_model = build_model(before);
+  Project after = before;
+  const NodeId group = after.graph.find_by_name("features")->id;
+  const NodeId head = after.graph.find_by_name("head")->id;
+  after.graph.at(group).name = "body";               // renamed: its members' keys become body.N.*
+  after.graph.at(head).options["out_features"] = 5;  // a new shape: starts fresh
+  auto new_model = build_model(after);
+  std::map<std::string, const void*> storage;
+  for (const auto& [name, p] : new_model->named_parameters()) storage[name] = p.data_ptr<float>();
+  const Tensor head_before = new_model->state_dict()["head.weight"].clone();
+
+  const graph::CarriedState carried = graph::carry_state(*old_model, *new_model, after.graph);
+  const nn::StateDict old_sd = old_model->state_dict();
+  const nn::StateDict new_sd = new_model->state_dict();
+  for (const char* key : {"0.weight", "0.bias", "2.weight", "2.bias"}) {
+    EXPECT_EQ(values(new_sd[std::string("body.") + key]),
+              values(old_sd[std::string("features.") + key]))
+        << key;
+  }
+  EXPECT_EQ(values(new_sd["head.weight"]), values(head_before));
+  EXPECT_EQ(carried.tensors, 4u);  // the group's entries are its members': counted once
+  const NodeId fc1 = after.graph.find_by_name("fc1")->id;
+  const NodeId fc2 = after.graph.find_by_name("fc2")->id;
+  std::vector<NodeId> kept = carried.kept;
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<NodeId>{fc1, fc2, group}));
+  EXPECT_EQ(carried.fresh, std::vector<NodeId>{head});
+  EXPECT_TRUE(carried.mixed.empty());
+  // Copied into the model's own tensors: an optimizer made for it still holds them.
+  for (const auto& [name, p] : new_model->named_parameters()) {
+    EXPECT_EQ(storage.at(name), p.data_ptr<float>()) << name;
+  }
+}
+
+TEST(GraphBuilderTest, CarryStateKeepsBuffersAndTheEntriesAChangedNodeStillHas) {
+  Project before = cnn_project();
+  const NodeId fc = before.graph.find_by_name("fc")->id;
+  before.graph.at(fc).options["bias"] = false;
+  auto old_model = build_model(before);
+  (*old_model)(randn({4, 1, 8, 8}));  // running statistics that differ from a fresh model's
+  Project after = before;
+  after.graph.at(fc).options["bias"] = true;  // a new entry: fc keeps its weight only
+  auto new_model = build_model(after);
+  const Tensor fresh_bias = new_model->state_dict()["fc.bias"].clone();
+  const graph::CarriedState carried = graph::carry_state(*old_model, *new_model, after.graph);
+  EXPECT_EQ(values(new_model->get_buffer("bn1.running_mean")),
+            values(old_model->get_buffer("bn1.running_mean")));
+  EXPECT_NE(values(new_model->get_buffer("bn1.running_mean")), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(new_model->get_buffer("bn1.num_batches_tracked").item(), 1);
+  EXPECT_EQ(values(new_model->state_dict()["fc.weight"]),
+            values(old_model->state_dict()["fc.weight"]));
+  EXPECT_EQ(values(new_model->state_dict()["fc.bias"]), values(fresh_bias));
+  EXPECT_EQ(carried.kept.size(), 2u);  // conv1, bn1
+  EXPECT_EQ(carried.mixed, std::vector<NodeId>{fc});
+  EXPECT_TRUE(carried.fresh.empty());
+}
+
 TEST(GraphBuilderTest, ForwardOverheadFigure) {
   auto model = build_model(residual_project());
   NoGradGuard no_grad;

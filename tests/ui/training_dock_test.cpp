@@ -18,6 +18,8 @@
 
 #include "engine/data/catalog.h"
 #include "engine/graph/builder.h"
+#include "engine/serialize/serialize.h"
+#include "engine/tensor/factories.h"
 #include "ui/curves_widget.h"
 #include "ui/decision_boundary_widget.h"
 #include "ui/example_project.h"
@@ -33,6 +35,23 @@ namespace {
 using train::RunState;
 
 using test::waitFor;
+
+std::vector<float> values(const Tensor& t) {
+  return t.contiguous().to_vector<float>();
+}
+
+// A value of a model's state dict, read with its worker idle.
+std::vector<float> stateOf(train::TrainingSession* session, const std::string& key) {
+  EXPECT_TRUE(session->wait_idle(std::chrono::seconds(10)));
+  return values(session->model()->state_dict()[key]);
+}
+
+bool anyMessageContains(const QSignalSpy& messages, const QString& text) {
+  for (const QList<QVariant>& m : messages) {
+    if (m[0].toString().contains(text)) return true;
+  }
+  return false;
+}
 
 class TrainingControllerTest : public ::testing::Test {
  protected:
@@ -147,6 +166,69 @@ TEST_F(TrainingControllerTest, CurvesStayBoundedOverManyEpochs) {
   epochs(1, 5);
   EXPECT_EQ(curves.testLossPoints(), 5);
   EXPECT_NE(testLoss->scatterStyle().shape(), QCPScatterStyle::ssNone);
+}
+
+// An edit of the graph after training keeps what the run learned, node by node (a renamed
+// node keeps its weights; a resized one starts fresh); Reset drops it.
+TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
+  const std::vector<float> initial = stateOf(controller->session(), "fc1.weight");
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 30; }));
+  pauseAndSettle();
+  const std::vector<float> trained = stateOf(controller->session(), "fc1.weight");
+  const std::vector<float> fc3Bias = stateOf(controller->session(), "fc3.bias");
+  ASSERT_NE(trained, initial);
+  // At rest the document's model (the inspector's, Save State Dict's) is the trained one.
+  ASSERT_TRUE(
+      waitFor([&] { return values(document->model()->state_dict()["fc1.weight"]) == trained; }));
+
+  QSignalSpy messages(controller.get(), &TrainingController::message);
+  ASSERT_TRUE(document->renameNode(node("fc1"), "first"));
+  ASSERT_TRUE(document->setNodeOptions(node("fc2"), {{"in_features", 64}, {"out_features", 32}}));
+  ASSERT_TRUE(document->setNodeOptions(node("fc3"), {{"in_features", 32}, {"out_features", 3}}));
+  train::TrainingSession* session = controller->session();  // made now, from the edited graph
+  ASSERT_NE(session, nullptr) << controller->lastError().toStdString();
+  EXPECT_EQ(session->status().step, 0);
+  EXPECT_EQ(stateOf(session, "first.weight"), trained);
+  EXPECT_EQ(stateOf(session, "fc3.bias"), fc3Bias);  // its weight changed shape, its bias not
+  EXPECT_EQ(session->model()->state_dict()["fc2.weight"].sizes(), (Shape{32, 64}));
+  EXPECT_TRUE(anyMessageContains(messages, "Kept the weights first learned in"));
+  EXPECT_TRUE(anyMessageContains(messages, "partly kept: fc3; fresh: fc2"));
+  // The document's model follows the new session (and its carried weights).
+  ASSERT_TRUE(
+      waitFor([&] { return values(document->model()->state_dict()["first.weight"]) == trained; }));
+
+  controller->reset();
+  ASSERT_TRUE(waitFor([&] { return stateOf(controller->session(), "first.weight") != trained; }));
+  EXPECT_EQ(controller->status().step, 0);
+}
+
+TEST_F(TrainingControllerTest, AnotherProjectStartsFromFreshWeights) {
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 30; }));
+  pauseAndSettle();
+  const std::vector<float> trained = stateOf(controller->session(), "fc1.weight");
+  graph::Project other = spiralsExample();
+  other.probes.clear();
+  document->setProject(std::move(other), QString());
+  ASSERT_NE(controller->session(), nullptr);
+  EXPECT_NE(stateOf(controller->session(), "fc1.weight"), trained);
+}
+
+// A state dict the user loads is what training goes on from, also after an edit.
+TEST_F(TrainingControllerTest, ALoadedStateDictIsWhatTrainingStartsFrom) {
+  nn::StateDict state = controller->session()->model()->state_dict();
+  nn::StateDict file;
+  for (const auto& entry : state) file.insert(entry.key(), full_like(entry.value(), 0.25));
+  QTemporaryDir dir;
+  const QString path = dir.filePath("quarter.safetensors");
+  serialize::save_state_dict_file(file, path.toStdString());
+  QSignalSpy messages(controller.get(), &TrainingController::message);
+  document->loadStateDict(path, /*strict=*/true);
+  EXPECT_EQ(stateOf(controller->session(), "fc2.weight"), std::vector<float>(64 * 64, 0.25f));
+  EXPECT_TRUE(anyMessageContains(messages, "Training goes on from the loaded weights"));
+  ASSERT_TRUE(document->renameNode(node("fc2"), "middle"));
+  EXPECT_EQ(stateOf(controller->session(), "middle.weight"), std::vector<float>(64 * 64, 0.25f));
 }
 
 TEST_F(TrainingControllerTest, LearningRateChangesMidRunAndBadValuesAreRefused) {
@@ -355,6 +437,25 @@ TEST_F(TrainingDockTest, LearningRateEditAppliesWhileRunningAndBadInputIsRefused
   QTest::qWait(2 * TrainingController::kPollMs);
   EXPECT_EQ(controller->status().lr, 0.03);
   EXPECT_EQ(window->document()->project().training.optimizer_options["lr"].get<double>(), 0.03);
+}
+
+// Save State Dict writes the weights as trained, not the model as it was built.
+TEST_F(TrainingDockTest, SaveStateDictWritesTheTrainedWeights) {
+  dock->startAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 30; }));
+  QTemporaryDir dir;
+  const QString path = dir.filePath("trained.pt");
+  // While running: the run pauses for the copy and goes on.
+  ASSERT_TRUE(window->saveStateDictTo(path));
+  EXPECT_TRUE(controller->isRunning());
+  pauseAndSettle();
+  ASSERT_TRUE(window->saveStateDictTo(path));
+  const nn::StateDict saved = serialize::load_state_dict_file(path.toStdString());
+  const nn::StateDict trained = controller->session()->model()->state_dict();
+  ASSERT_EQ(saved.size(), trained.size());
+  for (const auto& entry : trained) {
+    EXPECT_EQ(values(saved[entry.key()]), values(entry.value())) << entry.key();
+  }
 }
 
 TEST_F(TrainingDockTest, DatasetChooserListsEverySetAndSwitchesTheOutputView) {
