@@ -87,6 +87,9 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   connect(document_, &ProjectDocument::projectReplaced, this, [this] {
     keepLearned_ = false;
     loadedWeights_ = false;
+    // The old project's run ends with it; the next poll makes the new project's session.
+    pause();
+    stale_ = true;
   });
   connect(document_, &ProjectDocument::stateLoaded, this, &TrainingController::takeLoadedState);
   timer_->setTimerType(Qt::PreciseTimer);

@@ -203,16 +203,21 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   EXPECT_EQ(controller->status().step, 0);
 }
 
-TEST_F(TrainingControllerTest, AnotherProjectStartsFromFreshWeights) {
+// Opening another project ends the run of the one before, and its weights stay with it.
+TEST_F(TrainingControllerTest, AnotherProjectEndsTheRunAndStartsFromFreshWeights) {
   controller->start();
   ASSERT_TRUE(waitFor([&] { return controller->status().step > 30; }));
-  pauseAndSettle();
-  const std::vector<float> trained = stateOf(controller->session(), "fc1.weight");
+  QSignalSpy newSessions(controller.get(), &TrainingController::sessionReset);
   graph::Project other = spiralsExample();
   other.probes.clear();
   document->setProject(std::move(other), QString());
-  ASSERT_NE(controller->session(), nullptr);
-  EXPECT_NE(stateOf(controller->session(), "fc1.weight"), trained);
+  ASSERT_TRUE(waitFor([&] { return newSessions.count() > 0; }));
+  EXPECT_FALSE(controller->isRunning());
+  EXPECT_EQ(controller->status().step, 0);
+  const std::vector<float> fresh = stateOf(controller->session(), "fc1.weight");
+  // The seed's weights, as a new window's session has them.
+  TrainingController another(document.get());
+  EXPECT_EQ(stateOf(another.session(), "fc1.weight"), fresh);
 }
 
 // A state dict the user loads is what training goes on from, also after an edit.
