@@ -10,11 +10,11 @@
 // The session is made from the document's project (train::make_session) and made again,
 // lazily, when the graph, the blocks, the model's name or the dataset or training settings
 // change, but only while it is not running (the frozen set and the probes change the
-// session's model in place): edits during a run apply when it pauses, and another project
-// (new, opened) pauses the run at once (the
-// learning rate and the batch size apply at once, through set_lr / set_batch_size, without a
-// new session). A graph with problems leaves no session: start() and stepOnce() then report
-// why (runFailed with the node and message(), for the log).
+// session's model in place): edits during a run apply when it pauses (the learning rate and
+// the batch size apply at once, through set_lr / set_batch_size, without a new session), and
+// another project (new, opened) pauses the run at once. A graph with problems leaves no
+// session: start() and stepOnce() then report why (runFailed with the node and message(), for
+// the log).
 //
 // A QTimer on the GUI thread (about 25 Hz) polls the session: status(), take_step_metrics(),
 // new entries of epoch_history(), take_probe_samples() and take_prediction(), and emits what
