@@ -543,7 +543,8 @@ void TrainingController::poll() {
 
   if (st.state == train::RunState::Failed && !failureSent_) {
     failureSent_ = true;
-    emit message(tr("Training stopped after step %1: %2").arg(st.step).arg(qs(st.error)));
+    // The engine's message names the step that failed (one after the last one done).
+    emit message(tr("Training stopped: %1").arg(qs(st.error)));
     emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
   } else if (st.state != train::RunState::Failed) {
     failureSent_ = false;

@@ -500,7 +500,9 @@ void TrainingDock::showStatus(const train::SessionStatus& s) {
   }
   // What watching costs: the probes time themselves against the training (probes.h).
   const train::ProbeOverhead& probes = s.probe_overhead;
-  if (probes.sampled > 0) {
+  // Over the first steps the figure says little (the first step is always sampled, and the
+  // probes' clock needs some steps to average over).
+  if (probes.sampled > 0 && s.step >= kProbeFigureAfterSteps) {
     text += tr(" · probes +%1%").arg(100 * probes.fraction, 0, 'f', 1);
     counters_->setToolTip(
         tr("Probes: their hooks and summaries add %1% to the recent training time (each "

@@ -34,6 +34,9 @@ class TrainingDock : public QWidget {
   Q_OBJECT
 
  public:
+  // The status line shows what the probes cost from this step on.
+  static constexpr int64_t kProbeFigureAfterSteps = 50;
+
   TrainingDock(TrainingController* controller, QWidget* parent = nullptr);
 
   // Start (F5), Pause (Shift+F5), Step (F10), Reset (Ctrl+F5): the window's Train menu shows

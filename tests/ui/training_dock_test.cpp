@@ -391,7 +391,8 @@ TEST_F(TrainingDockTest, StartFeedsCurvesAndBoundaryThenPauseAndStepOneBatch) {
   dock->startAction()->trigger();
   ASSERT_TRUE(waitFor([&] {
     return curves->trainLossPoints() > 0 && curves->testLossPoints() > 0 &&
-           curves->testAccuracyPoints() > 0 && boundary->shownStep() > 0;
+           curves->testAccuracyPoints() > 0 && boundary->shownStep() > 0 &&
+           controller->status().step >= TrainingDock::kProbeFigureAfterSteps;
   }));
   EXPECT_FALSE(boundary->heatmap().isNull());
   EXPECT_GT(curves->replots(), 0);
