@@ -220,7 +220,7 @@ void TrainingController::rebuild() {
     built->lr = learningRateOf(project.training);
     built->batchSize = project.training.batch_size;
     built_ = std::move(built);
-    if (const auto* from = dynamic_cast<const graph::GraphModule*>(learned.get())) {
+    if (auto* from = dynamic_cast<graph::GraphModule*>(learned.get())) {
       if (fromFile) {
         if (session_->wait_idle(std::chrono::seconds(5))) {
           graph::carry_state(*from, *dynamic_cast<graph::GraphModule*>(session_->model().get()),
@@ -287,7 +287,7 @@ void TrainingController::syncProbes() {
   }
 }
 
-void TrainingController::carryLearned(const graph::GraphModule& from, const graph::Graph& fromGraph,
+void TrainingController::carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph,
                                       int64_t steps) {
   auto* to = dynamic_cast<graph::GraphModule*>(session_->model().get());
   // A new session's worker waits for its first command; the wait only makes that certain.

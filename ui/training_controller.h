@@ -145,7 +145,7 @@ class TrainingController : public QObject {
   void onDocumentChanged();
   void rebuild();
   // The learned state of the last session's model into the new session's (see the top).
-  void carryLearned(const graph::GraphModule& from, const graph::Graph& fromGraph, int64_t steps);
+  void carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph, int64_t steps);
   // A state dict the user loaded into the document, into the session.
   void takeLoadedState();
   void syncProbes();

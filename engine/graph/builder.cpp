@@ -821,12 +821,27 @@ std::string GraphModule::module_name(NodeId node) const {
   return it == node_modules_.end() ? "" : it->second.second;
 }
 
-CarriedState carry_state(const GraphModule& from, GraphModule& to, const Graph& graph) {
+CarriedState carry_state(GraphModule& from, GraphModule& to, const Graph& graph) {
   CarriedState carried;
   nn::StateDict state;
+  const nn::StateDict from_own = from.state_dict();
+  const nn::StateDict to_own = to.state_dict();
   for (const Node& node : graph.nodes) {
     const nn::ModulePtr now = to.node_module(node.id);
-    if (!now) continue;
+    if (!now) {
+      // A Parameter or Buffer node of the model itself: its entry is named after the node (so
+      // a renamed one starts fresh; the old graph's names are not known here).
+      const Tensor* mine = graph.parent_of(node.id) ? nullptr : to_own.find(node.name);
+      if (!mine) continue;
+      const Tensor* value = from_own.find(node.name);
+      if (value && value->sizes() == mine->sizes() && value->dtype() == mine->dtype()) {
+        state.insert(node.name, *value);
+        carried.kept.push_back(node.id);
+      } else {
+        carried.fresh.push_back(node.id);
+      }
+      continue;
+    }
     const nn::ModulePtr before = from.node_module(node.id);
     const nn::StateDict old = before ? before->state_dict() : nn::StateDict();
     const std::string path = to.module_name(node.id);

@@ -86,8 +86,9 @@ struct CarriedState {
 // Copies into `to` the state (parameters and persistent buffers) that `from` has for the
 // same node, entry by entry where the name, shape and dtype agree, so that what a model
 // learned survives an edit of its graph: nodes are matched by id (a renamed node keeps its
-// weights; a widened layer starts fresh). `graph` is the graph `to` was built from. Both
-// models must be idle (no step running).
-CarriedState carry_state(const GraphModule& from, GraphModule& to, const Graph& graph);
+// weights; a widened layer starts fresh), and the model's own Parameter and Buffer nodes by
+// name. `graph` is the graph `to` was built from. Both models must be idle (no step running);
+// `from` is only read.
+CarriedState carry_state(GraphModule& from, GraphModule& to, const Graph& graph);
 
 }  // namespace nns::graph

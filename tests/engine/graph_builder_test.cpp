@@ -157,7 +157,7 @@ TEST(GraphBuilderTest, MultipleInputsAndOutputsInNodeOrder) {
   }
 }
 
-TEST(GraphBuilderTest, ParameterAndBufferNodesRegisterOnTheModel) {
+Project scale_shift_project() {
   Project p;
   Graph& g = p.graph;
   const NodeId x = g.add_node("Input", "x", {{"shape", {3}}});
@@ -172,7 +172,11 @@ TEST(GraphBuilderTest, ParameterAndBufferNodesRegisterOnTheModel) {
   g.connect({mul, "out"}, {add, "in0"});
   g.connect({shift, "out"}, {add, "in1"});
   g.connect({add, "out"}, {y, "in"});
-  auto model = build_model(p);
+  return p;
+}
+
+TEST(GraphBuilderTest, ParameterAndBufferNodesRegisterOnTheModel) {
+  auto model = build_model(scale_shift_project());
   EXPECT_EQ(names(model->named_parameters()), "scale");
   EXPECT_EQ(names(model->named_buffers()), "shift");
   EXPECT_EQ(joined(model->state_dict().keys()), "scale");
@@ -412,6 +416,21 @@ TEST(GraphBuilderTest, CarryStateKeepsBuffersAndTheEntriesAChangedNodeStillHas) 
   EXPECT_EQ(carried.kept.size(), 2u);  // conv1, bn1
   EXPECT_EQ(carried.mixed, std::vector<NodeId>{fc});
   EXPECT_TRUE(carried.fresh.empty());
+}
+
+// The model's own Parameter nodes carry over by name.
+TEST(GraphBuilderTest, CarryStateKeepsTheModelsOwnParameters) {
+  const Project p = scale_shift_project();
+  auto old_model = build_model(p);
+  {
+    NoGradGuard no_grad;
+    old_model->get_parameter("scale").fill_(3.0);
+  }
+  auto new_model = build_model(p);
+  const graph::CarriedState carried = graph::carry_state(*old_model, *new_model, p.graph);
+  EXPECT_EQ(values(new_model->get_parameter("scale")), (std::vector<float>{3, 3, 3}));
+  EXPECT_EQ(carried.tensors, 1u);  // the buffer is not persistent: not in the state
+  EXPECT_EQ(carried.kept, std::vector<NodeId>{p.graph.find_by_name("scale")->id});
 }
 
 TEST(GraphBuilderTest, ForwardOverheadFigure) {
