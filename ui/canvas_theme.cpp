@@ -4,7 +4,7 @@ namespace nns::ui {
 
 CanvasTheme CanvasTheme::fromPalette(const QPalette& palette) {
   CanvasTheme t;
-  const bool dark = palette.color(QPalette::Window).lightness() < 128;
+  const bool dark = isDark(palette);
   t.background = dark ? QColor(0x26, 0x28, 0x2c) : QColor(0xf4, 0xf5, 0xf7);
   t.grid = dark ? QColor(0x32, 0x35, 0x3a) : QColor(0xe2, 0xe4, 0xe8);
   t.nodeBody = dark ? QColor(0x3a, 0x3e, 0x45) : QColor(0xff, 0xff, 0xff);

@@ -11,6 +11,10 @@ struct CanvasTheme {
       selection, wire, port, error, matched, warning;
 
   static CanvasTheme fromPalette(const QPalette& palette);
+  // Whether a palette is a dark scheme (by its window colour): the canvas and the plots agree.
+  static bool isDark(const QPalette& palette) {
+    return palette.color(QPalette::Window).lightness() < 128;
+  }
   bool dark() const { return background.lightness() < 128; }
 };
 

@@ -6,6 +6,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "ui/plot_style.h"
 #include "ui/training_controller.h"
 
 namespace nns::ui {
@@ -69,6 +70,7 @@ CurvesWidget::CurvesWidget(TrainingController* controller, QWidget* parent)
   plot_->legend->setFont(QFont(font().family(), 8));
   plot_->legend->setBrush(QColor(255, 255, 255, 200));
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  followPalette(plot_);
 
   rawLoss_ = addGraph(plot_, plot_->yAxis, tr("train loss"), QColor(31, 119, 180, 55), 1);
   smoothLoss_ = addGraph(plot_, plot_->yAxis, tr("train loss (smoothed)"), QColor(31, 119, 180), 2);

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "ui/canvas_theme.h"
+#include "ui/plot_style.h"
+
 namespace nns::ui {
 namespace {
 
@@ -63,20 +66,13 @@ HistogramView::HistogramView(QWidget* parent) : QCustomPlot(parent) {
   map_ = new QCPColorMap(heatRect_->axis(QCPAxis::atBottom), heatRect_->axis(QCPAxis::atLeft));
   map_->setInterpolate(false);
   map_->setTightBoundary(true);
-  // White (nothing) to dark blue (many): the empty parts of the value range stay quiet.
-  QCPColorGradient blues;
-  blues.clearColorStops();
-  blues.setColorStopAt(0, QColor(0xff, 0xff, 0xff));
-  blues.setColorStopAt(0.02, QColor(0xc6, 0xdb, 0xef));
-  blues.setColorStopAt(0.25, QColor(0x6b, 0xae, 0xd6));
-  blues.setColorStopAt(0.6, QColor(0x21, 0x71, 0xb5));
-  blues.setColorStopAt(1, QColor(0x08, 0x30, 0x6b));
-  map_->setGradient(blues);
 
   // Horizontal bars: the key axis is the side rect's left (value) axis.
   bars_ = new QCPBars(sideRect_->axis(QCPAxis::atLeft), sideRect_->axis(QCPAxis::atBottom));
   bars_->setPen(Qt::NoPen);
   bars_->setBrush(QColor(0x21, 0x71, 0xb5));
+  applyColours();
+  followPalette(this);
 
   note_ = new QCPItemText(this);
   note_->setClipToAxisRect(false);
@@ -237,6 +233,29 @@ void HistogramView::draw() {
   sideCount->setLabel(log_ ? tr("log10(1 + count), step %1").arg(rows_.back().step)
                            : tr("count, step %1").arg(rows_.back().step));
   replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HistogramView::applyColours() {
+  // From the background (nothing) to a strong blue (many): the empty parts of the value range
+  // stay quiet. On a dark background the blues run from dark to light.
+  const QColor base = palette().color(QPalette::Base);
+  const bool dark = CanvasTheme::isDark(palette());
+  QCPColorGradient blues;
+  blues.clearColorStops();
+  blues.setColorStopAt(0, base);
+  blues.setColorStopAt(0.02, dark ? QColor(0x1d, 0x3a, 0x5c) : QColor(0xc6, 0xdb, 0xef));
+  blues.setColorStopAt(0.25, dark ? QColor(0x2b, 0x6c, 0xb0) : QColor(0x6b, 0xae, 0xd6));
+  blues.setColorStopAt(0.6, dark ? QColor(0x5a, 0xa8, 0xe6) : QColor(0x21, 0x71, 0xb5));
+  blues.setColorStopAt(1, dark ? QColor(0xd2, 0xe8, 0xff) : QColor(0x08, 0x30, 0x6b));
+  map_->setGradient(blues);
+}
+
+void HistogramView::changeEvent(QEvent* event) {
+  QCustomPlot::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) {
+    applyColours();
+    replot(rpQueuedReplot);
+  }
 }
 
 void HistogramView::wheelEvent(QWheelEvent* event) {

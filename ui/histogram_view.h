@@ -59,6 +59,7 @@ class HistogramView : public QCustomPlot {
   void zoomChanged();
 
  protected:
+  void changeEvent(QEvent* event) override;
   void wheelEvent(QWheelEvent* event) override;
   void mouseDoubleClickEvent(QMouseEvent* event) override;
 
@@ -73,6 +74,8 @@ class HistogramView : public QCustomPlot {
   };
   void rebuild();
   void draw();
+  // The heatmap's colours, from the palette (light or dark).
+  void applyColours();
 
   QCPAxisRect* heatRect_;
   QCPAxisRect* sideRect_;

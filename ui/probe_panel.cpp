@@ -12,8 +12,10 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "ui/canvas_theme.h"
 #include "ui/histogram_view.h"
 #include "ui/node_health.h"
+#include "ui/plot_style.h"
 #include "ui/project_document.h"
 #include "ui/training_controller.h"
 
@@ -71,6 +73,7 @@ QCustomPlot* makePlot(QWidget* parent) {
   plot->plotLayout()->setRowStretchFactor(0, 0.001);
   plot->plotLayout()->setRowSpacing(0);
   plot->xAxis->setLabel(QObject::tr("step"));
+  followPalette(plot);
   return plot;
 }
 
@@ -350,7 +353,9 @@ void ProbePanel::drawMoments(const std::vector<train::ProbeSample>& samples,
   high->setName(tr("± std"));
   QCPGraph* m = moments_->addGraph();
   m->setData(steps, mean, true);
-  m->setPen(QPen(QColor(0x08, 0x30, 0x6b), 1.6));
+  // Darker than the band on a light background, lighter on a dark one.
+  m->setPen(QPen(
+      CanvasTheme::isDark(palette()) ? QColor(0xa8, 0xd0, 0xf5) : QColor(0x08, 0x30, 0x6b), 1.6));
   m->setName(tr("mean"));
   if (activations) {
     QVector<double> as, dead, saturated;

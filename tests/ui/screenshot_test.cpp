@@ -3,8 +3,10 @@
 // xvfb-run is installed, on the offscreen platform otherwise.
 #include <gtest/gtest.h>
 
+#include <QApplication>
 #include <QDir>
 #include <QImage>
+#include <QPalette>
 #include <QPixmap>
 #include <QTabWidget>
 #include <QTest>
@@ -126,6 +128,31 @@ TEST(Screenshot, ProbesMidTraining) {
 
 TEST(Screenshot, ProbesMidTrainingFullHd) {
   shootProbesMidTraining({1920, 1080}, "main_window_probes_1920.png");
+}
+
+// A dark desktop: the window takes the system's palette (here Fusion's usual dark one), the
+// canvas and the plots with it.
+TEST(Screenshot, ProbesMidTrainingDark) {
+  const QPalette light = QApplication::palette();
+  QPalette dark;
+  dark.setColor(QPalette::Window, QColor(45, 45, 48));
+  dark.setColor(QPalette::WindowText, QColor(220, 220, 220));
+  dark.setColor(QPalette::Base, QColor(30, 30, 32));
+  dark.setColor(QPalette::AlternateBase, QColor(45, 45, 48));
+  dark.setColor(QPalette::Text, QColor(220, 220, 220));
+  dark.setColor(QPalette::Button, QColor(53, 53, 56));
+  dark.setColor(QPalette::ButtonText, QColor(220, 220, 220));
+  dark.setColor(QPalette::Highlight, QColor(42, 130, 218));
+  dark.setColor(QPalette::HighlightedText, Qt::black);
+  dark.setColor(QPalette::ToolTipBase, QColor(53, 53, 56));
+  dark.setColor(QPalette::ToolTipText, QColor(220, 220, 220));
+  dark.setColor(QPalette::PlaceholderText, QColor(140, 140, 140));
+  dark.setColor(QPalette::Mid, QColor(90, 90, 95));
+  dark.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 120, 120));
+  dark.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 120));
+  QApplication::setPalette(dark);
+  shootProbesMidTraining({1600, 1000}, "main_window_probes_dark.png");
+  QApplication::setPalette(light);
 }
 
 TEST(Screenshot, NanHighlightsTheNode) {

@@ -5,6 +5,7 @@
 #include <qcustomplot.h>
 
 #include <QAction>
+#include <QApplication>
 #include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -234,6 +235,26 @@ TEST_F(TrainingControllerTest, ALoadedStateDictIsWhatTrainingStartsFrom) {
   EXPECT_TRUE(anyMessageContains(messages, "Training goes on from the loaded weights"));
   ASSERT_TRUE(document->renameNode(node("fc2"), "middle"));
   EXPECT_EQ(stateOf(controller->session(), "middle.weight"), std::vector<float>(64 * 64, 0.25f));
+}
+
+// The plots take the window's palette, and follow a switch between light and dark.
+TEST_F(TrainingControllerTest, PlotsFollowThePalette) {
+  CurvesWidget curves(controller.get());
+  QCustomPlot* plot = curves.plot();
+  const QPalette light = QApplication::palette();
+  EXPECT_EQ(plot->xAxis->labelColor(), light.color(QPalette::Text));
+  QPalette dark = light;
+  dark.setColor(QPalette::Window, QColor(40, 40, 40));
+  dark.setColor(QPalette::Base, QColor(25, 25, 25));
+  dark.setColor(QPalette::Text, QColor(230, 230, 230));
+  QApplication::setPalette(dark);
+  test::settle();
+  EXPECT_EQ(plot->xAxis->labelColor(), QColor(230, 230, 230));
+  EXPECT_EQ(plot->xAxis->tickLabelColor(), QColor(230, 230, 230));
+  EXPECT_EQ(plot->legend->textColor(), QColor(230, 230, 230));
+  QApplication::setPalette(light);
+  test::settle();
+  EXPECT_EQ(plot->xAxis->labelColor(), light.color(QPalette::Text));
 }
 
 TEST_F(TrainingControllerTest, LearningRateChangesMidRunAndBadValuesAreRefused) {
