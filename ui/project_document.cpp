@@ -327,6 +327,13 @@ bool ProjectDocument::renameNode(graph::NodeId node, const QString& name) {
     if (p.graph.find_by_name(newName)) {
       throw ValueError("node name '" + newName + "' is taken: pick another name");
     }
+    // A ModuleDict's active key is its member's name: it follows the rename.
+    if (const graph::Node* parent = p.graph.parent_of(node)) {
+      graph::Json& options = p.graph.at(parent->id).options;
+      if (options.is_object() && options.value("active", graph::Json()) == n.name) {
+        options["active"] = newName;
+      }
+    }
     n.name = newName;
   });
 }

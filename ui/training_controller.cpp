@@ -86,7 +86,7 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   // Another project's model owes nothing to this one's weights, whatever its node ids.
   connect(document_, &ProjectDocument::projectReplaced, this, [this] {
     keepLearned_ = false;
-    loadedWeights_ = false;
+    learned_ = false;
     // The old project's run ends with it; the next poll makes the new project's session.
     pause();
     stale_ = true;
@@ -172,24 +172,21 @@ void TrainingController::rebuild() {
   // trained yet, or a failed run's non-finite values).
   nn::ModulePtr learned;
   graph::Graph learnedGraph;
-  int64_t learnedSteps = 0;
   bool fromFile = false;
   if (keepLearned_ && session_ && built_) {
     const train::SessionStatus st = session_->status();
-    if ((st.step > 0 || loadedWeights_) && st.state != train::RunState::Failed) {
+    if ((st.step > 0 || learned_) && st.state != train::RunState::Failed) {
       learned = session_->model();
       learnedGraph = built_->graph;
-      learnedSteps = st.step;
     }
-  }
-  if (!learned && keepLearned_ && loadedWeights_) {
+  } else if (keepLearned_ && learned_) {
     // No session held them (the graph had problems when they were loaded): the document did.
     learned = document_->model();
     learnedGraph = document_->project().graph;
     fromFile = true;
   }
-  if (!keepLearned_) loadedWeights_ = false;
   keepLearned_ = true;
+  learned_ = false;
   // The old worker stops (and joins) before the new one starts; its model is only read from
   // here on.
   session_.reset();
@@ -221,14 +218,7 @@ void TrainingController::rebuild() {
     built->batchSize = project.training.batch_size;
     built_ = std::move(built);
     if (auto* from = dynamic_cast<graph::GraphModule*>(learned.get())) {
-      if (fromFile) {
-        if (session_->wait_idle(std::chrono::seconds(5))) {
-          graph::carry_state(*from, *dynamic_cast<graph::GraphModule*>(session_->model().get()),
-                             project.graph);
-        }
-      } else {
-        carryLearned(*from, learnedGraph, learnedSteps);
-      }
+      learned_ = carryLearned(*from, learnedGraph, /*quiet=*/fromFile);
     }
     applyFrozen();
     syncProbes();
@@ -287,19 +277,20 @@ void TrainingController::syncProbes() {
   }
 }
 
-void TrainingController::carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph,
-                                      int64_t steps) {
+bool TrainingController::carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph,
+                                      bool quiet) {
   auto* to = dynamic_cast<graph::GraphModule*>(session_->model().get());
   // A new session's worker waits for its first command; the wait only makes that certain.
-  if (!to || !session_->wait_idle(std::chrono::seconds(5))) return;
+  if (!to || !session_->wait_idle(std::chrono::seconds(5))) return false;
   const graph::Graph& graph = document_->project().graph;
   graph::CarriedState carried;
   try {
     carried = graph::carry_state(from, *to, graph);
   } catch (const Error& e) {
     emit message(tr("The trained weights were not kept: %1").arg(qs(e.what())));
-    return;
+    return false;
   }
+  if (quiet) return carried.tensors > 0;
   auto names = [&](const std::vector<graph::NodeId>& ids, const graph::Graph& g) {
     QStringList out;
     for (graph::NodeId id : ids) {
@@ -309,15 +300,11 @@ void TrainingController::carryLearned(graph::GraphModule& from, const graph::Gra
   };
   if (carried.tensors == 0) {
     emit message(tr("The edited model starts from fresh weights: no node kept its shape"));
-    return;
+    return false;
   }
-  const QString source = steps > 0 ? tr("learned in %1 steps").arg(steps) : tr("loaded");
-  QString text =
-      carried.kept.empty()
-          ? tr("Kept part of the weights %1 (%2 tensors)").arg(source).arg(carried.tensors)
-          : tr("Kept the weights %1 %2 (%3 tensors)")
-                .arg(names(carried.kept, graph), source)
-                .arg(carried.tensors);
+  QString text = carried.kept.empty()
+                     ? tr("Kept part of the weights")
+                     : tr("Kept the weights of %1").arg(names(carried.kept, graph));
   if (!carried.mixed.empty()) text += tr("; partly kept: %1").arg(names(carried.mixed, graph));
   if (!carried.fresh.empty()) text += tr("; fresh: %1").arg(names(carried.fresh, graph));
   // Nodes of the old graph that are gone, for the record.
@@ -326,11 +313,12 @@ void TrainingController::carryLearned(graph::GraphModule& from, const graph::Gra
     if (!graph.find(n.id) && from.node_module(n.id)) gone.push_back(n.id);
   }
   if (!gone.empty()) text += tr("; removed: %1").arg(names(gone, fromGraph));
-  emit message(text + tr(". Reset starts from fresh weights."));
+  emit message(text + tr(" (%1 tensors). Reset starts from fresh weights.").arg(carried.tensors));
+  return true;
 }
 
 void TrainingController::takeLoadedState() {
-  loadedWeights_ = true;
+  learned_ = true;
   const std::shared_ptr<graph::GraphModule> loaded = document_->model();
   if (!loaded || !session()) return;  // the next session takes them (rebuild)
   withIdleSession(tr("Load state dict"), [&](train::TrainingSession& s) {
@@ -400,6 +388,7 @@ void TrainingController::reset() {
   }
   if (!session_) return;
   session_->reset();
+  learned_ = false;
   // The optimizer is made again from the settings the session was made with: the live
   // learning rate and batch size follow.
   if (built_->lr) session_->set_lr(*built_->lr);

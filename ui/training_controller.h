@@ -145,7 +145,8 @@ class TrainingController : public QObject {
   void onDocumentChanged();
   void rebuild();
   // The learned state of the last session's model into the new session's (see the top).
-  void carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph, int64_t steps);
+  // True when anything was kept; quiet: no message (the state came from the document).
+  bool carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph, bool quiet);
   // A state dict the user loaded into the document, into the session.
   void takeLoadedState();
   void syncProbes();
@@ -168,9 +169,10 @@ class TrainingController : public QObject {
   // Whether the next rebuild carries the old model's weights over (false after a reset or
   // another project until that rebuild).
   bool keepLearned_ = true;
-  // Whether the model's values came from a file the user loaded (until a reset or another
-  // project): a new session starts from them.
-  bool loadedWeights_ = false;
+  // Whether the current model holds values worth keeping besides its trained steps: carried
+  // from an earlier session or loaded from a file (held by the document while there is no
+  // session). Cleared by a reset and another project.
+  bool learned_ = false;
   // The session state last copied into the document's model (see syncDocumentModel()).
   const train::TrainingSession* syncedSession_ = nullptr;
   int64_t syncedStep_ = -1;

@@ -252,6 +252,21 @@ TEST(ProjectDocument, LayeredLayoutPutsEachNodeInTheColumnOfItsDepth) {
   EXPECT_GT(last.y(), 0);
 }
 
+// A ModuleDict's active key is its member's name: renaming the member renames the key.
+TEST(ProjectDocument, RenamingAModuleDictsActiveMemberKeepsItActive) {
+  ProjectDocument doc;
+  doc.setProject(exampleProject("dynamic_net.nns"), QString());
+  const graph::Node* relu = doc.project().graph.find_by_name("relu");
+  ASSERT_NE(relu, nullptr);
+  const graph::NodeId dict = doc.project().graph.parent_of(relu->id)->id;
+  ASSERT_EQ(doc.project().graph.at(dict).options["active"], "relu");
+  ASSERT_TRUE(doc.renameNode(relu->id, "rectifier"));
+  EXPECT_EQ(doc.project().graph.at(dict).options["active"], "rectifier");
+  EXPECT_TRUE(doc.analysis().ok());
+  doc.undoStack()->undo();
+  EXPECT_EQ(doc.project().graph.at(dict).options["active"], "relu");
+}
+
 TEST(ProjectDocument, SaveAndReopenGivesTheSameProjectAndACleanStack) {
   Chain c;
   QTemporaryDir dir;
