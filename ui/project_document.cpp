@@ -488,10 +488,14 @@ QString ProjectDocument::loadStateDict(const QString& path, bool strict) {
   return qs(report.str());
 }
 
-void ProjectDocument::setModelState(const nn::StateDict& state) {
+void ProjectDocument::setModelState(const nn::StateDict& state, const nn::StateDict& gradients) {
   auto m = model();
   if (!m) return;
   m->load_state_dict(state, /*strict=*/true);
+  for (auto& [name, p] : m->named_parameters()) {
+    const Tensor* g = gradients.find(name);
+    p.set_grad(g ? g->clone() : Tensor());
+  }
   emit modelStateChanged();
 }
 

@@ -139,9 +139,10 @@ class ProjectDocument : public QObject {
   // Strict loads refuse missing and unexpected keys. Returns the report's summary.
   QString loadStateDict(const QString& path, bool strict);
   // The values of a model built from this project (the trained one: TrainingController keeps
-  // this model equal to its session's at rest) into the document's model; strict, so a state
-  // of another graph is refused with the engine's error and changes nothing.
-  void setModelState(const nn::StateDict& state);
+  // this model equal to its session's at rest) into the document's model, and its parameters'
+  // last gradients (by parameter name; copied; none where absent); strict, so a state of
+  // another graph is refused with the engine's error and changes nothing.
+  void setModelState(const nn::StateDict& state, const nn::StateDict& gradients = {});
   void saveStateDict(const QString& path);
   const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
 

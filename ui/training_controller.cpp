@@ -335,7 +335,12 @@ bool TrainingController::syncDocumentModel() {
   }
   return withIdleSession(tr("Copy the trained weights"), [&](train::TrainingSession& s) {
     const train::SessionStatus st = s.status();
-    document_->setModelState(s.model()->state_dict());
+    // The last step's gradients too: the inspector shows their norms.
+    nn::StateDict gradients;
+    for (const auto& [name, p] : s.model()->named_parameters()) {
+      if (p.grad().defined()) gradients.insert(name, p.grad());
+    }
+    document_->setModelState(s.model()->state_dict(), gradients);
     syncedSession_ = &s;
     syncedStep_ = st.step;
     syncedResets_ = st.resets;

@@ -180,9 +180,13 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   const std::vector<float> trained = stateOf(controller->session(), "fc1.weight");
   const std::vector<float> fc3Bias = stateOf(controller->session(), "fc3.bias");
   ASSERT_NE(trained, initial);
-  // At rest the document's model (the inspector's, Save State Dict's) is the trained one.
+  // At rest the document's model (the inspector's, Save State Dict's) is the trained one,
+  // with the last step's gradients.
   ASSERT_TRUE(
       waitFor([&] { return values(document->model()->state_dict()["fc1.weight"]) == trained; }));
+  const Tensor lastGrad = controller->session()->model()->get_parameter("fc1.weight").grad();
+  ASSERT_TRUE(lastGrad.defined());
+  EXPECT_EQ(values(document->model()->get_parameter("fc1.weight").grad()), values(lastGrad));
 
   QSignalSpy messages(controller.get(), &TrainingController::message);
   ASSERT_TRUE(document->renameNode(node("fc1"), "first"));
