@@ -13,13 +13,10 @@
 #include "engine/tensor/error.h"
 #include "ui/node_ports.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // The custom blocks a graph's nodes are instances of, by the lookup given.
 std::vector<std::string> usedBlocks(const graph::BlockDef& block,

@@ -11,15 +11,9 @@
 #include "ui/node_health.h"
 #include "ui/node_item.h"
 #include "ui/probe_item.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
-namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
-
-}  // namespace
 
 GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
     : QGraphicsScene(parent), document_(document), theme_(CanvasTheme::fromPalette(QPalette())) {

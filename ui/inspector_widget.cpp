@@ -16,13 +16,10 @@
 #include "engine/autograd/grad_mode.h"
 #include "ui/options_editor.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 QString norm(const Tensor& t) {
   if (!t.defined() || t.numel() == 0 || !t.is_floating_point()) return QStringLiteral("–");

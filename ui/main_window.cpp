@@ -45,6 +45,7 @@
 #include "ui/probe_panel.h"
 #include "ui/problems_widget.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 #include "ui/training_controller.h"
 #include "ui/training_dock.h"
 
@@ -55,10 +56,6 @@ constexpr const char* kClipboardMime = "application/x-nnstudio-graph";
 constexpr int kMaxRecent = 8;
 constexpr int kDefaultAutosaveSeconds = 30;
 const QString kProjectFilter = QObject::tr("NN Studio projects (*.nns)");
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // The lock file that marks a recovery file's window as alive.
 QString recoveryLockPath(const QString& recoveryFile) {

@@ -11,16 +11,13 @@
 #include "engine/graph/node_types.h"
 #include "ui/graph_scene.h"
 #include "ui/node_health.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
 
 constexpr double kPortRadius = 5.5;
 constexpr double kPortHitRadius = 10;
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 QColor markColor(const CanvasTheme& t, NodeLoadMark::Status s) {
   switch (s) {

@@ -24,13 +24,10 @@
 #include "ui/block_library.h"
 #include "ui/node_ports.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // The text of an option value in a line edit: 3, 0.5, "$in_features", or "3, $size" for a list.
 QString valueText(const graph::Json& v) {

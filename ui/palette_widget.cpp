@@ -15,6 +15,7 @@
 #include "ui/graph_view.h"
 #include "ui/node_ports.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
@@ -22,10 +23,6 @@ namespace {
 constexpr int kTypeRole = Qt::UserRole;
 constexpr int kSearchRole = Qt::UserRole + 1;
 constexpr int kLibraryRole = Qt::UserRole + 2;  // true on the user library's blocks
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // A block as its constructor reads, with the arguments' defaults: MyLinear(in_features=4,
 // out_features=3), then its description.

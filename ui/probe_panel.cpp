@@ -17,16 +17,13 @@
 #include "ui/node_health.h"
 #include "ui/plot_style.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 #include "ui/training_controller.h"
 
 namespace nns::ui {
 namespace {
 
 using SeriesKey = NodeHealthModel::SeriesKey;
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 QString seriesLabel(const SeriesKey& key) {
   switch (key.first) {

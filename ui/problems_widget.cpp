@@ -1,17 +1,12 @@
 #include "ui/problems_widget.h"
 
 #include <QHeaderView>
+#include <QPainter>
 
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
-namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
-
-}  // namespace
 
 ProblemsWidget::ProblemsWidget(ProjectDocument* document, QWidget* parent)
     : QTreeWidget(parent), document_(document) {
@@ -62,6 +57,15 @@ void ProblemsWidget::refresh() {
     item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
   }
   emit countChanged(static_cast<int>(problems.size()) + (failure_.isEmpty() ? 0 : 1));
+}
+
+void ProblemsWidget::paintEvent(QPaintEvent* event) {
+  QTreeWidget::paintEvent(event);
+  if (topLevelItemCount() > 0) return;
+  QPainter painter(viewport());
+  painter.setPen(palette().color(QPalette::PlaceholderText));
+  painter.drawText(viewport()->rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("No problems: every node and wire checks out"));
 }
 
 }  // namespace nns::ui

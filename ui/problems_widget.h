@@ -22,6 +22,10 @@ class ProblemsWidget : public QTreeWidget {
   void nodeActivated(graph::NodeId id);
   void countChanged(int count);
 
+ protected:
+  // An empty list says so, rather than showing bare column headers.
+  void paintEvent(QPaintEvent* event) override;
+
  private:
   void refresh();
 

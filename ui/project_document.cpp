@@ -10,13 +10,10 @@
 #include "ui/auto_layout.h"
 #include "ui/graph_commands.h"
 #include "ui/node_ports.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // Every node of the set, with the members of the groups in it (recursively).
 std::vector<graph::NodeId> withMembers(const graph::Graph& g, std::vector<graph::NodeId> ids) {

@@ -12,13 +12,10 @@
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 
 namespace nns::ui {
 namespace {
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // A checkpoint save or load pauses the worker for this long at most (one step takes
 // milliseconds; a longer wait means a step is stuck and the user is told).

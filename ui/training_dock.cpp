@@ -29,6 +29,7 @@
 #include "engine/train/losses.h"
 #include "ui/decision_boundary_widget.h"
 #include "ui/project_document.h"
+#include "ui/qt_strings.h"
 #include "ui/training_controller.h"
 
 namespace nns::ui {
@@ -36,10 +37,6 @@ namespace {
 
 constexpr int kThumb = 56;
 const QString kCsv = QStringLiteral("csv");
-
-QString qs(const std::string& s) {
-  return QString::fromStdString(s);
-}
 
 // A small picture of a data set as its generator makes it with the default options.
 QImage thumbnail(const data::Dataset& d) {

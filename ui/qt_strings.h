@@ -1,0 +1,12 @@
+#pragma once
+// The engine's strings (std::string, UTF-8) as Qt's.
+#include <QString>
+#include <string>
+
+namespace nns::ui {
+
+inline QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+}  // namespace nns::ui
