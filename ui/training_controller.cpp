@@ -331,16 +331,17 @@ bool TrainingController::syncDocumentModel() {
     return false;
   }
   return withIdleSession(tr("Copy the trained weights"), [&](train::TrainingSession& s) {
+    // Marked first: a copy that fails is reported once, not at every poll.
     const train::SessionStatus st = s.status();
+    syncedSession_ = &s;
+    syncedStep_ = st.step;
+    syncedResets_ = st.resets;
     // The last step's gradients too: the inspector shows their norms.
     nn::StateDict gradients;
     for (const auto& [name, p] : s.model()->named_parameters()) {
       if (p.grad().defined()) gradients.insert(name, p.grad());
     }
     document_->setModelState(s.model()->state_dict(), gradients);
-    syncedSession_ = &s;
-    syncedStep_ = st.step;
-    syncedResets_ = st.resets;
   });
 }
 
