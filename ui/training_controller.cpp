@@ -196,6 +196,7 @@ void TrainingController::rebuild() {
   const QString base = document_->filePath().isEmpty()
                            ? QString(".")
                            : QFileInfo(document_->filePath()).absolutePath();
+  ++sessionsMade_;
   try {
     session_ = train::make_session(withoutProbes, base.toStdString());
     lastError_.clear();
@@ -333,7 +334,7 @@ bool TrainingController::syncDocumentModel() {
   return withIdleSession(tr("Copy the trained weights"), [&](train::TrainingSession& s) {
     // Marked first: a copy that fails is reported once, not at every poll.
     const train::SessionStatus st = s.status();
-    syncedSession_ = &s;
+    syncedSession_ = sessionsMade_;
     syncedStep_ = st.step;
     syncedResets_ = st.resets;
     // The last step's gradients too: the inspector shows their norms.
@@ -550,7 +551,8 @@ void TrainingController::poll() {
   }
   // At rest, the document's model takes what the session has (once per step or reset; the
   // copy costs about as much as one step of a toy model).
-  const bool moved = &s != syncedSession_ || st.step != syncedStep_ || st.resets != syncedResets_;
+  const bool moved =
+      sessionsMade_ != syncedSession_ || st.step != syncedStep_ || st.resets != syncedResets_;
   if (moved && !stale_ && !isRunning() && st.state != train::RunState::Failed &&
       s.wait_idle(std::chrono::milliseconds(0))) {
     syncDocumentModel();

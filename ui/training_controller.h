@@ -174,7 +174,9 @@ class TrainingController : public QObject {
   // session). Cleared by a reset and another project.
   bool learned_ = false;
   // The session state last copied into the document's model (see syncDocumentModel()).
-  const train::TrainingSession* syncedSession_ = nullptr;
+  // Sessions are told apart by a count of those made (a new one can sit at the old address).
+  uint64_t sessionsMade_ = 0;
+  uint64_t syncedSession_ = 0;
   int64_t syncedStep_ = -1;
   int64_t syncedResets_ = -1;
   bool runRequested_ = false;  // start() asked, until pause, reset, or the run ends
