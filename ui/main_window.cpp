@@ -143,7 +143,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   statusZoom_->setText(tr("Zoom %1%").arg(qRound(view_->zoom() * 100)));
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // QWidget's destructor deletes the children after this part of the window is gone, and
+  // some signal on the way (the scene's selectionChanged, as its selected items go): no slot
+  // of this window may run then.
+  for (QObject* child : findChildren<QObject*>()) child->disconnect(this);
+  // The canvas goes now, the view before its scene, while what they use is whole: a scene
+  // deleted with the other children would reset its view from QGraphicsScene's destructor,
+  // and the view's overrides would call into the half-destroyed GraphScene.
+  delete view_;
+  delete scene_;
+}
 
 void MainWindow::createActions() {
   auto make = [this](const QString& text, QKeySequence key, auto slot,
