@@ -142,7 +142,7 @@ class ProjectDocument : public QObject {
   // this model equal to its session's at rest) into the document's model, and its parameters'
   // last gradients (by parameter name; copied; none where absent); strict, so a state of
   // another graph is refused with the engine's error and changes nothing.
-  void setModelState(const nn::StateDict& state, const nn::StateDict& gradients = {});
+  void setModelState(const nn::StateDict& state, const nn::StateDict& gradients = nn::StateDict());
   void saveStateDict(const QString& path);
   const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
 
