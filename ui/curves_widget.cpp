@@ -20,32 +20,35 @@ QCPGraph* addGraph(QCustomPlot* plot, QCPAxis* value, const QString& name, QColo
   return g;
 }
 
-// Keeps the points whose key (a step) is a multiple of stride.
-void keepMultiples(QCPGraph* graph, int64_t stride) {
+// Keeps the points whose key (a step) `keep` accepts, in order; returns the last kept key
+// (-1 when none).
+template <class Keep>
+int64_t keepPoints(QCPGraph* graph, Keep keep) {
   QVector<double> keys, values;
-  keys.reserve(graph->dataCount() / 2 + 1);
-  values.reserve(graph->dataCount() / 2 + 1);
+  keys.reserve(graph->dataCount());
+  values.reserve(graph->dataCount());
   for (const QCPGraphData& d : *graph->data()) {
-    if (static_cast<int64_t>(d.key) % stride == 0) {
-      keys.push_back(d.key);
-      values.push_back(d.value);
-    }
+    if (!keep(d.key)) continue;
+    keys.push_back(d.key);
+    values.push_back(d.value);
   }
   graph->setData(keys, values, /*alreadySorted=*/true);
+  return keys.isEmpty() ? -1 : static_cast<int64_t>(keys.back());
+}
+
+// Keeps the points whose key (a step) is a multiple of stride.
+void keepMultiples(QCPGraph* graph, int64_t stride) {
+  keepPoints(graph, [stride](double key) { return static_cast<int64_t>(key) % stride == 0; });
 }
 
 // Keeps the points at least gap steps after the previous kept one; returns the last kept step.
 int64_t keepSpaced(QCPGraph* graph, double gap) {
-  QVector<double> keys, values;
   double last = -1e300;
-  for (const QCPGraphData& d : *graph->data()) {
-    if (d.key - last < gap) continue;
-    keys.push_back(d.key);
-    values.push_back(d.value);
-    last = d.key;
-  }
-  graph->setData(keys, values, /*alreadySorted=*/true);
-  return keys.isEmpty() ? -1 : static_cast<int64_t>(keys.back());
+  return keepPoints(graph, [&last, gap](double key) {
+    if (key - last < gap) return false;
+    last = key;
+    return true;
+  });
 }
 
 // Whether a point at step follows the last kept one (at last) by at least gap steps.

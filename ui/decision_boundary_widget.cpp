@@ -5,6 +5,7 @@
 #include <QTimer>
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "engine/tensor/factories.h"
 #include "ui/training_controller.h"
@@ -14,16 +15,23 @@ namespace {
 
 constexpr double kMargin = 0.1;  // of the data's extent, on each side
 
-// The min and max of column `col` of a float [N, D] tensor's elements.
-std::pair<double, double> extent(const std::vector<float>& values, int64_t cols, int64_t col) {
+// The range of column `col` of a float [N, D] tensor's elements, widened by kMargin of its
+// size on each side: the part of the plane the picture shows.
+std::pair<double, double> paddedExtent(const std::vector<float>& values, int64_t cols,
+                                       int64_t col) {
   double lo = INFINITY, hi = -INFINITY;
   for (size_t i = static_cast<size_t>(col); i < values.size(); i += static_cast<size_t>(cols)) {
     lo = std::min(lo, static_cast<double>(values[i]));
     hi = std::max(hi, static_cast<double>(values[i]));
   }
-  if (!(lo <= hi)) return {0, 1};
-  if (hi - lo < 1e-9) return {lo - 0.5, hi + 0.5};
-  return {lo, hi};
+  if (!(lo <= hi)) {
+    lo = 0;
+    hi = 1;
+  } else if (hi - lo < 1e-9) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  return {lo - kMargin * (hi - lo), hi + kMargin * (hi - lo)};
 }
 
 }  // namespace
@@ -77,12 +85,8 @@ void DecisionBoundaryWidget::takeData() {
     trainClass_ = train.targets.to_vector<int64_t>();
     if (test.size() > 0) testClass_ = test.targets.to_vector<int64_t>();
     mode_ = Mode::Heatmap;
-    auto [ax, bx] = extent(inputs, 2, 0);
-    auto [ay, by] = extent(inputs, 2, 1);
-    x0_ = ax - kMargin * (bx - ax);
-    x1_ = bx + kMargin * (bx - ax);
-    y0_ = ay - kMargin * (by - ay);
-    y1_ = by + kMargin * (by - ay);
+    std::tie(x0_, x1_) = paddedExtent(inputs, 2, 0);
+    std::tie(y0_, y1_) = paddedExtent(inputs, 2, 1);
     std::vector<float> grid(static_cast<size_t>(kGrid * kGrid * 2));
     // Row r of the image is y from the top (y1) down; cell centres.
     for (int r = 0; r < kGrid; ++r) {
@@ -98,12 +102,8 @@ void DecisionBoundaryWidget::takeData() {
     mode_ = Mode::Curve;
     trainValue_ = train.targets.to_vector<float>();
     if (test.size() > 0) testValue_ = test.targets.to_vector<float>();
-    auto [ax, bx] = extent(inputs, 1, 0);
-    auto [ay, by] = extent(trainValue_, 1, 0);
-    x0_ = ax - kMargin * (bx - ax);
-    x1_ = bx + kMargin * (bx - ax);
-    y0_ = ay - kMargin * (by - ay);
-    y1_ = by + kMargin * (by - ay);
+    std::tie(x0_, x1_) = paddedExtent(inputs, 1, 0);
+    std::tie(y0_, y1_) = paddedExtent(trainValue_, 1, 0);
     std::vector<float> xs(kCurvePoints);
     for (int i = 0; i < kCurvePoints; ++i) {
       xs[static_cast<size_t>(i)] = static_cast<float>(x0_ + i * (x1_ - x0_) / (kCurvePoints - 1));
