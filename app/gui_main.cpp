@@ -6,7 +6,7 @@
 #include <QStringList>
 #include <QTimer>
 
-#include "ui/main_window.h"
+#include "ui/app/main_window.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);

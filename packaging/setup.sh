@@ -15,6 +15,8 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++                    # toolchain
   qt6-base-dev libqcustomplot-dev          # the window (Qt 6 Widgets/Test, QCustomPlot for Qt 6)
+  qt6-svg-dev                              # File → Export Image as SVG (QSvgGenerator)
+  libgraphviz-dev                          # the canvas layout (cgraph + gvc, the dot engine)
   libeigen3-dev libopenblas-dev            # the engine's CPU kernels and BLAS
   nlohmann-json3-dev                       # project files, fixtures
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks

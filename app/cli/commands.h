@@ -23,5 +23,6 @@ Command inspect_command();
 Command convert_command();
 Command summary_command();
 Command forward_command();
+Command layout_command();
 
 }  // namespace nns::cli

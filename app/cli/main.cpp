@@ -17,8 +17,8 @@ namespace nns::cli {
 namespace {
 
 std::vector<Command> commands() {
-  return {example_command(), train_command(),   inspect_command(),
-          convert_command(), summary_command(), forward_command()};
+  return {example_command(), train_command(),   inspect_command(), convert_command(),
+          summary_command(), forward_command(), layout_command()};
 }
 
 std::string usage() {

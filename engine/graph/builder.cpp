@@ -260,10 +260,9 @@ class Builder {
 
   void resolve_ports(Resolved& r) {
     if (r.kind == Resolved::Kind::Block) {
-      for (const Node& n : r.block->graph.nodes) {
-        if (n.type == "Input") r.inputs.push_back(n.name);
-        if (n.type == "Output") r.outputs.push_back(n.name);
-      }
+      const NodePorts ports = block_ports(*r.block);
+      r.inputs = ports.inputs;
+      r.outputs = ports.outputs;
       r.ports_known = true;
     } else if (r.is("Ref")) {
       if (!r.ok) return;
@@ -890,6 +889,36 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
     throw GraphError(message, std::move(problems.list));
   }
   return b.build(project.name);
+}
+
+NodePorts block_ports(const BlockDef& block) {
+  NodePorts ports;
+  for (const Node& n : block.graph.nodes) {
+    if (n.type == "Input") ports.inputs.push_back(n.name);
+    if (n.type == "Output") ports.outputs.push_back(n.name);
+  }
+  return ports;
+}
+
+NodePorts project_node_ports(const Project& project, const Node& node) {
+  try {
+    if (auto ports = node_ports(node)) return *ports;
+  } catch (const std::exception&) {
+    // Options the analysis reports as invalid still get the type's declared ports, so the
+    // node stays wired while the user fixes them.
+    NodePorts ports;
+    const NodeType& type = node_type(node.type);
+    for (const PortSpec& p : type.inputs) ports.inputs.push_back(p.name);
+    for (const PortSpec& p : type.outputs) ports.outputs.push_back(p.name);
+    return ports;
+  }
+  if (const BlockDef* block = project.find_block(node.type)) return block_ports(*block);
+  if (node.type == "Ref" && node.options.contains("target") &&
+      node.options["target"].is_number_integer()) {
+    const Node* target = project.graph.find(node.options["target"].get<NodeId>());
+    if (target && target->type != "Ref") return project_node_ports(project, *target);
+  }
+  return {};
 }
 
 }  // namespace nns::graph

@@ -45,6 +45,14 @@ struct Analysis {
 // Never throws for a bad graph: problems are collected.
 Analysis analyze(const Project& project);
 
+// The ports a node of the project's top-level graph shows and takes wires at, the one answer
+// for the canvas, the layout and the analysis: node_ports() for a layer or group, a custom
+// block instance's Input and Output nodes' names (block_ports), a Ref's target's ports, and the
+// type's declared ports while its options do not check (so the node stays wired while the user
+// fixes them). None for an unknown type.
+NodePorts project_node_ports(const Project& project, const Node& node);
+NodePorts block_ports(const BlockDef& block);
+
 // The model of a project (or of a block, for a block instance). forward takes the Input
 // nodes' tensors in node order and returns the Output nodes' tensors in node order.
 class GraphModule : public nn::Module {

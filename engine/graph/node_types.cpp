@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/data/catalog.h"
 #include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 
@@ -847,6 +848,30 @@ std::string shape_str(const SymShape& shape) {
     out += shape[i] == -1 ? "N" : std::to_string(shape[i]);
   }
   return out + "]";
+}
+
+OptionSpec option_spec(const data::OptionInfo& option) {
+  OptionSpec spec;
+  spec.name = option.name;
+  spec.help = option.description;
+  switch (option.type) {
+    case data::OptionType::Integer:
+      spec.kind = Kind::Int;
+      spec.default_value = static_cast<int64_t>(option.default_value);
+      break;
+    case data::OptionType::Real:
+      spec.kind = Kind::Float;
+      spec.default_value = option.default_value;
+      break;
+    case data::OptionType::Choice:
+      spec.kind = Kind::Choice;
+      spec.default_value = option.default_choice;
+      spec.choices = option.choices;
+      return spec;
+  }
+  spec.min = option.min;
+  spec.max = option.max;
+  return spec;
 }
 
 Json NodeType::default_options() const {

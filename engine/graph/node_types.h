@@ -15,6 +15,10 @@
 #include "engine/graph/spec.h"
 #include "engine/nn/module.h"
 
+namespace nns::data {
+struct OptionInfo;
+}
+
 namespace nns::graph {
 
 // A shape with a symbolic batch size: -1 marks the batch dimension ("N"), other entries are
@@ -34,6 +38,11 @@ struct OptionSpec {
   // for all of them, as PyTorch's kernel_size=3 means (3, 3)); 0 for any non-empty length.
   size_t length = 0;
 };
+
+// A data set's option from the catalog (engine/data/catalog.h) as an OptionSpec: Integer is
+// Int, Real is Float, Choice is Choice, with its default, range and description as help. One
+// schema then describes node and data set options, and one editor serves both.
+OptionSpec option_spec(const data::OptionInfo& option);
 
 // One port of a node type.
 struct PortSpec {

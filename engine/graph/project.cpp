@@ -291,6 +291,10 @@ Project parse_project(std::string_view json_text, const std::string& source) {
                      std::to_string(kProjectFormatVersion) + "); open it with a newer NN Studio");
   p.version = kProjectFormatVersion;
   p.name = r.string("name", "Net");
+  p.layout_direction = r.string("layout_direction", "");
+  if (!p.layout_direction.empty() && p.layout_direction != "TB" && p.layout_direction != "LR")
+    r.fail("layout_direction", "expected \"TB\" (top to bottom) or \"LR\" (left to right), got \"" +
+                                   p.layout_direction + "\"");
   p.graph = read_graph(r.has("graph") ? r.field("graph") : Json{{"nodes", Json::array()}}, "graph",
                        source);
 
@@ -390,10 +394,9 @@ Project load_project(const std::string& path) {
 }
 
 std::string project_to_json(const Project& p) {
-  Json j{{"format", kFormatTag},
-         {"version", kProjectFormatVersion},
-         {"name", p.name},
-         {"graph", graph_to_json(p.graph)}};
+  Json j{{"format", kFormatTag}, {"version", kProjectFormatVersion}, {"name", p.name}};
+  if (!p.layout_direction.empty()) j["layout_direction"] = p.layout_direction;
+  j["graph"] = graph_to_json(p.graph);
   Json blocks = Json::array();
   for (const BlockDef& b : p.blocks) {
     blocks.push_back(Json{{"name", b.name},

@@ -62,6 +62,11 @@ struct TrainingSettings {
 struct Project {
   int version = kProjectFormatVersion;
   std::string name = "Net";  // the model's class name (what its repr prints)
+  // Which way the canvas's data flows, as its positions were laid out (layout.h): "TB" (top to
+  // bottom, inputs on the top of each box) or "LR" (left to right). Empty in a project whose
+  // positions no layered layout made (a file from before it, or one made in code): drawn top
+  // to bottom, and laid out when the window opens it.
+  std::string layout_direction;
   Graph graph;
   std::vector<BlockDef> blocks;
   std::vector<ProbeSpec> probes;

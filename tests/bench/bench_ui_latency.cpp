@@ -26,14 +26,14 @@
 
 #include "engine/graph/project.h"
 #include "engine/train/session.h"
-#include "ui/curves_widget.h"
-#include "ui/decision_boundary_widget.h"
-#include "ui/example_project.h"
-#include "ui/inspector_widget.h"
-#include "ui/main_window.h"
-#include "ui/probe_panel.h"
-#include "ui/project_document.h"
-#include "ui/training_controller.h"
+#include "ui/app/example_project.h"
+#include "ui/app/main_window.h"
+#include "ui/document/project_document.h"
+#include "ui/panels/inspector_widget.h"
+#include "ui/probes/probe_panel.h"
+#include "ui/training/curves_widget.h"
+#include "ui/training/decision_boundary_widget.h"
+#include "ui/training/training_controller.h"
 
 namespace {
 

@@ -17,19 +17,20 @@
 #include <QWheelEvent>
 #include <memory>
 
-#include "ui/decision_boundary_widget.h"
-#include "ui/example_project.h"
-#include "ui/graph_scene.h"
-#include "ui/graph_view.h"
-#include "ui/histogram_view.h"
-#include "ui/inspector_widget.h"
-#include "ui/main_window.h"
-#include "ui/node_health.h"
-#include "ui/node_item.h"
-#include "ui/probe_item.h"
-#include "ui/probe_panel.h"
-#include "ui/project_document.h"
-#include "ui/training_controller.h"
+#include "engine/graph/layout.h"
+#include "ui/app/example_project.h"
+#include "ui/app/main_window.h"
+#include "ui/canvas/graph_scene.h"
+#include "ui/canvas/graph_view.h"
+#include "ui/canvas/node_item.h"
+#include "ui/canvas/probe_item.h"
+#include "ui/document/project_document.h"
+#include "ui/panels/inspector_widget.h"
+#include "ui/probes/histogram_view.h"
+#include "ui/probes/node_health.h"
+#include "ui/probes/probe_panel.h"
+#include "ui/training/decision_boundary_widget.h"
+#include "ui/training/training_controller.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {
@@ -62,7 +63,7 @@ void showExampleWithoutProbes(MainWindow& window, QSize size) {
 void contextMenuAction(MainWindow& window, graph::NodeId node, const QString& text) {
   NodeItem* item = window.scene()->nodeItem(node);
   ASSERT_NE(item, nullptr);
-  const QPointF at = item->mapToScene(QPointF(NodeItem::kWidth / 2, NodeItem::kHeader / 2));
+  const QPointF at = item->mapToScene(QPointF(graph::kNodeWidth / 2, NodeItem::kHeader / 2));
   const QPoint local = window.view()->mapFromScene(at);
   bool triggered = false;
   QTimer::singleShot(0, [&] {
@@ -235,8 +236,10 @@ TEST_F(ProbeTraining, PanelReceivesSamplesAndRemovingTheProbeRemovesItsHooks) {
   // Health on the node: a verdict and a sparkline.
   ASSERT_TRUE(health->health(fc1).has_value());
   EXPECT_FALSE(health->sparkline(fc1).empty());
-  EXPECT_GT(scene->nodeItem(fc1)->boxSize().height(),
-            NodeItem::kHeader + NodeItem::kRow);  // the health strip is drawn
+  // The health strip is drawn, in the room the layout keeps for it on a probed node.
+  EXPECT_TRUE(scene->nodeItem(fc1)->showsHealth());
+  EXPECT_EQ(scene->nodeItem(fc1)->boxSize().height(),
+            graph::kNodeHeight + graph::kHealthStripHeight);
 
   controller->pause();
   // Paused, or Stopped when the configured epochs ran out first.

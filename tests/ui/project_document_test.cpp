@@ -5,9 +5,8 @@
 #include <QTemporaryDir>
 
 #include "engine/graph/node_types.h"
-#include "ui/auto_layout.h"
-#include "ui/example_project.h"
-#include "ui/project_document.h"
+#include "ui/app/example_project.h"
+#include "ui/document/project_document.h"
 
 namespace nns::ui {
 namespace {
@@ -228,31 +227,6 @@ TEST(ProjectDocument, DeleteRemovesNodesWithTheirWiresInOneStep) {
   EXPECT_EQ(c.doc.project(), before);
 }
 
-TEST(ProjectDocument, LayeredLayoutPutsEachNodeInTheColumnOfItsDepth) {
-  const graph::Project p = spiralsExample();
-  const auto positions = layeredLayout(p);
-  // The chain reads like text: left to right, and a chain too long for one band wraps to the
-  // start of the next band below.
-  QPointF last(-1, -1);
-  double widest = 0;
-  for (const graph::Node& n : p.graph.nodes) {
-    ASSERT_TRUE(positions.count(n.id));
-    const QPointF at = positions.at(n.id);
-    if (at.y() == last.y()) {
-      EXPECT_GT(at.x(), last.x()) << n.name;
-    } else {
-      EXPECT_GT(at.y(), last.y()) << n.name;
-      EXPECT_EQ(at.x(), 0) << n.name;
-    }
-    widest = std::max(widest, at.x());
-    last = at;
-  }
-  // Seven deep: wrapped, so that it fits a 1600-pixel window at a readable zoom.
-  EXPECT_LT(widest, 4 * 250);
-  EXPECT_GT(last.y(), 0);
-}
-
-// A ModuleDict's active key is its member's name: renaming the member renames the key.
 TEST(ProjectDocument, RenamingAModuleDictsActiveMemberKeepsItActive) {
   ProjectDocument doc;
   doc.setProject(exampleProject("dynamic_net.nns"), QString());

@@ -12,15 +12,16 @@
 #include <QTest>
 #include <set>
 
-#include "ui/example_project.h"
-#include "ui/graph_view.h"
-#include "ui/inspector_widget.h"
-#include "ui/main_window.h"
-#include "ui/node_health.h"
-#include "ui/probe_panel.h"
-#include "ui/problems_widget.h"
-#include "ui/project_document.h"
-#include "ui/training_controller.h"
+#include "support/generated_projects.h"
+#include "ui/app/example_project.h"
+#include "ui/app/main_window.h"
+#include "ui/canvas/graph_view.h"
+#include "ui/document/project_document.h"
+#include "ui/panels/inspector_widget.h"
+#include "ui/panels/problems_widget.h"
+#include "ui/probes/node_health.h"
+#include "ui/probes/probe_panel.h"
+#include "ui/training/training_controller.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {
@@ -180,6 +181,48 @@ TEST(Screenshot, NanHighlightsTheNode) {
             QString::fromStdString(doc->project().graph.at(failed).name));
   EXPECT_EQ(window.problems()->topLevelItem(0)->text(2), window.nodeHealth()->failureMessage());
   shoot(window, "main_window_nan.png");
+  doc->undoStack()->setClean();
+}
+
+// The canvas at a glance: each example, a ModuleList of Sequential blocks with residual Adds
+// (the transformer pattern), and a 300-node model as it opens (collapsed one level down) and
+// fully expanded.
+TEST(Screenshot, CanvasOfEachExample) {
+  for (const char* name : {"spirals", "digits", "residual_mlp", "dynamic_net"}) {
+    const QString path = findExampleFile(QString(name) + ".nns");
+    ASSERT_FALSE(path.isEmpty()) << name;
+    MainWindow window;
+    ASSERT_TRUE(window.openFile(path));
+    shoot(window, QString("canvas_%1.png").arg(name));
+  }
+}
+
+TEST(Screenshot, CanvasOfANestedModel) {
+  MainWindow window;
+  window.document()->setProject(nns::test::residual_tower(3, 3), QString());
+  window.document()->prepareForCanvas();
+  shoot(window, "canvas_nested.png");
+  window.document()->setLayoutDirection("LR");
+  shoot(window, "canvas_nested_left_to_right.png");
+  window.document()->undoStack()->setClean();
+}
+
+TEST(Screenshot, CanvasOfA300NodeModelCollapsedAndExpanded) {
+  MainWindow window;
+  window.document()->setProject(nns::test::residual_tower(30, 8), QString());
+  window.document()->prepareForCanvas();
+  shoot(window, "canvas_300_collapsed.png");
+  ProjectDocument* doc = window.document();
+  for (const graph::Node& n : doc->project().graph.nodes) {
+    if (n.collapsed) {
+      graph::Project p = doc->project();
+      for (graph::Node& m : p.graph.nodes) m.collapsed = false;
+      doc->setProject(p, QString());
+      doc->autoLayout();
+      break;
+    }
+  }
+  shoot(window, "canvas_300_expanded.png");
   doc->undoStack()->setClean();
 }
 

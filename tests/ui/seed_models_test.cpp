@@ -17,14 +17,14 @@
 #include <QTreeWidget>
 #include <memory>
 
-#include "ui/graph_scene.h"
-#include "ui/graph_view.h"
-#include "ui/inspector_widget.h"
-#include "ui/main_window.h"
-#include "ui/node_item.h"
-#include "ui/options_editor.h"
-#include "ui/palette_widget.h"
-#include "ui/project_document.h"
+#include "ui/app/main_window.h"
+#include "ui/canvas/graph_scene.h"
+#include "ui/canvas/graph_view.h"
+#include "ui/canvas/node_item.h"
+#include "ui/document/project_document.h"
+#include "ui/panels/inspector_widget.h"
+#include "ui/panels/options_editor.h"
+#include "ui/panels/palette_widget.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {

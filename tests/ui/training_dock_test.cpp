@@ -7,7 +7,9 @@
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -16,19 +18,21 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUndoStack>
+#include <climits>
 #include <memory>
 
 #include "engine/data/catalog.h"
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/factories.h"
-#include "ui/curves_widget.h"
-#include "ui/decision_boundary_widget.h"
-#include "ui/example_project.h"
-#include "ui/main_window.h"
-#include "ui/project_document.h"
-#include "ui/training_controller.h"
-#include "ui/training_dock.h"
+#include "ui/app/example_project.h"
+#include "ui/app/main_window.h"
+#include "ui/document/project_document.h"
+#include "ui/training/curves_widget.h"
+#include "ui/training/decision_boundary_widget.h"
+#include "ui/training/training_controller.h"
+#include "ui/training/training_dock.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {
@@ -565,6 +569,152 @@ TEST_F(TrainingDockTest, CheckpointSaveAndLoadFromTheDock) {
   ASSERT_TRUE(dock->loadCheckpointFrom(path));
   dock->stepAction()->trigger();
   ASSERT_TRUE(waitFor([&] { return controller->status().step > 20; }));
+}
+
+// What a field of the data section shows, as the project stores it.
+graph::Json fieldValue(QWidget* field) {
+  if (auto* box = qobject_cast<QSpinBox*>(field)) return box->value();
+  if (auto* box = qobject_cast<QDoubleSpinBox*>(field)) return box->value();
+  if (auto* box = qobject_cast<QComboBox*>(field)) return box->currentText().toStdString();
+  ADD_FAILURE() << "not an option field: " << field->metaObject()->className();
+  return nullptr;
+}
+
+// Changes a field as a user would (a spin box step, a pick from the list) to another value in
+// its range; returns the value it now holds.
+graph::Json changeField(QWidget* field) {
+  if (auto* box = qobject_cast<QSpinBox*>(field)) {
+    box->value() < box->maximum() ? box->stepUp() : box->stepDown();
+    return box->value();
+  }
+  if (auto* box = qobject_cast<QDoubleSpinBox*>(field)) {
+    box->value() + box->singleStep() <= box->maximum() ? box->stepUp() : box->stepDown();
+    return box->value();
+  }
+  if (auto* box = qobject_cast<QComboBox*>(field)) {
+    box->setCurrentIndex((box->currentIndex() + 1) % box->count());
+    emit box->textActivated(box->currentText());
+    return box->currentText().toStdString();
+  }
+  ADD_FAILURE() << "not an option field: " << field->metaObject()->className();
+  return nullptr;
+}
+
+TEST_F(TrainingDockTest, EveryOptionOfEveryDataSetIsAFieldThatEditsTheProjectInOneUndoStep) {
+  ProjectDocument* document = window->document();
+  QUndoStack* undo = document->undoStack();
+  for (const data::DatasetInfo& info : data::dataset_catalog()) {
+    SCOPED_TRACE(info.name);
+    dock->chooseDataset(QString::fromStdString(info.name));
+    settle();
+    ASSERT_EQ(document->project().dataset.name, info.name);
+    for (const data::OptionInfo& option : info.options) {
+      SCOPED_TRACE(option.name);
+      const QString name = QString::fromStdString(option.name);
+      QWidget* field = dock->datasetOptionField(name);
+      ASSERT_NE(field, nullptr);
+      EXPECT_TRUE(field->isVisibleTo(dock));
+      EXPECT_TRUE(dock->dataSection()->isAncestorOf(field));
+      EXPECT_EQ(field->toolTip().toStdString(), option.description);
+      // The catalog's range, choices and default (the seed is the project's data seed).
+      if (auto* box = qobject_cast<QSpinBox*>(field)) {
+        EXPECT_EQ(option.type, data::OptionType::Integer);
+        EXPECT_EQ(box->minimum(), option.min);
+        EXPECT_EQ(box->maximum(), std::min<double>(option.max, INT_MAX));
+      } else if (auto* box = qobject_cast<QDoubleSpinBox*>(field)) {
+        EXPECT_EQ(option.type, data::OptionType::Real);
+        EXPECT_EQ(box->minimum(), option.min);
+        EXPECT_EQ(box->maximum(), option.max);
+      } else if (auto* box = qobject_cast<QComboBox*>(field)) {
+        EXPECT_EQ(option.type, data::OptionType::Choice);
+        EXPECT_EQ(box->count(), static_cast<int>(option.choices.size()));
+      }
+      const graph::DatasetSettings before = document->project().dataset;
+      const graph::Json shown = fieldValue(field);
+      if (option.name == "seed") {
+        EXPECT_EQ(shown, before.seed);
+      } else if (before.options.contains(option.name)) {  // the example's own
+        EXPECT_EQ(shown, before.options.at(option.name));
+      } else if (option.type == data::OptionType::Choice) {
+        EXPECT_EQ(shown, option.default_choice);
+      } else {
+        EXPECT_EQ(shown.get<double>(), option.default_value);
+      }
+
+      const int steps = undo->index();
+      const graph::Json changed = changeField(field);
+      settle();
+      ASSERT_NE(changed, shown);
+      const graph::DatasetSettings& after = document->project().dataset;
+      if (option.name == "seed") {
+        EXPECT_EQ(after.seed, changed.get<int64_t>());
+      } else {
+        ASSERT_TRUE(after.options.contains(option.name));
+        EXPECT_EQ(after.options.at(option.name), changed);
+      }
+      EXPECT_EQ(undo->index(), steps + 1);
+      undo->undo();
+      settle();
+      EXPECT_EQ(document->project().dataset, before);
+      EXPECT_EQ(fieldValue(dock->datasetOptionField(name)), shown);
+    }
+  }
+}
+
+TEST_F(TrainingDockTest, SpinBoxStepsOnOneOptionMergeIntoOneUndoStep) {
+  ProjectDocument* document = window->document();
+  auto* noise = qobject_cast<QDoubleSpinBox*>(dock->datasetOptionField("noise"));
+  ASSERT_NE(noise, nullptr);
+  const graph::DatasetSettings before = document->project().dataset;
+  const int steps = document->undoStack()->index();
+  noise->stepUp();
+  noise->stepUp();
+  noise->stepUp();
+  settle();
+  EXPECT_EQ(document->undoStack()->index(), steps + 1);
+  EXPECT_NEAR(document->project().dataset.options.at("noise").get<double>(), noise->value(), 1e-12);
+  document->undoStack()->undo();
+  EXPECT_EQ(document->project().dataset, before);
+}
+
+TEST_F(TrainingDockTest, TheDataSectionNeverOverlapsItselfAtAnyHeight) {
+  // A dock of its own, sized here; it follows the same project.
+  TrainingDock standalone(controller);
+  standalone.show();
+  // The status at its longest: three lines.
+  standalone.counters()->setText(
+      "step 12000 · epoch 40 · 2500 steps/s · running\nloss 0.0123 · test accuracy 99.5%\n"
+      "probes +4.9%");
+  QWidget* section = standalone.dataSection();
+  auto* list = standalone.datasetList();
+  for (const char* set : {"spirals", "blobs", "curve", "digits"}) {
+    standalone.chooseDataset(set);
+    for (int height : {300, 500, 900}) {
+      SCOPED_TRACE(std::string(set) + " at " + std::to_string(height) + " px");
+      standalone.resize(290, height);
+      settle();
+      std::vector<std::pair<QWidget*, QRect>> controls;
+      for (QWidget* w : section->findChildren<QWidget*>(Qt::FindDirectChildrenOnly)) {
+        if (w->isVisible()) controls.emplace_back(w, QRect(w->mapTo(section, QPoint()), w->size()));
+      }
+      ASSERT_GT(controls.size(), 5u);
+      for (size_t i = 0; i < controls.size(); ++i) {
+        const auto& [a, ra] = controls[i];
+        EXPECT_TRUE(section->rect().contains(ra)) << a->objectName().toStdString();
+        for (size_t j = i + 1; j < controls.size(); ++j) {
+          const auto& [b, rb] = controls[j];
+          EXPECT_FALSE(ra.intersects(rb))
+              << a->metaObject()->className() << " " << a->objectName().toStdString() << " and "
+              << b->metaObject()->className() << " " << b->objectName().toStdString();
+        }
+      }
+      // Every thumbnail shows whole, without scrolling the list.
+      for (int i = 0; i < list->count(); ++i) {
+        EXPECT_TRUE(list->viewport()->rect().contains(list->visualItemRect(list->item(i))))
+            << list->item(i)->text().toStdString();
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+#pragma once
+// The canvas's layout of a project's graph: a layered (Sugiyama) drawing made by Graphviz's
+// `dot` engine, in which every expanded group is a cluster, so that a group's box holds exactly
+// its members and nested groups, a Sequential's members keep their order along the flow, a
+// switch ModuleDict's members stand side by side between its ports, and a node outside a group
+// that interleaves with it (a residual Add) sits beside its box at the right height. Wires get
+// dot's routes, which pass around the boxes. The window and `nnstudio-cli layout` both use it.
+//
+//   nns::graph::Layout l = nns::graph::layout_graph(project);   // top to bottom
+//   l.boxes.at(fc1).x;   // scene units, y grows downwards, top-left corner
+//
+// Sizes are the window's: node_box_size() is what the canvas draws each node as.
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/graph/project.h"
+
+namespace nns::graph {
+
+struct LayoutPoint {
+  double x = 0, y = 0;
+  bool operator==(const LayoutPoint&) const = default;
+};
+
+struct LayoutBox {
+  double x = 0, y = 0, width = 0, height = 0;  // top-left corner and size
+  bool operator==(const LayoutBox&) const = default;
+};
+
+// A wire's path: a cubic Bezier spline (p0, then control, control, end for each piece) from
+// the output port to the input port. A Sequential's implicit links (its "in" to its first
+// member, each member to the next, the last to its "out") are routes too, with `chain` set;
+// their ends are {group, "in"} / {member, input port} / {group, "out"}.
+struct LayoutRoute {
+  Edge edge;
+  bool chain = false;
+  std::vector<LayoutPoint> points;
+};
+
+struct Layout {
+  std::string direction = "TB";       // "TB" or "LR"
+  std::map<NodeId, LayoutBox> boxes;  // every node drawn: boxes, and frames of open groups
+  std::vector<NodeId> order;          // the nodes of `boxes` in graph order
+  std::map<NodeId, LayoutPoint> group_inputs, group_outputs;  // open groups' port anchors
+  std::vector<LayoutRoute> routes;
+  double width = 0, height = 0;  // the drawing's extent, from (0, 0)
+
+  // The route of a wire or chain link, or nullptr.
+  const LayoutRoute* route(const Edge& edge) const;
+
+  using RouteKey = std::tuple<NodeId, std::string, NodeId, std::string>;
+  std::map<RouteKey, size_t> route_index;  // routes by their edge's ends
+};
+
+// What the canvas draws a node as (the layout reserves exactly this): a layer, a function, an
+// Input or Output, a collapsed group; a probed node is taller by its health strip. Open groups
+// are frames whose size the layout decides.
+struct NodeSize {
+  double width = 0, height = 0;
+};
+constexpr double kNodeWidth = 160;
+constexpr double kNodeHeight = 44;
+constexpr double kCollapsedGroupWidth = 180;
+constexpr double kCollapsedGroupHeight = 62;
+constexpr double kHealthStripHeight = 22;
+constexpr double kFrameHeader = 26;  // the title band of an open group's frame
+NodeSize node_box_size(const Project& project, const Node& node);
+
+// The node that shows `id` on the canvas: itself, or the outermost collapsed group holding it.
+NodeId shown_node(const Graph& graph, NodeId id);
+// True for a member of a collapsed group (drawn inside its group's box, not on its own).
+bool hidden_in_collapsed_group(const Graph& graph, NodeId id);
+
+// A group's implicit links: a Sequential's chain ({group, "in"} to its first member's first
+// input, each member's first output to the next one's first input, the last to {group,
+// "out"}), a switch ModuleDict's branches ({group, "in"} to each member, each member to {group,
+// "out"}); none for other groups.
+std::vector<Edge> implicit_links(const Project& project, const Node& group);
+
+// Lays the project out in `direction` ("TB" or "LR"; empty: the project's own, TB if unset). Groups
+// are drawn as the project says (open, or collapsed into one box). A ValueError for another
+// direction; an Error when Graphviz fails (its message).
+Layout layout_graph(const Project& project, const std::string& direction = "");
+
+// The layout as `nnstudio-cli layout` prints it: {"direction": "TB", "nodes": [{"id", "name",
+// "x", "y", "width", "height"}, ...]}, one entry per node drawn, in graph order, coordinates
+// rounded to 0.1.
+Json layout_to_json(const Project& project, const Layout& layout);
+
+// Moves every drawn node of the project to its place in the layout (frames follow their
+// members) and records the direction.
+void apply_layout(Project& project, const Layout& layout);
+
+}  // namespace nns::graph

@@ -1,0 +1,66 @@
+// The canvas's layout (engine/graph/layout.h), headless: the same boxes the window draws.
+#include <gtest/gtest.h>
+
+#include "engine/graph/layout.h"
+#include "engine/tensor/error.h"
+#include "support/generated_projects.h"
+
+namespace nns::graph {
+namespace {
+
+bool inside(const LayoutBox& outer, const LayoutBox& inner) {
+  return inner.x >= outer.x && inner.y >= outer.y &&
+         inner.x + inner.width <= outer.x + outer.width &&
+         inner.y + inner.height <= outer.y + outer.height;
+}
+
+TEST(GraphLayout, ClustersHoldTheirMembersInOrderTopToBottom) {
+  const Project p = test::residual_tower(3, 3);
+  const Layout l = layout_graph(p);
+  EXPECT_EQ(l.direction, "TB");
+  const Graph& g = p.graph;
+  for (const Node& n : g.nodes) {
+    ASSERT_TRUE(l.boxes.count(n.id)) << n.name;
+    for (NodeId m : n.members) EXPECT_TRUE(inside(l.boxes.at(n.id), l.boxes.at(m))) << g.at(m).name;
+    if (n.type == "Sequential") {
+      // Members keep their order along the flow.
+      for (size_t i = 1; i < n.members.size(); ++i) {
+        EXPECT_GT(l.boxes.at(n.members[i]).y, l.boxes.at(n.members[i - 1]).y);
+      }
+    }
+  }
+  // The residual Add beside its block, below the block's first member and above what follows.
+  const LayoutBox add = l.boxes.at(g.find_by_name("add0")->id);
+  const LayoutBox block = l.boxes.at(g.find_by_name("block0")->id);
+  EXPECT_FALSE(add.x < block.x + block.width && block.x < add.x + add.width &&
+               add.y < block.y + block.height && block.y < add.y + add.height);
+  EXPECT_LT(add.y, l.boxes.at(g.find_by_name("b1_fc0")->id).y);
+  EXPECT_EQ(add.width, kNodeWidth);
+  EXPECT_EQ(add.height, kNodeHeight);
+  // Every wire has a route.
+  for (const Edge& e : g.edges) EXPECT_NE(l.route(e), nullptr);
+}
+
+TEST(GraphLayout, CollapsedGroupsAreOneBoxAndTheirMembersAreLeftOut) {
+  Project p = test::residual_tower(3, 3);
+  const NodeId block = p.graph.find_by_name("block1")->id;
+  p.graph.at(block).collapsed = true;
+  const Layout l = layout_graph(p, "LR");
+  EXPECT_EQ(l.direction, "LR");
+  EXPECT_EQ(l.boxes.at(block).width, kCollapsedGroupWidth);
+  EXPECT_FALSE(l.boxes.count(p.graph.find_by_name("b1_fc0")->id));
+  const Json j = layout_to_json(p, l);
+  EXPECT_EQ(j["nodes"].size(), p.graph.nodes.size() - 3);
+  EXPECT_EQ(j["nodes"][0]["name"], "x");
+  EXPECT_EQ(j["nodes"][0]["width"], 160);
+  // Left to right: x grows along the flow.
+  EXPECT_LT(l.boxes.at(p.graph.find_by_name("x")->id).x,
+            l.boxes.at(p.graph.find_by_name("stem")->id).x);
+}
+
+TEST(GraphLayout, ABadDirectionIsRefused) {
+  EXPECT_THROW(layout_graph(test::residual_tower(1, 1), "BT"), ValueError);
+}
+
+}  // namespace
+}  // namespace nns::graph

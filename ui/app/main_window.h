@@ -1,0 +1,153 @@
+#pragma once
+// The main window: palette (left), canvas (centre), inspector (right), problems, log and undo
+// history (bottom); menus, toolbar and shortcuts; files, recent files, autosave and crash
+// recovery; window layout remembered in QSettings.
+#include <QMainWindow>
+#include <QString>
+#include <memory>
+#include <vector>
+
+class QAction;
+class QDockWidget;
+class QLabel;
+class QLockFile;
+class QMenu;
+class QPlainTextEdit;
+class QTimer;
+class QUndoView;
+
+namespace nns::ui {
+
+class GraphScene;
+class GraphView;
+class InspectorWidget;
+class PaletteWidget;
+class ProblemsWidget;
+class ProjectDocument;
+class CurvesWidget;
+class DecisionBoundaryWidget;
+class NodeHealthModel;
+class ProbePanel;
+class TrainingController;
+class TrainingDock;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  ProjectDocument* document() const { return document_; }
+  GraphScene* scene() const { return scene_; }
+  GraphView* view() const { return view_; }
+  PaletteWidget* palette() const { return palette_; }
+  InspectorWidget* inspector() const { return inspector_; }
+  ProblemsWidget* problems() const { return problems_; }
+  // Training: the controller (the one link to the engine's session), its dock and plots.
+  TrainingController* training() const { return training_; }
+  TrainingDock* trainingDock() const { return trainingDock_; }
+  // Probes: what they saw per node (health on the canvas) and the inspector's probe tab.
+  NodeHealthModel* nodeHealth() const { return health_; }
+  ProbePanel* probePanel() const { return probePanel_; }
+  CurvesWidget* curves() const { return curves_; }
+  DecisionBoundaryWidget* boundary() const { return boundary_; }
+  QPlainTextEdit* log() const { return log_; }
+
+  // Opens a project file; shows the error and returns false when it cannot.
+  bool openFile(const QString& path);
+  // Opens the built-in spirals example.
+  void openExample();
+  bool saveTo(const QString& path);
+  // The model's state dict as it is trained now (.pt, .pth or .safetensors, by the name);
+  // shows the error and returns false when it cannot.
+  bool saveStateDictTo(const QString& path);
+  // File > Export Image: the canvas, or with selectionOnly the selection's area, as SVG or PNG
+  // (by the name); shows the error and returns false when it cannot.
+  bool exportImageTo(const QString& path, bool selectionOnly);
+
+  // This window's recovery file: autosave writes it while there is unsaved work and a clean
+  // close removes it. Every window has its own, named by process id and a counter, and holds
+  // a lock file beside it while it lives, so two running windows never take each other's work.
+  QString recoveryFile() const { return recoveryFile_; }
+  // Where every window's recovery files are.
+  static QString recoveryFolder();
+  void setAutosaveInterval(int seconds);
+  // Writes the recovery file now if there is unsaved work (what the autosave timer does).
+  void autosave();
+  // When a window that is gone (closed without saving by a crash or a kill) left a recovery
+  // file, the newest one: asks (when ask is set) and restores it. Returns whether it restored.
+  // A file whose window still runs, in this process or another, is left alone.
+  bool offerRecovery(bool ask = true);
+
+  // Groups the selection into a container (what Ctrl+G does for Sequential).
+  void groupSelection(const QString& type);
+  void copySelection();
+  void paste();
+  void deleteSelection();
+  // Adds a probe to every selected node that can take one and has none (one undo step).
+  void addProbesToSelection();
+  // Removes the probes of the selected nodes and of the selected probe tags (one undo step).
+  void removeProbesFromSelection();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void createActions();
+  void createMenus();
+  void createDocks();
+  // Where the docks go and their sizes by default (View > Reset Layout); a saved layout
+  // replaces it at startup.
+  void applyDefaultLayout();
+  void tidyLayout();
+  void updateTitle();
+  void updateActions();
+  void addRecentFile(const QString& path);
+  void rebuildRecentMenu();
+  bool maybeSave();
+  void newProject();
+  void openDialog();
+  bool save();
+  bool saveAsDialog();
+  void loadStateDictDialog();
+  void saveStateDictDialog();
+  void exportImageDialog();
+  void showContextMenu(QPoint screenPos);
+  void appendLog(const QString& text);
+  void centerOnNode(qint64 id);
+
+  ProjectDocument* document_;
+  GraphScene* scene_;
+  GraphView* view_;
+  PaletteWidget* palette_;
+  InspectorWidget* inspector_;
+  ProblemsWidget* problems_;
+  std::vector<QDockWidget*> docks_;
+  TrainingController* training_;
+  TrainingDock* trainingDock_;
+  NodeHealthModel* health_;
+  ProbePanel* probePanel_;
+  CurvesWidget* curves_;
+  DecisionBoundaryWidget* boundary_;
+  QPlainTextEdit* log_;
+  QUndoView* history_;
+  QLabel* statusZoom_;
+  QLabel* statusHint_;
+  QTimer* autosaveTimer_;
+  QString recoveryFile_;
+  std::unique_ptr<QLockFile> recoveryLock_;
+  QMenu* recentMenu_ = nullptr;
+  QMenu* viewMenu_ = nullptr;
+
+  QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *exportImageAct_, *loadStateAct_,
+      *saveStateAct_, *strictAct_, *quitAct_;
+  QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
+  QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
+      *makeBlockAct_, *inlineBlockAct_;
+  QAction *frameAct_, *layoutAct_, *leftToRightAct_, *zoomInAct_, *zoomOutAct_, *resetLayoutAct_;
+  QAction *addProbeAct_, *removeProbeAct_;
+};
+
+}  // namespace nns::ui

@@ -1,0 +1,62 @@
+#include "ui/canvas/edge_item.h"
+
+#include <QPainter>
+#include <QPainterPathStroker>
+#include <algorithm>
+#include <cmath>
+
+#include "ui/canvas/graph_scene.h"
+#include "ui/canvas/node_item.h"
+
+namespace nns::ui {
+
+EdgeItem::EdgeItem(GraphScene& scene, graph::Edge edge) : scene_(scene), edge_(std::move(edge)) {
+  setFlag(ItemIsSelectable);
+  setZValue(0);
+  setAcceptHoverEvents(true);
+  refresh();
+}
+
+QPainterPath EdgeItem::curve(QPointF from, QPointF to, bool leftToRight) {
+  const QPointF gap = to - from;
+  QPainterPath path(from);
+  if (leftToRight) {
+    const double d = std::max(30.0, std::abs(gap.x()) / 2);
+    path.cubicTo(from + QPointF(d, 0), to - QPointF(d, 0), to);
+  } else {
+    const double d = std::max(30.0, std::abs(gap.y()) / 2);
+    path.cubicTo(from + QPointF(0, d), to - QPointF(0, d), to);
+  }
+  return path;
+}
+
+void EdgeItem::refresh() {
+  NodeItem* from = scene_.shownItem(edge_.from.node);
+  NodeItem* to = scene_.shownItem(edge_.to.node);
+  if (!from || !to) return;
+  // A wire inside one collapsed group is not drawn.
+  setVisible(from != to);
+  setPath(scene_.wirePath(edge_, false));
+  const QStringList problems = scene_.document()->problemsOf(edge_.to.node, edge_.to.port);
+  bad_ = !problems.isEmpty();
+  setToolTip(problems.join("\n"));
+  update();
+}
+
+QPainterPath EdgeItem::shape() const {
+  QPainterPathStroker stroker;
+  stroker.setWidth(10);
+  return stroker.createStroke(path());
+}
+
+void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const CanvasTheme& t = scene_.theme();
+  painter->setRenderHint(QPainter::Antialiasing);
+  QColor color = bad_ ? t.error : t.wire;
+  if (isSelected()) color = t.selection;
+  painter->setPen(QPen(color, isSelected() ? 3 : 2));
+  painter->setBrush(Qt::NoBrush);
+  painter->drawPath(path());
+}
+
+}  // namespace nns::ui

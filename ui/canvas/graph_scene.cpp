@@ -1,0 +1,490 @@
+#include "ui/canvas/graph_scene.h"
+
+#include <QGraphicsPathItem>
+#include <QGraphicsSceneMouseEvent>
+#include <QPainter>
+#include <QTimer>
+#include <algorithm>
+#include <cmath>
+
+#include "engine/graph/layout.h"
+#include "ui/canvas/edge_item.h"
+#include "ui/canvas/node_item.h"
+#include "ui/canvas/probe_item.h"
+#include "ui/document/qt_strings.h"
+#include "ui/probes/node_health.h"
+
+namespace nns::ui {
+
+GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
+    : QGraphicsScene(parent), document_(document), theme_(CanvasTheme::fromPalette(QPalette())) {
+  setItemIndexMethod(QGraphicsScene::NoIndex);
+  connect(document_, &ProjectDocument::changed, this, &GraphScene::sync);
+  connect(document_, &ProjectDocument::loadMarksChanged, this, &GraphScene::sync);
+  connect(document_, &ProjectDocument::nodesMoved, this, &GraphScene::onNodesMoved);
+  connect(document_, &ProjectDocument::selectionChanged, this, &GraphScene::selectionFromDocument);
+  connect(this, &QGraphicsScene::selectionChanged, this, &GraphScene::selectionToDocument);
+  connect(document_, &ProjectDocument::probesChanged, this, &GraphScene::syncProbes);
+  // 12 frames a second is smooth enough for a slow pulse and costs nothing.
+  pulse_ = new QTimer(this);
+  pulse_->setInterval(80);
+  connect(pulse_, &QTimer::timeout, this, [this] {
+    if (!health_) return;
+    if (NodeItem* item = shownItem(health_->failedNode())) item->update();
+  });
+  sync();
+}
+
+GraphScene::~GraphScene() {
+  // The items go before the scene's own teardown, which would otherwise delete them again.
+  syncing_ = true;
+  dragWire_.reset();
+  probes_.clear();
+  edges_.clear();
+  nodes_.clear();
+  retired_.clear();
+}
+
+void GraphScene::setTheme(const CanvasTheme& theme) {
+  theme_ = theme;
+  update();
+}
+
+NodeItem* GraphScene::nodeItem(graph::NodeId id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+NodeItem* GraphScene::shownItem(graph::NodeId id) const {
+  const graph::Graph& g = document_->project().graph;
+  graph::NodeId shown = id;
+  for (const graph::Node* p = g.parent_of(id); p; p = g.parent_of(p->id)) {
+    if (p->collapsed) shown = p->id;
+  }
+  return nodeItem(shown);
+}
+
+std::vector<EdgeItem*> GraphScene::edgeItems() const {
+  std::vector<EdgeItem*> out;
+  for (const auto& e : edges_) out.push_back(e.get());
+  return out;
+}
+
+int GraphScene::groupDepth(graph::NodeId id) const {
+  int depth = 0;
+  const graph::Graph& g = document_->project().graph;
+  for (const graph::Node* p = g.parent_of(id); p; p = g.parent_of(p->id)) ++depth;
+  return depth;
+}
+
+QString GraphScene::moduleRepr(graph::NodeId id) const {
+  auto model = document_->model();
+  if (!model) return {};
+  nn::ModulePtr m = model->node_module(id);
+  return m ? qs(m->repr()) : QString();
+}
+
+std::vector<graph::NodeId> GraphScene::selectedNodes() const {
+  std::vector<graph::NodeId> out;
+  for (const auto& [id, item] : nodes_) {
+    if (item->isSelected() && item->isVisible()) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<graph::PortRef> GraphScene::selectedWires() const {
+  std::vector<graph::PortRef> out;
+  for (const auto& e : edges_) {
+    if (e->isSelected()) out.push_back(e->edge().to);
+  }
+  return out;
+}
+
+QRectF GraphScene::nodesRect() const {
+  QRectF box;
+  for (const auto& [id, item] : nodes_) {
+    if (item->isVisible()) box |= item->sceneBoundingRect();
+  }
+  return box;
+}
+
+bool GraphScene::hasOverlaps() const {
+  std::vector<QRectF> boxes;
+  for (const auto& [id, item] : nodes_) {
+    if (item->isVisible() && !item->isFrame()) boxes.emplace_back(item->pos(), item->boxSize());
+  }
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      if (boxes[i].intersects(boxes[j])) return true;
+    }
+  }
+  return false;
+}
+
+void GraphScene::sync() {
+  syncing_ = true;
+  const graph::Graph& g = document_->project().graph;
+  for (auto it = nodes_.begin(); it != nodes_.end();) {
+    if (g.find(it->first)) {
+      ++it;
+      continue;
+    }
+    removeItem(it->second.get());
+    retired_.push_back(std::move(it->second));
+    it = nodes_.erase(it);
+  }
+  for (const graph::Node& n : g.nodes) {
+    if (nodes_.count(n.id)) continue;
+    auto item = std::make_unique<NodeItem>(*this, n.id);
+    addItem(item.get());
+    nodes_.emplace(n.id, std::move(item));
+  }
+  // Boxes first, then frames from the innermost out, since a frame wraps what it holds.
+  std::vector<const graph::Node*> frames;
+  for (const graph::Node& n : g.nodes) {
+    if (isGroup(n) && !n.collapsed) {
+      frames.push_back(&n);
+    } else {
+      nodes_.at(n.id)->refresh();
+    }
+  }
+  std::sort(frames.begin(), frames.end(), [&](const graph::Node* a, const graph::Node* b) {
+    return groupDepth(a->id) > groupDepth(b->id);
+  });
+  for (const auto& [id, item] : nodes_) item->setVisible(shownItem(id) == item.get());
+  for (const graph::Node* n : frames) nodes_.at(n->id)->refresh();
+
+  for (auto& e : edges_) {
+    removeItem(e.get());
+    retired_.push_back(std::move(e));
+  }
+  edges_.clear();
+  for (const graph::Edge& e : g.edges) {
+    if (!g.find(e.from.node) || !g.find(e.to.node)) continue;
+    auto item = std::make_unique<EdgeItem>(*this, e);
+    addItem(item.get());
+    edges_.push_back(std::move(item));
+  }
+  syncing_ = false;
+  syncProbes();
+  selectionFromDocument();
+  update();
+}
+
+QPainterPath GraphScene::wirePath(const graph::Edge& edge, bool chain) const {
+  NodeItem* from = shownItem(edge.from.node);
+  NodeItem* to = shownItem(edge.to.node);
+  if (!from || !to) return {};
+  // A chain link starts at its group's input port and ends at its group's output port, which
+  // are the frame's ports on the side the data enters and leaves by (graph::implicit_links).
+  const bool fromGroupInput = chain && edge.from.port == "in";
+  const bool toGroupOutput = chain && edge.to.port == "out";
+  const QPointF start = from->portScenePos(edge.from.port, !fromGroupInput);
+  const QPointF end = to->portScenePos(edge.to.port, toGroupOutput);
+
+  const graph::Layout& layout = document_->layout();
+  auto inPlace = [&](const NodeItem* item) {
+    auto it = layout.boxes.find(item->id());
+    return it != layout.boxes.end() && std::abs(item->pos().x() - it->second.x) < 0.5 &&
+           std::abs(item->pos().y() - it->second.y) < 0.5;
+  };
+  const graph::LayoutRoute* route = layout.route(edge);
+  if (!route || route->points.size() < 4 || !inPlace(from) || !inPlace(to)) {
+    return EdgeItem::curve(start, end, leftToRight());
+  }
+  // The route ends at the boxes' middles; its ends and their neighbouring control points move
+  // onto the ports, which keeps the curve smooth.
+  std::vector<QPointF> p;
+  for (const graph::LayoutPoint& q : route->points) p.emplace_back(q.x, q.y);
+  const QPointF headShift = start - p.front();
+  const QPointF tailShift = end - p.back();
+  p[0] += headShift;
+  p[1] += headShift;
+  p[p.size() - 2] += tailShift;
+  p.back() += tailShift;
+  QPainterPath path(p[0]);
+  for (size_t i = 1; i + 2 < p.size(); i += 3) path.cubicTo(p[i], p[i + 1], p[i + 2]);
+  return path;
+}
+
+std::vector<std::pair<graph::Edge, QPainterPath>> GraphScene::chainPaths(
+    graph::NodeId group) const {
+  std::vector<std::pair<graph::Edge, QPainterPath>> out;
+  const graph::Project& p = document_->project();
+  for (const graph::Edge& link : graph::implicit_links(p, p.graph.at(group))) {
+    out.emplace_back(link, wirePath(link, true));
+  }
+  return out;
+}
+
+ProbeItem* GraphScene::probeItem(graph::NodeId node) const {
+  auto it = probes_.find(node);
+  return it == probes_.end() ? nullptr : it->second.get();
+}
+
+std::vector<graph::NodeId> GraphScene::selectedProbes() const {
+  std::vector<graph::NodeId> out;
+  for (const auto& [id, item] : probes_) {
+    if (item->isSelected()) out.push_back(id);
+  }
+  return out;
+}
+
+void GraphScene::syncProbes() {
+  const graph::Project& p = document_->project();
+  // A probed node is taller by its health strip (graph::node_box_size).
+  if (!syncing_) {
+    for (const auto& [id, item] : nodes_) {
+      if (item->isFrame()) continue;
+      const graph::NodeSize size = graph::node_box_size(p, p.graph.at(id));
+      if (item->boxSize() != QSizeF(size.width, size.height)) item->refresh();
+    }
+  }
+  for (auto it = probes_.begin(); it != probes_.end();) {
+    if (document_->probeOf(it->first) && nodeItem(it->first)) {
+      ++it;
+      continue;
+    }
+    removeItem(it->second.get());
+    retired_.push_back(std::move(it->second));
+    it = probes_.erase(it);
+  }
+  for (const graph::ProbeSpec& spec : p.probes) {
+    if (!nodeItem(spec.node)) continue;
+    if (!probes_.count(spec.node)) {
+      auto item = std::make_unique<ProbeItem>(*this, spec.node);
+      addItem(item.get());
+      probes_.emplace(spec.node, std::move(item));
+    }
+    placeProbe(spec.node);
+  }
+  if (!retired_.empty()) {
+    QTimer::singleShot(0, this, [this] { retired_.clear(); });
+  }
+}
+
+void GraphScene::placeProbe(graph::NodeId node) {
+  ProbeItem* probe = probeItem(node);
+  if (!probe) return;
+  NodeItem* item = nodeItem(node);
+  // A probe on a member of a collapsed group hides with it (the group's own tag shows).
+  probe->setVisible(item->isVisible());
+  probe->attach(item->pos(), item->boxSize().width());
+}
+
+void GraphScene::setHealthModel(NodeHealthModel* model) {
+  if (health_) disconnect(health_, nullptr, this, nullptr);
+  health_ = model;
+  if (health_) {
+    connect(health_, &NodeHealthModel::updated, this, &GraphScene::healthUpdated);
+    connect(health_, &NodeHealthModel::failureChanged, this, [this] {
+      if (health_->failed() && health_->failedNode() != 0) {
+        pulse_->start();
+      } else {
+        pulse_->stop();
+      }
+    });
+  }
+  std::vector<graph::NodeId> all;
+  for (const auto& [id, item] : nodes_) all.push_back(id);
+  healthUpdated(all);
+}
+
+void GraphScene::healthUpdated(const std::vector<graph::NodeId>& nodes) {
+  for (graph::NodeId id : nodes) {
+    if (NodeItem* item = nodeItem(id)) item->refreshHealth();
+    if (NodeItem* shown = shownItem(id)) shown->update();
+    if (ProbeItem* probe = probeItem(id)) probe->update();
+  }
+}
+
+void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
+  const graph::Graph& g = document_->project().graph;
+  for (graph::NodeId id : ids) {
+    NodeItem* item = nodeItem(id);
+    const graph::Node* n = g.find(id);
+    if (item && n && !item->isFrame()) item->setPosQuietly(QPointF(n->x, n->y));
+  }
+}
+
+void GraphScene::nodeGeometryChanged(graph::NodeId id) {
+  if (syncing_) return;
+  placeProbe(id);
+  const graph::Graph& g = document_->project().graph;
+  if (const graph::Node* parent = g.parent_of(id)) {
+    if (NodeItem* frame = nodeItem(parent->id)) frame->fitMembers();
+  }
+  refreshEdges();
+}
+
+void GraphScene::refreshEdges() {
+  for (const auto& e : edges_) e->refresh();
+}
+
+void GraphScene::selectionToDocument() {
+  if (syncingSelection_ || syncing_) return;
+  syncingSelection_ = true;
+  document_->setSelection(selectedNodes());
+  syncingSelection_ = false;
+}
+
+void GraphScene::selectionFromDocument() {
+  if (syncingSelection_) return;
+  syncingSelection_ = true;
+  const auto& sel = document_->selection();
+  for (const auto& [id, item] : nodes_) {
+    item->setSelected(std::find(sel.begin(), sel.end(), id) != sel.end());
+  }
+  syncingSelection_ = false;
+}
+
+std::optional<std::pair<graph::PortRef, bool>> GraphScene::portUnder(QPointF scenePos) const {
+  for (QGraphicsItem* item : items(scenePos)) {
+    if (item->type() != NodeItem::Type || !item->isVisible()) continue;
+    auto* node = static_cast<NodeItem*>(item);
+    if (auto hit = node->portAt(scenePos)) {
+      return std::make_pair(graph::PortRef{node->id(), hit->name}, hit->output);
+    }
+  }
+  return std::nullopt;
+}
+
+void GraphScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
+  if (event->button() == Qt::LeftButton) {
+    if (auto port = portUnder(event->scenePos())) {
+      WireDrag drag;
+      drag.fixed = port->first;
+      drag.fixedIsOutput = port->second;
+      if (!port->second) {
+        // Pulling on a connected input lifts its wire off, to move it or drop it.
+        if (const graph::Edge* e = document_->project().graph.edge_into(port->first)) {
+          drag.detached = e->to;
+          drag.fixed = e->from;
+          drag.fixedIsOutput = true;
+        }
+      }
+      drag_ = drag;
+      dragWire_ = std::make_unique<QGraphicsPathItem>();
+      dragWire_->setZValue(5);
+      addItem(dragWire_.get());
+      updateWireDrag(event->scenePos());
+      event->accept();
+      return;
+    }
+  }
+  QGraphicsScene::mousePressEvent(event);
+}
+
+void GraphScene::mouseMoveEvent(QGraphicsSceneMouseEvent* event) {
+  if (drag_) {
+    updateWireDrag(event->scenePos());
+    event->accept();
+    return;
+  }
+  QGraphicsScene::mouseMoveEvent(event);
+}
+
+void GraphScene::mouseReleaseEvent(QGraphicsSceneMouseEvent* event) {
+  if (drag_) {
+    updateWireDrag(event->scenePos());
+    finishWireDrag();
+    event->accept();
+    return;
+  }
+  QGraphicsScene::mouseReleaseEvent(event);
+  if (event->button() == Qt::LeftButton) commitMoves();
+}
+
+void GraphScene::updateWireDrag(QPointF scenePos) {
+  std::optional<graph::PortRef> target;
+  if (auto port = portUnder(scenePos); port && port->second != drag_->fixedIsOutput) {
+    target = port->first;
+  }
+  if (target != drag_->target) {
+    drag_->target = target;
+    drag_->check = {};
+    if (target) {
+      const graph::PortRef from = drag_->fixedIsOutput ? drag_->fixed : *target;
+      const graph::PortRef to = drag_->fixedIsOutput ? *target : drag_->fixed;
+      drag_->check = document_->checkConnection(from, to);
+    }
+    const auto& check = drag_->check;
+    emit hint(!target                    ? tr("Drop on a port to connect")
+              : !check.refusal.isEmpty() ? tr("Cannot connect: %1").arg(check.refusal)
+              : !check.warning.isEmpty() ? tr("Connects, but: %1").arg(check.warning)
+                                         : tr("Release to connect"));
+  }
+  NodeItem* fixedItem = shownItem(drag_->fixed.node);
+  const QPointF anchor = fixedItem->portScenePos(drag_->fixed.port, drag_->fixedIsOutput);
+  QPointF end = scenePos;
+  if (target) end = shownItem(target->node)->portScenePos(target->port, !drag_->fixedIsOutput);
+  dragWire_->setPath(drag_->fixedIsOutput ? EdgeItem::curve(anchor, end, leftToRight())
+                                          : EdgeItem::curve(end, anchor, leftToRight()));
+  const bool refused = target && !drag_->check.refusal.isEmpty();
+  const QColor colour = !target                           ? theme_.wire
+                        : refused                         ? theme_.error
+                        : !drag_->check.warning.isEmpty() ? theme_.warning
+                                                          : theme_.matched;
+  dragWire_->setPen(QPen(colour, 2, refused ? Qt::DashLine : Qt::SolidLine));
+}
+
+void GraphScene::finishWireDrag() {
+  const WireDrag drag = *drag_;
+  drag_.reset();
+  removeItem(dragWire_.get());
+  dragWire_.reset();
+  emit hint(QString());
+  if (!drag.target) {
+    if (drag.detached) document_->disconnectPort(*drag.detached);
+    return;
+  }
+  const graph::PortRef from = drag.fixedIsOutput ? drag.fixed : *drag.target;
+  const graph::PortRef to = drag.fixedIsOutput ? *drag.target : drag.fixed;
+  if (!drag.check.refusal.isEmpty()) {
+    emit document_->logMessage(
+        tr("Cannot connect %1.%2 to %3.%4: %5")
+            .arg(qs(document_->project().graph.at(from.node).name), qs(from.port),
+                 qs(document_->project().graph.at(to.node).name), qs(to.port), drag.check.refusal));
+    return;
+  }
+  if (drag.detached && *drag.detached == to) return;
+  if (drag.detached) {
+    document_->undoStack()->beginMacro(tr("Move wire"));
+    document_->disconnectPort(*drag.detached);
+    document_->connectPorts(from, to);
+    document_->undoStack()->endMacro();
+  } else {
+    document_->connectPorts(from, to);
+  }
+}
+
+void GraphScene::commitMoves() {
+  const graph::Graph& g = document_->project().graph;
+  std::map<graph::NodeId, QPointF> moved;
+  for (const auto& [id, item] : nodes_) {
+    if (item->isFrame() || !item->isVisible()) continue;
+    const graph::Node& n = g.at(id);
+    if (item->pos() != QPointF(n.x, n.y)) moved[id] = item->pos();
+  }
+  if (!moved.empty()) document_->moveNodes(moved);
+}
+
+void GraphScene::drawBackground(QPainter* painter, const QRectF& rect) {
+  painter->fillRect(rect, theme_.background);
+  const double scale = painter->worldTransform().m11();
+  const double step = scale < 0.5 ? 100 : 20;
+  QPen minor(theme_.grid, 0);
+  QPen major(theme_.grid.darker(theme_.dark() ? 80 : 110), 0);
+  const double left = std::floor(rect.left() / step) * step;
+  const double top = std::floor(rect.top() / step) * step;
+  for (double x = left; x < rect.right(); x += step) {
+    painter->setPen(std::fmod(std::abs(x), 100) < 1e-6 ? major : minor);
+    painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+  }
+  for (double y = top; y < rect.bottom(); y += step) {
+    painter->setPen(std::fmod(std::abs(y), 100) < 1e-6 ? major : minor);
+    painter->drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y));
+  }
+}
+
+}  // namespace nns::ui

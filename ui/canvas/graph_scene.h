@@ -1,0 +1,125 @@
+#pragma once
+// The canvas's scene over a ProjectDocument (QtNodes' arrangement): it owns one NodeItem per
+// node and one EdgeItem per edge in unique_ptr maps keyed by id, rebuilds them from the
+// document's signals, and turns mouse gestures into document edits: drags into move
+// commands, a drag from port to port into a connection (checked while dragging).
+#include <QGraphicsScene>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ui/document/project_document.h"
+#include "ui/widgets/canvas_theme.h"
+
+class QGraphicsPathItem;
+class QGraphicsSimpleTextItem;
+class QTimer;
+
+namespace nns::ui {
+
+class NodeItem;
+class EdgeItem;
+class NodeHealthModel;
+class ProbeItem;
+
+class GraphScene : public QGraphicsScene {
+  Q_OBJECT
+
+ public:
+  explicit GraphScene(ProjectDocument* document, QObject* parent = nullptr);
+  ~GraphScene() override;
+
+  ProjectDocument* document() const { return document_; }
+  const CanvasTheme& theme() const { return theme_; }
+  void setTheme(const CanvasTheme& theme);
+
+  NodeItem* nodeItem(graph::NodeId id) const;
+  // The item that shows the node: itself, or the outermost collapsed group holding it.
+  NodeItem* shownItem(graph::NodeId id) const;
+  std::vector<EdgeItem*> edgeItems() const;
+  // How many groups the node is nested in.
+  int groupDepth(graph::NodeId id) const;
+  // The node's module repr from the document's model, or empty.
+  QString moduleRepr(graph::NodeId id) const;
+
+  std::vector<graph::NodeId> selectedNodes() const;
+  std::vector<graph::PortRef> selectedWires() const;
+  // True when two node boxes overlap (a file laid out for smaller boxes).
+  bool hasOverlaps() const;
+  // The bounding box of every visible node.
+  QRectF nodesRect() const;
+
+  // The path a wire (or, with chain, a Sequential's or switch's implicit link, whose ends may
+  // be the group's own ports) is drawn along: the layout's route, its ends moved onto the
+  // ports, while both ends are where the layout put them; else a plain curve.
+  QPainterPath wirePath(const graph::Edge& edge, bool chain) const;
+  // An open group's implicit links with their paths.
+  std::vector<std::pair<graph::Edge, QPainterPath>> chainPaths(graph::NodeId group) const;
+  bool leftToRight() const { return document_->project().layout_direction == "LR"; }
+
+  // Called by a NodeItem whose position changed: its wires, enclosing frames and probe follow.
+  void nodeGeometryChanged(graph::NodeId id);
+
+  // Probes: one ProbeItem per ProbeSpec of the document whose node is shown.
+  ProbeItem* probeItem(graph::NodeId node) const;
+  // The nodes whose probe tags are selected.
+  std::vector<graph::NodeId> selectedProbes() const;
+  // What the node items draw as health (colour, sparkline) and NaN failure; nullptr: none.
+  void setHealthModel(NodeHealthModel* model);
+  NodeHealthModel* healthModel() const { return health_; }
+
+ signals:
+  void contextMenuRequested(QPoint screenPos);
+  // A probe tag was double-clicked: show the node's probe.
+  void probeActivated(graph::NodeId node);
+  // A short text for the status bar while a wire is dragged.
+  void hint(const QString& text);
+
+ public slots:
+  void sync();
+
+ protected:
+  void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
+  void mouseMoveEvent(QGraphicsSceneMouseEvent* event) override;
+  void mouseReleaseEvent(QGraphicsSceneMouseEvent* event) override;
+  void drawBackground(QPainter* painter, const QRectF& rect) override;
+
+ private:
+  // A wire being dragged out of a port.
+  struct WireDrag {
+    graph::PortRef fixed;  // the end that stays
+    bool fixedIsOutput = true;
+    std::optional<graph::PortRef> detached;  // the input it was pulled off, if any
+    std::optional<graph::PortRef> target;    // the port under the cursor
+    ProjectDocument::ConnectionCheck check;  // of connecting to target
+  };
+
+  std::optional<std::pair<graph::PortRef, bool>> portUnder(QPointF scenePos) const;
+  void updateWireDrag(QPointF scenePos);
+  void finishWireDrag();
+  void commitMoves();
+  void onNodesMoved(const std::vector<graph::NodeId>& ids);
+  void refreshEdges();
+  void selectionFromDocument();
+  void selectionToDocument();
+  void syncProbes();
+  void placeProbe(graph::NodeId node);
+  void healthUpdated(const std::vector<graph::NodeId>& nodes);
+
+  ProjectDocument* document_;
+  CanvasTheme theme_;
+  std::map<graph::NodeId, std::unique_ptr<NodeItem>> nodes_;
+  std::vector<std::unique_ptr<EdgeItem>> edges_;
+  std::map<graph::NodeId, std::unique_ptr<ProbeItem>> probes_;
+  NodeHealthModel* health_ = nullptr;
+  QTimer* pulse_;  // redraws a failed node's pulsing outline
+  // Items removed while one of them may still be handling the event that removed it.
+  std::vector<std::unique_ptr<QGraphicsItem>> retired_;
+  std::optional<WireDrag> drag_;
+  std::unique_ptr<QGraphicsPathItem> dragWire_;
+  bool syncingSelection_ = false;
+  bool syncing_ = false;
+};
+
+}  // namespace nns::ui

@@ -1,0 +1,84 @@
+#include "ui/canvas/mini_map.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+
+#include "ui/canvas/graph_scene.h"
+#include "ui/canvas/graph_view.h"
+
+namespace nns::ui {
+
+MiniMap::MiniMap(GraphView* view) : QWidget(view->viewport()), view_(view) {
+  setCursor(Qt::PointingHandCursor);
+  setToolTip(tr("Overview: click or drag to move the view"));
+  hide();
+}
+
+void MiniMap::refresh() {
+  // Placed here rather than on the view's resize: the viewport also changes size when the
+  // scroll bars come and go, and the overview must stay in its corner, clear of the graph.
+  const QSize size(180, 112);
+  const QWidget* viewport = parentWidget();
+  setGeometry(viewport->width() - size.width() - 10, viewport->height() - size.height() - 10,
+              size.width(), size.height());
+  const QRectF nodes = view_->graphScene()->nodesRect();
+  const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
+  setVisible(!nodes.isNull() && !visible.contains(nodes));
+  update();
+}
+
+QRectF MiniMap::sourceRect() const {
+  const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
+  return (view_->graphScene()->nodesRect() | visible).adjusted(-40, -40, 40, 40);
+}
+
+QRectF MiniMap::targetRect() const {
+  const QRectF source = sourceRect();
+  const QRectF area = QRectF(rect()).adjusted(4, 4, -4, -4);
+  const double s = std::min(area.width() / source.width(), area.height() / source.height());
+  QRectF target(0, 0, source.width() * s, source.height() * s);
+  target.moveCenter(area.center());
+  return target;
+}
+
+void MiniMap::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  const CanvasTheme& t = view_->graphScene()->theme();
+  painter.setRenderHint(QPainter::Antialiasing);
+  // Translucent: the canvas under it stays readable.
+  painter.setOpacity(0.85);
+  painter.setPen(QPen(t.border, 1));
+  painter.setBrush(t.background);
+  painter.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
+  const QRectF source = sourceRect();
+  const QRectF target = targetRect();
+  view_->graphScene()->render(&painter, target, source);
+  const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
+  const double s = target.width() / source.width();
+  const QRectF box(target.left() + (visible.left() - source.left()) * s,
+                   target.top() + (visible.top() - source.top()) * s, visible.width() * s,
+                   visible.height() * s);
+  QColor fill = t.selection;
+  fill.setAlpha(40);
+  painter.setPen(QPen(t.selection, 1.5));
+  painter.setBrush(fill);
+  painter.drawRect(box);
+}
+
+void MiniMap::centerViewAt(QPointF widgetPos) {
+  const QRectF source = sourceRect();
+  const QRectF target = targetRect();
+  const double s = source.width() / target.width();
+  view_->centerOn(source.left() + (widgetPos.x() - target.left()) * s,
+                  source.top() + (widgetPos.y() - target.top()) * s);
+}
+
+void MiniMap::mousePressEvent(QMouseEvent* event) {
+  centerViewAt(event->position());
+}
+
+void MiniMap::mouseMoveEvent(QMouseEvent* event) {
+  if (event->buttons() & Qt::LeftButton) centerViewAt(event->position());
+}
+
+}  // namespace nns::ui

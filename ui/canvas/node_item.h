@@ -1,0 +1,99 @@
+#pragma once
+// One node on the canvas: a box with its input ports on the top and its output ports on the
+// bottom (left and right when the project flows left to right), its name and type, and the
+// shapes the analysis infers for its outputs. A collapsed group is a box that says what it
+// holds; an expanded group is a frame around its members, the layout's cluster, with the
+// group's ports where the wires cross it. The item holds only the node's id and reads
+// everything else from the scene's document.
+#include <QGraphicsItem>
+#include <QPainterPath>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "engine/graph/spec.h"
+#include "ui/document/node_info.h"
+#include "ui/document/project_document.h"
+
+namespace nns::ui {
+
+class GraphScene;
+
+class NodeItem : public QGraphicsItem {
+ public:
+  enum { Type = UserType + 1 };
+  // Box sizes are the layout's (graph::node_box_size); a box is a title bar and a body row.
+  static constexpr double kHeader = 22;
+  static constexpr double kRow = 22;
+  // Room a frame keeps around a member dragged out of the layout's place.
+  static constexpr double kFrameMargin = 10;
+
+  NodeItem(GraphScene& scene, graph::NodeId id);
+
+  graph::NodeId id() const { return id_; }
+  int type() const override { return Type; }
+  // An expanded group: a frame that wraps its members.
+  bool isFrame() const { return frame_; }
+
+  // Re-reads the node from the document (ports, shapes, problems, marks, position).
+  void refresh();
+  // Frames only: wraps the members' current boxes.
+  void fitMembers();
+  // Moves the item without it counting as a user's drag.
+  void setPosQuietly(QPointF pos);
+  // The box (a frame: the frame), without the ports that reach past it.
+  QSizeF boxSize() const { return size_; }
+  // Whether the health strip is drawn (its probe has samples).
+  bool showsHealth() const { return healthStrip_; }
+  // Re-reads the node's health from the scene's health model: the strip appears with the
+  // first samples and goes when they are cleared.
+  void refreshHealth();
+
+  struct PortHit {
+    std::string name;
+    bool output = false;
+  };
+  std::optional<PortHit> portAt(QPointF scenePos) const;
+  // Where a wire attaches; an unknown port (a member hidden in this collapsed group) attaches
+  // to the middle of the side.
+  QPointF portScenePos(const std::string& port, bool output) const;
+
+  QRectF boundingRect() const override;
+  QPainterPath shape() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ protected:
+  QVariant itemChange(GraphicsItemChange change, const QVariant& value) override;
+  void hoverMoveEvent(QGraphicsSceneHoverEvent* event) override;
+  void mouseDoubleClickEvent(QGraphicsSceneMouseEvent* event) override;
+  void contextMenuEvent(QGraphicsSceneContextMenuEvent* event) override;
+
+ private:
+  QPointF portLocalPos(size_t index, bool output) const;
+  void updateShape();
+  QString tooltipAt(QPointF localPos) const;
+  void paintFrame(QPainter* painter);
+  void paintPorts(QPainter* painter, const QFont& font);
+  void paintHealth(QPainter* painter);
+  void paintFailure(QPainter* painter);
+  QString outputText() const;
+  QString groupSummary(const graph::Node& node) const;
+
+  GraphScene& scene_;
+  graph::NodeId id_;
+  bool frame_ = false;
+  bool quiet_ = false;          // set while the scene positions the item
+  bool movingMembers_ = false;  // set while a dragged frame carries its members
+  QSizeF size_;
+  QPainterPath shape_;
+  bool leftToRight_ = false;  // ports on the left and right sides instead of top and bottom
+  QString title_, typeName_, detail_;
+  graph::NodePorts ports_;
+  std::map<std::string, QString> outShapes_;
+  QStringList problems_;
+  std::map<std::string, QStringList> portProblems_;
+  std::optional<NodeLoadMark> mark_;
+  bool healthStrip_ = false;
+};
+
+}  // namespace nns::ui

@@ -1,0 +1,691 @@
+#include "ui/document/project_document.h"
+
+#include <QFileInfo>
+#include <QRectF>
+#include <algorithm>
+#include <cctype>
+#include <exception>
+
+#include "engine/graph/edit.h"
+#include "engine/graph/node_types.h"
+#include "ui/document/graph_commands.h"
+#include "ui/document/node_info.h"
+#include "ui/document/qt_strings.h"
+
+namespace nns::ui {
+namespace {
+
+// Every node of the set, with the members of the groups in it (recursively).
+std::vector<graph::NodeId> withMembers(const graph::Graph& g, std::vector<graph::NodeId> ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (const graph::Node* n = g.find(ids[i])) {
+      for (graph::NodeId m : n->members) {
+        if (std::find(ids.begin(), ids.end(), m) == ids.end()) ids.push_back(m);
+      }
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+ProjectDocument::ProjectDocument(QObject* parent)
+    : QObject(parent), undoStack_(new QUndoStack(this)) {
+  graphChanged();
+}
+
+ProjectDocument::~ProjectDocument() = default;
+
+QStringList ProjectDocument::problemsOf(graph::NodeId node, const std::string& port) const {
+  QStringList out;
+  for (const graph::Problem& p : analysis_.problems) {
+    if (p.node == node && p.block.empty() && (port.empty() || p.port == port)) {
+      out << qs(p.message);
+    }
+  }
+  return out;
+}
+
+std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
+  if (!modelStale_) return model_;
+  modelStale_ = false;
+  std::shared_ptr<graph::GraphModule> built;
+  try {
+    built = graph::build_model(project_);
+    modelError_.clear();
+  } catch (const std::exception& e) {
+    model_.reset();
+    modelError_ = qs(e.what());
+    return nullptr;
+  }
+  // Nodes that stay keep their values (matched by id, so a renamed node keeps its weights),
+  // so editing one part of the graph does not re-initialize the rest.
+  if (model_) graph::carry_state(*model_, *built, project_.graph);
+  applyFrozen(*built);
+  model_ = std::move(built);
+  return model_;
+}
+
+void ProjectDocument::applyFrozen(graph::GraphModule& model) const {
+  const std::vector<std::string>& frozen = project_.frozen_parameters;
+  for (auto& [name, param] : model.named_parameters()) {
+    const bool isFrozen = std::find(frozen.begin(), frozen.end(), name) != frozen.end();
+    param.requires_grad_(!isFrozen);
+  }
+}
+
+void ProjectDocument::newProject() {
+  graph::Project fresh;
+  fresh.layout_direction = "TB";
+  fresh.graph.add_node("Input", "x", {{"shape", {2}}}, 0, 0);
+  setProject(std::move(fresh), QString());
+}
+
+void ProjectDocument::load(const QString& path) {
+  graph::Project loaded = graph::load_project(path.toStdString());
+  setProject(std::move(loaded), path);
+  emit logMessage(tr("Opened %1").arg(QFileInfo(path).fileName()));
+}
+
+void ProjectDocument::save(const QString& path) {
+  // The positions are the canvas's (made or kept by it): the file says so, and opens as it is.
+  if (project_.layout_direction.empty()) project_.layout_direction = layout().direction;
+  graph::save_project(project_, path.toStdString());
+  undoStack_->setClean();
+  if (filePath_ != path) {
+    filePath_ = path;
+    emit filePathChanged(path);
+  }
+  emit logMessage(tr("Saved %1").arg(QFileInfo(path).fileName()));
+}
+
+void ProjectDocument::setProject(graph::Project project, const QString& path) {
+  undoStack_->clear();
+  project_ = std::move(project);
+  layoutStale_ = true;
+  model_.reset();
+  selection_.clear();
+  loadMarks_.clear();
+  filePath_ = path;
+  emit projectReplaced();
+  graphChanged();
+  emit selectionChanged();
+  emit loadMarksChanged();
+  emit probesChanged();
+  emit filePathChanged(path);
+}
+
+bool ProjectDocument::edit(const QString& text, const std::function<void(graph::Project&)>& fn) {
+  graph::Project changed = project_;
+  try {
+    fn(changed);
+  } catch (const Error& e) {
+    emit logMessage(tr("%1 refused: %2").arg(text, qs(e.what())));
+    return false;
+  }
+  GraphSnapshot before = snapshot();
+  GraphSnapshot after{changed.graph,           changed.blocks, changed.probes,
+                      changed.extra,           changed.name,   changed.frozen_parameters,
+                      changed.layout_direction};
+  if (before == after) return true;
+  undoStack_->push(new GraphEditCommand(this, text, std::move(before), std::move(after)));
+  return true;
+}
+
+void ProjectDocument::setDatasetSettings(const graph::DatasetSettings& settings,
+                                         const QString& text) {
+  if (settings == project_.dataset) return;
+  undoStack_->push(new SettingsEditCommand(this, text, {project_.dataset, project_.training},
+                                           {settings, project_.training}));
+}
+
+void ProjectDocument::setTrainingSettings(const graph::TrainingSettings& settings,
+                                          const QString& text) {
+  if (settings == project_.training) return;
+  undoStack_->push(new SettingsEditCommand(this, text, {project_.dataset, project_.training},
+                                           {project_.dataset, settings}));
+}
+
+void ProjectDocument::restoreSettings(const graph::DatasetSettings& dataset,
+                                      const graph::TrainingSettings& training) {
+  project_.dataset = dataset;
+  project_.training = training;
+  emit settingsChanged();
+}
+
+GraphSnapshot ProjectDocument::snapshot() const {
+  return {project_.graph,           project_.blocks, project_.probes,
+          project_.extra,           project_.name,   project_.frozen_parameters,
+          project_.layout_direction};
+}
+
+void ProjectDocument::restore(const GraphSnapshot& s) {
+  const bool structural = s.graph != project_.graph || s.blocks != project_.blocks ||
+                          s.name != project_.name || s.layoutDirection != project_.layout_direction;
+  const bool probes = s.probes != project_.probes;
+  // What the canvas draws as boxes changed (a group collapsed or expanded, another direction,
+  // a probe's health strip): the routes and frames follow.
+  bool redraw = s.layoutDirection != project_.layout_direction || probes ||
+                s.graph.nodes.size() != project_.graph.nodes.size();
+  for (size_t i = 0; !redraw && i < s.graph.nodes.size(); ++i) {
+    redraw = s.graph.nodes[i].collapsed != project_.graph.nodes[i].collapsed ||
+             s.graph.nodes[i].members != project_.graph.nodes[i].members;
+  }
+  project_.name = s.name;
+  project_.graph = s.graph;
+  project_.blocks = s.blocks;
+  project_.probes = s.probes;
+  project_.extra = s.extra;
+  project_.frozen_parameters = s.frozen;
+  project_.layout_direction = s.layoutDirection;
+  if (pendingLayout_) {
+    layout_ = std::move(*pendingLayout_);
+    layoutStale_ = false;
+  } else if (redraw) {
+    layoutStale_ = true;
+  }
+  pendingLayout_.reset();
+  if (!structural) {
+    // Only the frozen set (or the probes) changed: the model stays, its flags follow.
+    if (model_) applyFrozen(*model_);
+    emit modelStateChanged();
+    if (probes) emit probesChanged();
+    return;
+  }
+  const size_t before = selection_.size();
+  std::erase_if(selection_, [&](graph::NodeId id) { return !project_.graph.find(id); });
+  graphChanged();
+  if (selection_.size() != before) emit selectionChanged();
+  if (probes) emit probesChanged();
+}
+
+void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& positions) {
+  std::vector<graph::NodeId> moved;
+  for (const auto& [id, pos] : positions) {
+    if (graph::Node* n = project_.graph.find(id)) {
+      n->x = pos.x();
+      n->y = pos.y();
+      moved.push_back(id);
+    }
+  }
+  emit nodesMoved(moved);
+}
+
+void ProjectDocument::graphChanged() {
+  try {
+    analysis_ = graph::analyze(project_);
+  } catch (const std::exception& e) {
+    analysis_ = {};
+    analysis_.problems.push_back({0, {}, e.what(), {}});
+  }
+  modelStale_ = true;
+  if (!loadMarks_.empty()) {
+    loadMarks_.clear();
+    emit loadMarksChanged();
+  }
+  emit changed();
+}
+
+graph::NodeId ProjectDocument::addNode(const QString& type, QPointF pos) {
+  const std::string t = type.toStdString();
+  graph::NodeId id = 0;
+  edit(tr("Add %1").arg(type), [&](graph::Project& p) {
+    graph::Json options = graph::Json::object();
+    if (const graph::NodeType* nt = graph::find_node_type(t)) {
+      options = nt->default_options();
+    } else if (!p.find_block(t)) {
+      throw ValueError("unknown node type '" + t + "': pick one from the palette");
+    }
+    id = p.graph.add_node(t, freeNodeName(p.graph, t), options, pos.x(), pos.y());
+  });
+  return id;
+}
+
+void ProjectDocument::removeItems(const std::vector<graph::NodeId>& nodes,
+                                  const std::vector<graph::PortRef>& wires) {
+  const std::vector<graph::NodeId> all = withMembers(project_.graph, nodes);
+  QString text = all.empty() ? tr("Delete %n wire(s)", nullptr, static_cast<int>(wires.size()))
+                             : tr("Delete %n node(s)", nullptr, static_cast<int>(all.size()));
+  edit(text, [&](graph::Project& p) {
+    for (const graph::PortRef& to : wires) {
+      if (p.graph.edge_into(to)) p.graph.disconnect(to);
+    }
+    for (graph::NodeId id : all) {
+      if (p.graph.find(id)) p.graph.remove_node(id);
+    }
+    std::erase_if(p.probes, [&](const graph::ProbeSpec& probe) {
+      return std::find(all.begin(), all.end(), probe.node) != all.end();
+    });
+  });
+}
+
+bool ProjectDocument::connectPorts(const graph::PortRef& from, const graph::PortRef& to) {
+  return edit(tr("Connect %1.%2 to %3.%4")
+                  .arg(qs(project_.graph.at(from.node).name), qs(from.port),
+                       qs(project_.graph.at(to.node).name), qs(to.port)),
+              [&](graph::Project& p) {
+                if (p.graph.edge_into(to)) p.graph.disconnect(to);
+                p.graph.connect(from, to);
+              });
+}
+
+void ProjectDocument::disconnectPort(const graph::PortRef& to) {
+  edit(tr("Disconnect %1.%2").arg(qs(project_.graph.at(to.node).name), qs(to.port)),
+       [&](graph::Project& p) { p.graph.disconnect(to); });
+}
+
+ProjectDocument::ConnectionCheck ProjectDocument::checkConnection(const graph::PortRef& from,
+                                                                  const graph::PortRef& to) const {
+  if (from.node == to.node) return {tr("a node cannot feed itself"), {}};
+  graph::Project trial = project_;
+  try {
+    if (trial.graph.edge_into(to)) trial.graph.disconnect(to);
+    trial.graph.connect(from, to);
+  } catch (const Error& e) {
+    return {qs(e.what()), {}};
+  }
+  // Only what this wire causes at its target counts, not what was wrong before.
+  const QStringList before = problemsOf(to.node);
+  graph::Analysis after;
+  try {
+    after = graph::analyze(trial);
+  } catch (const std::exception& e) {
+    return {{}, qs(e.what())};
+  }
+  for (const graph::Problem& p : after.problems) {
+    if (p.node != to.node || !p.block.empty()) continue;
+    if (!p.port.empty() && p.port != to.port) continue;
+    if (!before.contains(qs(p.message))) return {{}, qs(p.message)};
+  }
+  return {};
+}
+
+void ProjectDocument::moveNodes(const std::map<graph::NodeId, QPointF>& positions) {
+  std::map<graph::NodeId, QPointF> from;
+  for (const auto& [id, pos] : positions) {
+    const graph::Node& n = project_.graph.at(id);
+    from[id] = QPointF(n.x, n.y);
+  }
+  undoStack_->push(new MoveNodesCommand(this, std::move(from), positions));
+}
+
+bool ProjectDocument::setNodeOptions(graph::NodeId node, const graph::Json& options) {
+  return edit(tr("Edit %1").arg(qs(project_.graph.at(node).name)), [&](graph::Project& p) {
+    graph::Node& n = p.graph.at(node);
+    if (const graph::NodeType* type = graph::find_node_type(n.type)) {
+      type->checked_options(options);  // refuse values the type does not allow
+    }
+    n.options = options;
+  });
+}
+
+bool ProjectDocument::renameModel(const QString& name) {
+  const std::string newName = name.trimmed().toStdString();
+  return edit(tr("Rename model to %1").arg(name.trimmed()), [&](graph::Project& p) {
+    if (newName.empty() || newName.find_first_of(". ") != std::string::npos) {
+      throw ValueError("model class name '" + newName +
+                       "' is not a valid class name: use letters, digits and _");
+    }
+    if (p.find_block(newName) || graph::find_node_type(newName)) {
+      throw ValueError("model class name '" + newName +
+                       "' is taken by a custom block or a node type: pick another");
+    }
+    p.name = newName;
+  });
+}
+
+bool ProjectDocument::renameNode(graph::NodeId node, const QString& name) {
+  const std::string newName = name.trimmed().toStdString();
+  return edit(tr("Rename to %1").arg(name.trimmed()), [&](graph::Project& p) {
+    graph::Node& n = p.graph.at(node);
+    if (newName == n.name) return;
+    if (newName.empty() || newName.find('.') != std::string::npos) {
+      throw ValueError("node name '" + newName +
+                       "' is not a valid attribute name: use letters, digits and _, no dots");
+    }
+    if (p.graph.find_by_name(newName)) {
+      throw ValueError("node name '" + newName + "' is taken: pick another name");
+    }
+    // A ModuleDict's active key is its member's name: it follows the rename.
+    if (const graph::Node* parent = p.graph.parent_of(node)) {
+      graph::Json& options = p.graph.at(parent->id).options;
+      if (options.is_object() && options.value("active", graph::Json()) == n.name) {
+        options["active"] = newName;
+      }
+    }
+    n.name = newName;
+  });
+}
+
+void ProjectDocument::setCollapsed(graph::NodeId group, bool collapsed) {
+  // The graph is laid out again around the group's new size, in the same undo step; the layout
+  // is deterministic, so expanding puts the members back where they were.
+  edit(collapsed ? tr("Collapse %1").arg(qs(project_.graph.at(group).name))
+                 : tr("Expand %1").arg(qs(project_.graph.at(group).name)),
+       [&](graph::Project& p) {
+         p.graph.at(group).collapsed = collapsed;
+         pendingLayout_ = graph::layout_graph(p);
+         graph::apply_layout(p, *pendingLayout_);
+       });
+  takePendingLayout();
+}
+
+void ProjectDocument::autoLayout() {
+  edit(tr("Auto-layout"), [&](graph::Project& p) {
+    pendingLayout_ = graph::layout_graph(p);
+    graph::apply_layout(p, *pendingLayout_);
+  });
+  takePendingLayout();
+}
+
+void ProjectDocument::setLayoutDirection(const QString& direction) {
+  edit(direction == "LR" ? tr("Lay out left to right") : tr("Lay out top to bottom"),
+       [&](graph::Project& p) {
+         p.layout_direction = direction.toStdString();
+         pendingLayout_ = graph::layout_graph(p);
+         graph::apply_layout(p, *pendingLayout_);
+       });
+  takePendingLayout();
+}
+
+void ProjectDocument::takePendingLayout() {
+  // An edit that changed nothing pushed no command, and restore() did not take the layout.
+  if (pendingLayout_) {
+    layout_ = std::move(*pendingLayout_);
+    layoutStale_ = false;
+  }
+  pendingLayout_.reset();
+}
+
+const graph::Layout& ProjectDocument::layout() const {
+  if (layoutStale_) relayout();
+  return layout_;
+}
+
+bool ProjectDocument::relayout() const {
+  layoutStale_ = false;
+  try {
+    layout_ = graph::layout_graph(project_);
+    return true;
+  } catch (const std::exception& e) {
+    layout_ = {};
+    // The canvas then draws plain wires and fits frames to their members.
+    emit const_cast<ProjectDocument*>(this)->logMessage(
+        tr("Could not lay out the graph: %1").arg(qs(e.what())));
+    return false;
+  }
+}
+
+void ProjectDocument::prepareForCanvas() {
+  graph::Graph& g = project_.graph;
+  const bool anyCollapsed =
+      std::any_of(g.nodes.begin(), g.nodes.end(), [](const graph::Node& n) { return n.collapsed; });
+  if (g.nodes.size() > kLargeGraph && !anyCollapsed) {
+    // Open at the module tree's first level: each top-level group shows its members, and
+    // groups nested in them are one box each until expanded.
+    for (graph::Node& n : g.nodes) {
+      const graph::Node* parent = g.parent_of(n.id);
+      if (isGroup(n) && parent) n.collapsed = true;
+    }
+    graphChanged();
+    layoutStale_ = true;
+  }
+  if (!layoutStale_ && layout_.boxes.empty()) return;  // the layout engine failed
+  if (layoutStale_ && !relayout()) return;
+  // Positions that make boxes overlap are no layout (a file written by hand), and neither are
+  // those of a file no layered layout made (layout_direction unset): the layout's positions
+  // replace them.
+  std::vector<std::pair<graph::NodeId, QRectF>> boxes;
+  for (const graph::Node& n : g.nodes) {
+    if (isGroup(n) && !n.collapsed && !n.members.empty()) continue;
+    if (graph::hidden_in_collapsed_group(g, n.id)) continue;
+    const graph::NodeSize size = graph::node_box_size(project_, n);
+    boxes.emplace_back(n.id, QRectF(n.x, n.y, size.width, size.height));
+  }
+  std::sort(boxes.begin(), boxes.end(),
+            [](const auto& a, const auto& b) { return a.second.left() < b.second.left(); });
+  bool overlap = false;
+  for (size_t i = 0; i < boxes.size() && !overlap; ++i) {
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      if (boxes[j].second.left() >= boxes[i].second.right()) break;
+      if (boxes[i].second.intersects(boxes[j].second)) {
+        overlap = true;
+        break;
+      }
+    }
+  }
+  if (!overlap && !project_.layout_direction.empty()) return;
+  project_.layout_direction = layout_.direction;
+  std::map<graph::NodeId, QPointF> positions;
+  for (const auto& [id, box] : layout_.boxes) positions[id] = QPointF(box.x, box.y);
+  applyPositions(positions);
+}
+
+void ProjectDocument::setParameterFrozen(const QString& name, bool frozen) {
+  const std::string key = name.toStdString();
+  edit(frozen ? tr("Freeze %1").arg(name) : tr("Unfreeze %1").arg(name), [&](graph::Project& p) {
+    std::vector<std::string>& list = p.frozen_parameters;
+    auto it = std::find(list.begin(), list.end(), key);
+    if (frozen && it == list.end()) list.push_back(key);
+    if (!frozen && it != list.end()) list.erase(it);
+  });
+}
+
+bool ProjectDocument::canProbe(graph::NodeId node) const {
+  const graph::Node* n = project_.graph.find(node);
+  if (!n) return false;
+  if (isGroup(*n) || project_.find_block(n->type)) return true;
+  const graph::NodeType* type = graph::find_node_type(n->type);
+  return type && type->make_module;
+}
+
+const graph::ProbeSpec* ProjectDocument::probeOf(graph::NodeId node) const {
+  for (const graph::ProbeSpec& p : project_.probes) {
+    if (p.node == node) return &p;
+  }
+  return nullptr;
+}
+
+bool ProjectDocument::addProbe(graph::NodeId node, graph::ProbeSpec spec) {
+  const graph::Node* n = project_.graph.find(node);
+  const QString name = n ? qs(n->name) : QString::number(node);
+  return edit(tr("Add probe to %1").arg(name), [&](graph::Project& p) {
+    if (!canProbe(node)) {
+      throw ValueError("node '" + name.toStdString() +
+                       "' has no module to place hooks on (a functional node, an Input or an "
+                       "Output, or no such node): probe a layer, a group or a block instance");
+    }
+    if (probeOf(node)) {
+      throw ValueError("node '" + name.toStdString() + "' already has a probe");
+    }
+    spec.node = node;
+    p.probes.push_back(std::move(spec));
+  });
+}
+
+bool ProjectDocument::removeProbe(graph::NodeId node) {
+  if (!probeOf(node)) return false;
+  return edit(tr("Remove probe from %1").arg(qs(project_.graph.at(node).name)),
+              [&](graph::Project& p) {
+                std::erase_if(p.probes, [&](const graph::ProbeSpec& s) { return s.node == node; });
+              });
+}
+
+bool ProjectDocument::isParameterFrozen(const QString& name) const {
+  const std::vector<std::string>& frozen = project_.frozen_parameters;
+  return std::find(frozen.begin(), frozen.end(), name.toStdString()) != frozen.end();
+}
+
+void ProjectDocument::setSelection(std::vector<graph::NodeId> nodes) {
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  if (nodes == selection_) return;
+  selection_ = std::move(nodes);
+  emit selectionChanged();
+}
+
+QString ProjectDocument::loadStateDict(const QString& path, bool strict) {
+  auto m = model();
+  if (!m)
+    throw ValueError("the graph has problems, so there is no model to load into: " +
+                     modelError_.toStdString());
+  const nn::StateDict sd = serialize::load_state_dict_file(path.toStdString());
+  const serialize::LoadReport report = serialize::compare_state_dict(*m, sd);
+
+  // Each key belongs to the node whose module name is its longest prefix (or, for the model's
+  // own Parameter and Buffer nodes, to the node of that name).
+  auto nodeOf = [&](const std::string& key) -> graph::NodeId {
+    graph::NodeId best = 0;
+    size_t bestLength = 0;
+    for (const graph::Node& n : project_.graph.nodes) {
+      if (n.name == key && !project_.graph.parent_of(n.id)) return n.id;
+      const std::string prefix = m->module_name(n.id);
+      if (prefix.empty() || prefix.size() <= bestLength) continue;
+      if (key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 &&
+          key[prefix.size()] == '.') {
+        best = n.id;
+        bestLength = prefix.size();
+      }
+    }
+    return best;
+  };
+  std::map<graph::NodeId, NodeLoadMark> marks;
+  auto mark = [&](const std::string& key, NodeLoadMark::Status status, const QString& line) {
+    const graph::NodeId id = nodeOf(key);
+    if (id == 0) return;
+    NodeLoadMark& mk = marks[id];
+    mk.status = std::max(mk.status, status);
+    if (!line.isEmpty()) mk.details << line;
+  };
+  for (const std::string& k : report.matched) mark(k, NodeLoadMark::Status::Matched, {});
+  for (const std::string& k : report.unexpected) {
+    mark(k, NodeLoadMark::Status::Unexpected, tr("unexpected: %1").arg(qs(k)));
+  }
+  for (const std::string& k : report.missing) {
+    mark(k, NodeLoadMark::Status::Missing, tr("missing: %1").arg(qs(k)));
+  }
+  for (const serialize::WrongShape& w : report.wrong_shape) {
+    mark(w.key, NodeLoadMark::Status::WrongShape,
+         tr("wrong shape: %1 is %2 in the file, %3 in the model")
+             .arg(qs(w.key), qs(shape_str(w.file)), qs(shape_str(w.expected))));
+  }
+  loadMarks_ = std::move(marks);
+  emit loadMarksChanged();
+
+  const QString name = QFileInfo(path).fileName();
+  if (!report.loadable(strict)) {
+    emit logMessage(tr("Did not load %1 (%2): %3")
+                        .arg(name, strict ? tr("strict") : tr("non-strict"), qs(report.str())));
+    return qs(report.str());
+  }
+  serialize::load_into(*m, sd, strict);
+  emit modelStateChanged();
+  emit stateLoaded();
+  emit logMessage(tr("Loaded %1: %2").arg(name, qs(report.str())));
+  return qs(report.str());
+}
+
+void ProjectDocument::setModelState(const nn::StateDict& state, const nn::StateDict& gradients) {
+  auto m = model();
+  if (!m) return;
+  m->load_state_dict(state, /*strict=*/true);
+  for (auto& [name, p] : m->named_parameters()) {
+    const Tensor* g = gradients.find(name);
+    p.set_grad(g ? g->clone() : Tensor());
+  }
+  emit modelStateChanged();
+}
+
+void ProjectDocument::saveStateDict(const QString& path) {
+  auto m = model();
+  if (!m)
+    throw ValueError("the graph has problems, so there is no model to save: " +
+                     modelError_.toStdString());
+  serialize::save_state_dict_file(m->state_dict(), path.toStdString());
+  emit logMessage(tr("Saved the state dict to %1").arg(QFileInfo(path).fileName()));
+}
+
+}  // namespace nns::ui
+
+namespace nns::ui {
+
+graph::NodeId ProjectDocument::groupNodes(const std::vector<graph::NodeId>& nodes,
+                                          const QString& type) {
+  const std::string t = type.toStdString();
+  // Members of selected groups come along with their group, so only the outermost nodes count.
+  std::vector<graph::NodeId> outermost;
+  for (graph::NodeId id : nodes) {
+    bool inner = false;
+    for (const graph::Node* a = project_.graph.parent_of(id); a;
+         a = project_.graph.parent_of(a->id)) {
+      inner = inner || std::find(nodes.begin(), nodes.end(), a->id) != nodes.end();
+    }
+    if (!inner) outermost.push_back(id);
+  }
+  graph::NodeId group = 0;
+  edit(tr("Group as %1").arg(type), [&](graph::Project& p) {
+    if (outermost.empty()) throw ValueError("select the nodes to group first");
+    std::string base = t;
+    base[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(base[0])));
+    group = graph::group_nodes(p.graph, outermost, t, graph::unique_name(p.graph, base));
+  });
+  if (group != 0) setSelection({group});
+  return group;
+}
+
+void ProjectDocument::ungroup(graph::NodeId group) {
+  edit(tr("Ungroup %1").arg(qs(project_.graph.at(group).name)),
+       [&](graph::Project& p) { graph::ungroup(p.graph, group); });
+}
+
+graph::NodeId ProjectDocument::makeBlock(const std::vector<graph::NodeId>& nodes,
+                                         const QString& blockName) {
+  graph::NodeId instance = 0;
+  edit(tr("Make block %1").arg(blockName), [&](graph::Project& p) {
+    instance = graph::make_block(p, p.graph, nodes, blockName.trimmed().toStdString());
+  });
+  if (instance != 0) setSelection({instance});
+  return instance;
+}
+
+void ProjectDocument::inlineBlock(graph::NodeId instance) {
+  std::vector<graph::NodeId> added;
+  edit(tr("Inline %1").arg(qs(project_.graph.at(instance).name)),
+       [&](graph::Project& p) { added = graph::inline_block(p, p.graph, instance); });
+  if (!added.empty()) setSelection(added);
+}
+
+graph::Json ProjectDocument::copyNodes(const std::vector<graph::NodeId>& nodes) const {
+  const std::vector<graph::NodeId> all = withMembers(project_.graph, nodes);
+  auto picked = [&](graph::NodeId id) {
+    return std::find(all.begin(), all.end(), id) != all.end();
+  };
+  graph::Graph clip;
+  for (const graph::Node& n : project_.graph.nodes) {
+    if (picked(n.id)) clip.insert_node(n);
+  }
+  for (const graph::Edge& e : project_.graph.edges) {
+    if (picked(e.from.node) && picked(e.to.node)) clip.edges.push_back(e);
+  }
+  return graph::graph_to_json(clip);
+}
+
+std::vector<graph::NodeId> ProjectDocument::pasteNodes(const graph::Json& clip, QPointF offset) {
+  std::vector<graph::NodeId> pasted;
+  edit(tr("Paste"), [&](graph::Project& p) {
+    const graph::Graph in = graph::graph_from_json(clip, "clipboard");
+    pasted = graph::paste_nodes(p.graph, in.nodes, in.edges, offset.x(), offset.y());
+  });
+  // Select the outermost pasted nodes, so that a move carries the groups' members along.
+  std::vector<graph::NodeId> top;
+  for (graph::NodeId id : pasted) {
+    const graph::Node* parent = project_.graph.parent_of(id);
+    if (!parent || std::find(pasted.begin(), pasted.end(), parent->id) == pasted.end()) {
+      top.push_back(id);
+    }
+  }
+  setSelection(top);
+  return pasted;
+}
+
+}  // namespace nns::ui

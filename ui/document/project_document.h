@@ -1,0 +1,216 @@
+#pragma once
+// ProjectDocument: the one place the window's widgets read and change the project. It holds
+// the graph::Project, the undo stack, the selection, the analysis of the graph (shapes and
+// problems) and the model built from it. Every edit goes through an undo command
+// (graph_commands.h), so undo and redo reach every change; widgets only listen to the signals.
+//
+//   ProjectDocument doc;
+//   graph::NodeId fc = doc.addNode("Linear", {100, 40});
+//   doc.setNodeOptions(fc, {{"in_features", 2}, {"out_features", 64}});
+//   doc.undoStack()->undo();   // the options are back to the defaults
+#include <QObject>
+#include <QPointF>
+#include <QString>
+#include <QUndoStack>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "engine/graph/builder.h"
+#include "engine/graph/layout.h"
+#include "engine/graph/project.h"
+#include "engine/serialize/serialize.h"
+
+namespace nns::ui {
+
+// What a project's graph is made of, as the undo commands keep it: plain values, cheap to
+// copy and compare (the spec holds no tensors), so a command is a before/after pair.
+struct GraphSnapshot {
+  graph::Graph graph;
+  std::vector<graph::BlockDef> blocks;
+  std::vector<graph::ProbeSpec> probes;
+  graph::Json extra;
+  std::string name;                 // the model's class name
+  std::vector<std::string> frozen;  // Project::frozen_parameters
+  std::string layoutDirection;      // Project::layout_direction
+  bool operator==(const GraphSnapshot&) const = default;
+};
+
+// How a loaded state dict matched one node's parameters and buffers.
+struct NodeLoadMark {
+  enum class Status { Matched, Unexpected, Missing, WrongShape };  // worst last
+  Status status = Status::Matched;
+  QStringList details;  // one line per key that did not match
+};
+
+class ProjectDocument : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit ProjectDocument(QObject* parent = nullptr);
+  ~ProjectDocument() override;
+
+  const graph::Project& project() const { return project_; }
+  QUndoStack* undoStack() const { return undoStack_; }
+  const graph::Analysis& analysis() const { return analysis_; }
+  // Problems of one node (all of them when port is empty, else those of that port).
+  QStringList problemsOf(graph::NodeId node, const std::string& port = {}) const;
+
+  // The model the graph builds (nullptr while the graph has problems: modelError() says why).
+  // Built on first use after a change; parameters of unchanged layers keep their values.
+  std::shared_ptr<graph::GraphModule> model();
+  QString modelError() const { return modelError_; }
+
+  // ---- Files ----
+  QString filePath() const { return filePath_; }
+  bool isModified() const { return !undoStack_->isClean(); }
+  void newProject();
+  // Replaces the project with a file's; throws the engine's error (the document is unchanged).
+  void load(const QString& path);
+  void save(const QString& path);
+  // Replaces the project with one from memory (crash recovery, the built-in example).
+  void setProject(graph::Project project, const QString& path);
+
+  // ---- Edits (each one undo step; an engine error is logged and changes nothing) ----
+  graph::NodeId addNode(const QString& type, QPointF pos);
+  void removeItems(const std::vector<graph::NodeId>& nodes,
+                   const std::vector<graph::PortRef>& wires);
+  // Connects, replacing the wire that fed `to` (if any). False when refused.
+  bool connectPorts(const graph::PortRef& from, const graph::PortRef& to);
+  void disconnectPort(const graph::PortRef& to);
+  // What connecting from -> to would do: a refusal (no such port, a cycle; the wire cannot be
+  // made) or a warning (the wire can be made, but the target then has a problem, such as a
+  // shape that does not fit: the user may be about to fix the options).
+  struct ConnectionCheck {
+    QString refusal;
+    QString warning;
+  };
+  ConnectionCheck checkConnection(const graph::PortRef& from, const graph::PortRef& to) const;
+  void moveNodes(const std::map<graph::NodeId, QPointF>& positions);
+  bool setNodeOptions(graph::NodeId node, const graph::Json& options);
+  bool renameNode(graph::NodeId node, const QString& name);
+  // Renames the model's class (Net, BigNet): what its repr prints; block names must differ.
+  bool renameModel(const QString& name);
+  // Groups the selected nodes into a container (Sequential, ModuleList, ModuleDict).
+  graph::NodeId groupNodes(const std::vector<graph::NodeId>& nodes, const QString& type);
+  void ungroup(graph::NodeId group);
+  // Moves the nodes into a new custom block (a module class) and puts an instance in their
+  // place; inlining puts the block's nodes back.
+  graph::NodeId makeBlock(const std::vector<graph::NodeId>& nodes, const QString& blockName);
+  void inlineBlock(graph::NodeId instance);
+  // Collapses or expands a group and lays the graph out again (one undo step).
+  void setCollapsed(graph::NodeId group, bool collapsed);
+  // The nodes (with the wires between them) as JSON for the clipboard, and back.
+  graph::Json copyNodes(const std::vector<graph::NodeId>& nodes) const;
+  std::vector<graph::NodeId> pasteNodes(const graph::Json& clip, QPointF offset);
+  // Lays the graph out with graph::layout_graph (one undo step), in the project's direction.
+  void autoLayout();
+  // "TB" or "LR": lays the graph out that way (one undo step with the new positions).
+  void setLayoutDirection(const QString& direction);
+  // The layout last made for the project as it is drawn now (its groups open or collapsed):
+  // the wires' routes and the frames' boxes, valid where the nodes are still where it put
+  // them. Made on opening a project, by autoLayout(), and when a group collapses or expands.
+  const graph::Layout& layout() const;
+  // Readies an opened project for the canvas, without an undo step: a large graph (over
+  // kLargeGraph nodes) with no collapsed group gets the groups nested in other groups
+  // collapsed; a graph with no positions (boxes that overlap) gets laid out.
+  static constexpr size_t kLargeGraph = 150;
+  void prepareForCanvas();
+  // Freezes or unfreezes a parameter by its qualified name; kept in the project file.
+  void setParameterFrozen(const QString& name, bool frozen);
+  bool isParameterFrozen(const QString& name) const;
+
+  // ---- Probes (engine/train/probes.h): hooks on a node's module while training ----
+  // Whether the node makes a module to place hooks on (a layer, a group, a block instance;
+  // not a functional node, an Input or an Output).
+  bool canProbe(graph::NodeId node) const;
+  const graph::ProbeSpec* probeOf(graph::NodeId node) const;
+  // One undo step each (spec.node is set to node). Refused (false, logged) for a node that
+  // cannot carry a probe or already has one; removing a node without a probe does nothing.
+  bool addProbe(graph::NodeId node, graph::ProbeSpec spec = {});
+  bool removeProbe(graph::NodeId node);
+
+  // Runs fn on a copy of the project's graph and pushes the difference as one undo step
+  // named text. An nns::Error from fn is logged and nothing changes; an fn that changes
+  // nothing pushes nothing. Returns whether the edit holds.
+  bool edit(const QString& text, const std::function<void(graph::Project&)>& fn);
+
+  // ---- Dataset and training settings ----
+  // One undo step each; consecutive edits with the same text (a spin box's steps) merge into
+  // one. An edit that changes nothing pushes nothing.
+  void setDatasetSettings(const graph::DatasetSettings& settings, const QString& text);
+  void setTrainingSettings(const graph::TrainingSettings& settings, const QString& text);
+
+  // ---- Selection ----
+  const std::vector<graph::NodeId>& selection() const { return selection_; }
+  void setSelection(std::vector<graph::NodeId> nodes);
+
+  // ---- State dicts ----
+  // Loads a state dict file into the model and marks each node with how its keys matched.
+  // Strict loads refuse missing and unexpected keys. Returns the report's summary.
+  QString loadStateDict(const QString& path, bool strict);
+  // The values of a model built from this project (the trained one: TrainingController keeps
+  // this model equal to its session's at rest) into the document's model, and its parameters'
+  // last gradients (by parameter name; copied; none where absent); strict, so a state of
+  // another graph is refused with the engine's error and changes nothing.
+  void setModelState(const nn::StateDict& state, const nn::StateDict& gradients = nn::StateDict());
+  void saveStateDict(const QString& path);
+  const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
+
+  // Used by the undo commands only.
+  GraphSnapshot snapshot() const;
+  void restore(const GraphSnapshot& snapshot);
+  void applyPositions(const std::map<graph::NodeId, QPointF>& positions);
+  void restoreSettings(const graph::DatasetSettings& dataset,
+                       const graph::TrainingSettings& training);
+
+ signals:
+  // Another project took this one's place (setProject: new, opened, recovered); changed()
+  // and the others follow.
+  void projectReplaced();
+  // The graph changed (nodes, wires, options, groups): redraw and re-read.
+  void changed();
+  // The dataset or training settings changed.
+  void settingsChanged();
+  // Only positions changed.
+  void nodesMoved(const std::vector<graph::NodeId>& nodes);
+  void selectionChanged();
+  void filePathChanged(const QString& path);
+  // The model's parameters changed in place (freezing, a loaded state dict).
+  void modelStateChanged();
+  // loadStateDict() put a file's values into the model (after modelStateChanged).
+  void stateLoaded();
+  // The state-dict match marks changed.
+  void loadMarksChanged();
+  // project().probes changed (added, removed, or by undo and redo).
+  void probesChanged();
+  void logMessage(const QString& text);
+
+ private:
+  void graphChanged();
+  // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
+  // layout engine fails.
+  bool relayout() const;
+  void takePendingLayout();
+  void applyFrozen(graph::GraphModule& model) const;
+
+  graph::Project project_;
+  QUndoStack* undoStack_;
+  QString filePath_;
+  std::vector<graph::NodeId> selection_;
+  graph::Analysis analysis_;
+  std::shared_ptr<graph::GraphModule> model_;
+  bool modelStale_ = true;
+  QString modelError_;
+  std::map<graph::NodeId, NodeLoadMark> loadMarks_;
+  // Made on first use after what the canvas draws as boxes changed (layout() is const).
+  mutable graph::Layout layout_;
+  mutable bool layoutStale_ = true;
+  // A layout an edit made for its new state, taken by restore() instead of making it again.
+  std::optional<graph::Layout> pendingLayout_;
+};
+
+}  // namespace nns::ui

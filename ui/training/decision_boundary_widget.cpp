@@ -1,0 +1,274 @@
+#include "ui/training/decision_boundary_widget.h"
+
+#include <QPainter>
+#include <QPainterPath>
+#include <QTimer>
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "engine/tensor/factories.h"
+#include "ui/training/training_controller.h"
+
+namespace nns::ui {
+namespace {
+
+constexpr double kMargin = 0.1;  // of the data's extent, on each side
+
+// The range of column `col` of a float [N, D] tensor's elements, widened by kMargin of its
+// size on each side: the part of the plane the picture shows.
+std::pair<double, double> paddedExtent(const std::vector<float>& values, int64_t cols,
+                                       int64_t col) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = static_cast<size_t>(col); i < values.size(); i += static_cast<size_t>(cols)) {
+    lo = std::min(lo, static_cast<double>(values[i]));
+    hi = std::max(hi, static_cast<double>(values[i]));
+  }
+  if (!(lo <= hi)) {
+    lo = 0;
+    hi = 1;
+  } else if (hi - lo < 1e-9) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  return {lo - kMargin * (hi - lo), hi + kMargin * (hi - lo)};
+}
+
+}  // namespace
+
+DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, QWidget* parent)
+    : QWidget(parent), controller_(controller), timer_(new QTimer(this)) {
+  setMinimumSize(180, 180);
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  connect(controller_, &TrainingController::sessionReset, this, &DecisionBoundaryWidget::takeData);
+  connect(controller_, &TrainingController::predictionArrived, this,
+          &DecisionBoundaryWidget::showPrediction);
+  connect(timer_, &QTimer::timeout, this, &DecisionBoundaryWidget::tick);
+  timer_->start(1000 / kRateHz);
+  takeData();
+}
+
+QColor DecisionBoundaryWidget::classColor(int64_t c) {
+  // Playground's orange and blue first, then the tab10 palette.
+  static const QColor colors[] = {{245, 147, 34},  {8, 119, 189}, {44, 160, 44},   {214, 39, 40},
+                                  {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127},
+                                  {188, 189, 34},  {23, 190, 207}};
+  return colors[static_cast<size_t>(c) % std::size(colors)];
+}
+
+void DecisionBoundaryWidget::takeData() {
+  // A message from an earlier session (e.g. the empty project at startup) must not outlive it.
+  why_.clear();
+  mode_ = Mode::None;
+  pending_ = 0;
+  requestedStep_ = shownStep_ = -1;
+  heatmap_ = QImage();
+  points_ = QPixmap();
+  curve_.clear();
+  train::TrainingSession* session = controller_->session();
+  if (!session) {
+    why_ = tr("No model to train: %1").arg(controller_->lastError());
+    update();
+    return;
+  }
+  const data::Dataset& train = session->train_set();
+  const data::Dataset& test = session->test_set();
+  trainX_ = train.inputs.to_vector<float>();
+  testX_ = test.size() > 0 ? test.inputs.to_vector<float>() : std::vector<float>{};
+  trainClass_.clear();
+  testClass_.clear();
+  trainValue_.clear();
+  testValue_.clear();
+  const std::vector<float>& inputs = trainX_;
+  if (train.input_kind == data::InputKind::Points2D &&
+      train.task == data::TaskKind::Classification) {
+    trainClass_ = train.targets.to_vector<int64_t>();
+    if (test.size() > 0) testClass_ = test.targets.to_vector<int64_t>();
+    mode_ = Mode::Heatmap;
+    std::tie(x0_, x1_) = paddedExtent(inputs, 2, 0);
+    std::tie(y0_, y1_) = paddedExtent(inputs, 2, 1);
+    std::vector<float> grid(static_cast<size_t>(kGrid * kGrid * 2));
+    // Row r of the image is y from the top (y1) down; cell centres.
+    for (int r = 0; r < kGrid; ++r) {
+      for (int c = 0; c < kGrid; ++c) {
+        const size_t i = static_cast<size_t>(r * kGrid + c) * 2;
+        grid[i] = static_cast<float>(x0_ + (c + 0.5) * (x1_ - x0_) / kGrid);
+        grid[i + 1] = static_cast<float>(y1_ - (r + 0.5) * (y1_ - y0_) / kGrid);
+      }
+    }
+    grid_ = from_vector(grid, {kGrid * kGrid, 2});
+  } else if (train.input_kind == data::InputKind::Curve1D &&
+             train.task == data::TaskKind::Regression) {
+    mode_ = Mode::Curve;
+    trainValue_ = train.targets.to_vector<float>();
+    if (test.size() > 0) testValue_ = test.targets.to_vector<float>();
+    std::tie(x0_, x1_) = paddedExtent(inputs, 1, 0);
+    std::tie(y0_, y1_) = paddedExtent(trainValue_, 1, 0);
+    std::vector<float> xs(kCurvePoints);
+    for (int i = 0; i < kCurvePoints; ++i) {
+      xs[static_cast<size_t>(i)] = static_cast<float>(x0_ + i * (x1_ - x0_) / (kCurvePoints - 1));
+    }
+    grid_ = from_vector(xs, {kCurvePoints, 1});
+  } else {
+    why_ = tr("No decision boundary for %1 data (%2 inputs)")
+               .arg(QString::fromStdString(train.name),
+                    QString::fromStdString(data::input_kind_name(train.input_kind)));
+  }
+  update();
+}
+
+void DecisionBoundaryWidget::tick() {
+  if (mode_ == Mode::None || pending_ != 0 || !isVisible()) return;
+  const int64_t step = controller_->status().step;
+  if (step == requestedStep_) return;
+  pending_ = controller_->requestPrediction(grid_);
+  if (pending_ != 0) requestedStep_ = step;
+}
+
+void DecisionBoundaryWidget::showPrediction(const train::Prediction& prediction) {
+  if (pending_ == 0 || prediction.id != pending_) return;
+  pending_ = 0;
+  if (!prediction.error.empty() || !prediction.outputs.defined()) {
+    why_ = QString::fromStdString(prediction.error);
+    heatmap_ = QImage();
+    curve_.clear();
+    update();
+    return;
+  }
+  why_.clear();
+  const Tensor& out = prediction.outputs;
+  const std::vector<float> values = out.to_vector<float>();
+  const int64_t rows = out.dim() > 0 ? out.size(0) : 0;
+  const int64_t cols = rows > 0 ? static_cast<int64_t>(values.size()) / rows : 0;
+  if (mode_ == Mode::Heatmap) {
+    if (rows != kGrid * kGrid || cols < 1) return;
+    QImage image(kGrid, kGrid, QImage::Format_RGB32);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = values.data() + i * cols;
+      int64_t best = 0;
+      double confidence = 1;
+      if (cols == 1) {
+        // One logit: a binary classifier (BCEWithLogitsLoss).
+        const double p = 1 / (1 + std::exp(-static_cast<double>(row[0])));
+        best = p >= 0.5 ? 1 : 0;
+        confidence = std::max(p, 1 - p);
+      } else {
+        best = std::max_element(row, row + cols) - row;
+        double sum = 0;
+        for (int64_t c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(row[c] - row[best]));
+        confidence = 1 / sum;
+      }
+      // From "no better than chance" (white) to "certain" (the class colour, lightened a
+      // little so the points on top stay visible).
+      const double chance = 1.0 / static_cast<double>(std::max<int64_t>(cols, 2));
+      const double t = std::clamp((confidence - chance) / (1 - chance), 0.0, 1.0) * 0.7 + 0.08;
+      const QColor c = classColor(best);
+      auto mix = [t](int v) { return static_cast<int>(std::lround(255 + (v - 255) * t)); };
+      image.setPixel(static_cast<int>(i % kGrid), static_cast<int>(i / kGrid),
+                     qRgb(mix(c.red()), mix(c.green()), mix(c.blue())));
+    }
+    heatmap_ = std::move(image);
+  } else if (mode_ == Mode::Curve) {
+    if (rows != kCurvePoints || cols < 1) return;
+    const std::vector<float> xs = grid_.to_vector<float>();
+    curve_.clear();
+    for (int64_t i = 0; i < rows; ++i) {
+      curve_.emplace_back(xs[static_cast<size_t>(i)], values[static_cast<size_t>(i * cols)]);
+    }
+  }
+  shownStep_ = prediction.step;
+  ++predictionsShown_;
+  update();
+}
+
+QRectF DecisionBoundaryWidget::plotRect() const {
+  const double side = std::max(10, std::min(width(), height()) - 12);
+  const QRectF all = rect();
+  if (mode_ == Mode::Curve) return all.adjusted(8, 8, -8, -8);
+  return QRectF(all.center().x() - side / 2, all.center().y() - side / 2, side, side);
+}
+
+QPointF DecisionBoundaryWidget::toWidget(double x, double y) const {
+  const QRectF r = plotRect();
+  return {r.left() + (x - x0_) / (x1_ - x0_) * r.width(),
+          r.bottom() - (y - y0_) / (y1_ - y0_) * r.height()};
+}
+
+void DecisionBoundaryWidget::drawPoints(QPainter& p) const {
+  const QRectF area = plotRect();
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setClipRect(area);
+  if (mode_ == Mode::Heatmap) {
+    const double r = std::clamp(area.width() / 110, 2.0, 4.0);
+    p.setPen(QPen(QColor(255, 255, 255, 200), 0.8));
+    for (size_t i = 0; i < trainClass_.size(); ++i) {
+      p.setBrush(classColor(trainClass_[i]));
+      p.drawEllipse(toWidget(trainX_[2 * i], trainX_[2 * i + 1]), r, r);
+    }
+    p.setBrush(Qt::white);
+    for (size_t i = 0; i < testClass_.size(); ++i) {
+      p.setPen(QPen(classColor(testClass_[i]).darker(115), 1.6));
+      p.drawEllipse(toWidget(testX_[2 * i], testX_[2 * i + 1]), r, r);
+    }
+  } else if (mode_ == Mode::Curve) {
+    p.setPen(Qt::NoPen);
+    p.setBrush(classColor(1));
+    for (size_t i = 0; i < trainValue_.size(); ++i) {
+      p.drawEllipse(toWidget(trainX_[i], trainValue_[i]), 2.5, 2.5);
+    }
+    p.setBrush(Qt::white);
+    p.setPen(QPen(classColor(1), 1.4));
+    for (size_t i = 0; i < testValue_.size(); ++i) {
+      p.drawEllipse(toWidget(testX_[i], testValue_[i]), 2.5, 2.5);
+    }
+  }
+}
+
+void DecisionBoundaryWidget::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), palette().window());
+  if (mode_ == Mode::None) {
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap, why_);
+    return;
+  }
+  const QRectF area = plotRect();
+  p.fillRect(area, Qt::white);
+  if (!heatmap_.isNull()) {
+    p.setRenderHint(QPainter::SmoothPixmapTransform, true);
+    p.drawImage(area, heatmap_);
+  }
+  // The data points never change while the session lives: drawn once per size into a layer
+  // (1000 antialiased circles per frame would cost more than the rest of the picture).
+  const qreal dpr = devicePixelRatioF();
+  if (points_.isNull() || points_.size() != size() * dpr) {
+    points_ = QPixmap(size() * dpr);
+    points_.setDevicePixelRatio(dpr);
+    points_.fill(Qt::transparent);
+    QPainter layer(&points_);
+    drawPoints(layer);
+  }
+  p.drawPixmap(0, 0, points_);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  if (mode_ == Mode::Curve) {
+    p.setClipRect(area);
+    if (!curve_.empty()) {
+      QPainterPath path(toWidget(curve_[0].x(), curve_[0].y()));
+      for (size_t i = 1; i < curve_.size(); ++i)
+        path.lineTo(toWidget(curve_[i].x(), curve_[i].y()));
+      p.setPen(QPen(classColor(0), 2.5));
+      p.setBrush(Qt::NoBrush);
+      p.drawPath(path);
+    }
+  }
+  p.setClipping(false);
+  p.setPen(QPen(palette().color(QPalette::Mid), 1));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(area);
+  if (!why_.isEmpty()) {
+    p.setPen(Qt::darkRed);
+    p.drawText(area.adjusted(6, 6, -6, -6), Qt::AlignTop | Qt::AlignLeft | Qt::TextWordWrap, why_);
+  }
+}
+
+}  // namespace nns::ui

@@ -1,0 +1,562 @@
+#include "ui/training/training_controller.h"
+
+#include <QDateTime>
+#include <QFileInfo>
+#include <QTimer>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+
+#include "engine/cpu/threads.h"
+#include "engine/graph/builder.h"
+#include "engine/serialize/serialize.h"
+#include "ui/document/project_document.h"
+#include "ui/document/qt_strings.h"
+
+namespace nns::ui {
+namespace {
+
+// A checkpoint save or load pauses the worker for this long at most (one step takes
+// milliseconds; a longer wait means a step is stuck and the user is told).
+constexpr std::chrono::milliseconds kIdleWait{5000};
+// Evaluation passes in eval mode: at most one per this many milliseconds while training.
+constexpr qint64 kEvalEveryMs = 500;
+
+// The training settings without what a session takes live (learning rate, batch size): two
+// sessions made from settings equal in this form differ only in what set_lr and
+// set_batch_size change.
+graph::TrainingSettings withoutLive(graph::TrainingSettings t) {
+  if (t.optimizer_options.is_object()) t.optimizer_options.erase("lr");
+  t.batch_size = 0;
+  return t;
+}
+
+std::optional<double> learningRateOf(const graph::TrainingSettings& t) {
+  if (t.optimizer_options.is_object() && t.optimizer_options.contains("lr") &&
+      t.optimizer_options["lr"].is_number()) {
+    return t.optimizer_options["lr"].get<double>();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// What the session was made from: a change to any of it (but the probes, the learning rate
+// and the batch size, which the session takes live) makes a new session.
+struct TrainingController::Built {
+  graph::Graph graph;
+  std::vector<graph::BlockDef> blocks;
+  std::string name;
+  graph::Json extra;
+  std::vector<std::string> frozen;
+  graph::DatasetSettings dataset;
+  graph::TrainingSettings training;  // withoutLive()
+  std::optional<double> lr;
+  int64_t batchSize = 0;
+  // The probes placed, by node, with the spec each was placed from.
+  std::map<graph::NodeId, std::pair<graph::ProbeSpec, train::ProbeId>> probes;
+
+  // The frozen set is left out: applyFrozen() sets the flags on the session's model.
+  bool sameModelAndData(const graph::Project& p) const {
+    return graph == p.graph && blocks == p.blocks && name == p.name && extra == p.extra &&
+           dataset == p.dataset && training == withoutLive(p.training);
+  }
+};
+
+TrainingController::TrainingController(ProjectDocument* document, QObject* parent)
+    : QObject(parent), document_(document), timer_(new QTimer(this)) {
+  qRegisterMetaType<nns::train::SessionStatus>();
+  qRegisterMetaType<nns::train::Evaluation>();
+  qRegisterMetaType<nns::train::Prediction>();
+  // One BLAS thread: OpenBLAS's idle threads spin and take the core the window and the X
+  // server need while the worker trains (engine/cpu/threads.h has the figures). A user's
+  // OPENBLAS_NUM_THREADS wins.
+  if (qEnvironmentVariableIsEmpty("OPENBLAS_NUM_THREADS")) nns::set_num_threads(1);
+  connect(document_, &ProjectDocument::changed, this, &TrainingController::onDocumentChanged);
+  connect(document_, &ProjectDocument::settingsChanged, this,
+          &TrainingController::onDocumentChanged);
+  // Probe and frozen-set edits leave the graph as it is.
+  connect(document_, &ProjectDocument::modelStateChanged, this,
+          &TrainingController::onDocumentChanged);
+  connect(document_, &ProjectDocument::probesChanged, this, &TrainingController::onDocumentChanged);
+  // Another project's model owes nothing to this one's weights, whatever its node ids.
+  connect(document_, &ProjectDocument::projectReplaced, this, [this] {
+    keepLearned_ = false;
+    learned_ = false;
+    // The old project's run ends with it; the next poll makes the new project's session.
+    pause();
+    stale_ = true;
+  });
+  connect(document_, &ProjectDocument::stateLoaded, this, &TrainingController::takeLoadedState);
+  timer_->setTimerType(Qt::PreciseTimer);
+  connect(timer_, &QTimer::timeout, this, &TrainingController::poll);
+  timer_->start(kPollMs);
+}
+
+TrainingController::~TrainingController() = default;
+
+train::TrainingSession* TrainingController::session() {
+  if (stale_ && !isRunning()) rebuild();
+  return session_.get();
+}
+
+bool TrainingController::isRunning() const {
+  return session_ && (runRequested_ || session_->status().state == train::RunState::Running);
+}
+
+graph::NodeId TrainingController::probeNode(train::ProbeId probe) const {
+  auto it = probeNodes_.find(probe);
+  return it == probeNodes_.end() ? 0 : it->second;
+}
+
+train::ProbeId TrainingController::probeOf(graph::NodeId node) const {
+  if (!built_) return 0;
+  auto it = built_->probes.find(node);
+  return it == built_->probes.end() ? 0 : it->second.second;
+}
+
+graph::NodeId TrainingController::nodeOfModule(const std::string& modulePath) const {
+  if (modulePath.empty()) return 0;
+  const std::string first = modulePath.substr(0, modulePath.find('.'));
+  for (const graph::Node& n : document_->project().graph.nodes) {
+    if (n.name == first) return n.id;
+  }
+  return 0;
+}
+
+QString TrainingController::moduleNameOf(graph::NodeId node) const {
+  const auto* model =
+      session_ ? dynamic_cast<const graph::GraphModule*>(session_->model().get()) : nullptr;
+  if (!model || !model->node_module(node)) return {};
+  return qs(model->module_name(node));
+}
+
+uint64_t TrainingController::requestPrediction(const Tensor& inputs) {
+  train::TrainingSession* s = session();
+  return s ? s->predict(inputs) : 0;
+}
+
+void TrainingController::onDocumentChanged() {
+  if (built_ && built_->sameModelAndData(document_->project())) {
+    applyLiveSettings();
+    syncProbes();
+    if (built_->frozen != document_->project().frozen_parameters && !isRunning()) applyFrozen();
+    return;
+  }
+  stale_ = true;
+  // A session that is not running is replaced at the next poll, so that a burst of edits
+  // (a drag of a slider) makes one session, not one per edit.
+}
+
+void TrainingController::applyLiveSettings() {
+  if (!session_) return;
+  const graph::TrainingSettings& t = document_->project().training;
+  const std::optional<double> lr = learningRateOf(t);
+  if (lr && lr != built_->lr) session_->set_lr(*lr);
+  built_->lr = lr;
+  if (t.batch_size != built_->batchSize && t.batch_size >= 1) {
+    session_->set_batch_size(t.batch_size);
+  }
+  built_->batchSize = t.batch_size;
+}
+
+void TrainingController::rebuild() {
+  stale_ = false;
+  runRequested_ = false;
+  const bool hadSession = session_ != nullptr;
+  // What the old run learned, unless it is to be dropped or is not worth keeping (nothing
+  // trained yet, or a failed run's non-finite values).
+  nn::ModulePtr learned;
+  graph::Graph learnedGraph;
+  bool fromFile = false;
+  if (keepLearned_ && session_ && built_) {
+    const train::SessionStatus st = session_->status();
+    if ((st.step > 0 || learned_) && st.state != train::RunState::Failed) {
+      learned = session_->model();
+      learnedGraph = built_->graph;
+    }
+  } else if (keepLearned_ && learned_) {
+    // No session held them (the graph had problems when they were loaded): the document did.
+    learned = document_->model();
+    learnedGraph = document_->project().graph;
+    fromFile = true;
+  }
+  keepLearned_ = true;
+  learned_ = false;
+  // The old worker stops (and joins) before the new one starts; its model is only read from
+  // here on.
+  session_.reset();
+  built_.reset();
+  probeNodes_.clear();
+  const graph::Project& project = document_->project();
+  graph::Project withoutProbes = project;
+  // The probes are placed below, where their ids are known.
+  withoutProbes.probes.clear();
+  const QString base = document_->filePath().isEmpty()
+                           ? QString(".")
+                           : QFileInfo(document_->filePath()).absolutePath();
+  ++sessionsMade_;
+  try {
+    session_ = train::make_session(withoutProbes, base.toStdString());
+    lastError_.clear();
+  } catch (const std::exception& e) {
+    lastError_ = qs(e.what());
+  }
+  if (session_) {
+    auto built = std::make_unique<Built>();
+    built->graph = project.graph;
+    built->blocks = project.blocks;
+    built->name = project.name;
+    built->extra = project.extra;
+    built->frozen = project.frozen_parameters;
+    built->dataset = project.dataset;
+    built->training = withoutLive(project.training);
+    built->lr = learningRateOf(project.training);
+    built->batchSize = project.training.batch_size;
+    built_ = std::move(built);
+    if (auto* from = dynamic_cast<graph::GraphModule*>(learned.get())) {
+      learned_ = carryLearned(*from, learnedGraph, /*quiet=*/fromFile);
+    }
+    applyFrozen();
+    syncProbes();
+  }
+  status_ = session_ ? session_->status() : train::SessionStatus{};
+  epochsSent_ = 0;
+  resetsSeen_ = status_.resets;
+  evaluationSent_.reset();
+  failureSent_ = false;
+  if (hadSession || session_) emit sessionReset();
+  emit statusChanged(status_);
+}
+
+void TrainingController::applyFrozen() {
+  // Only with the worker idle: the flags are the model's, which it reads in every step.
+  if (!session_ || !session_->wait_idle(std::chrono::milliseconds(0))) return;
+  const std::vector<std::string>& frozen = document_->project().frozen_parameters;
+  for (auto& [name, param] : session_->model()->named_parameters()) {
+    param.requires_grad_(std::find(frozen.begin(), frozen.end(), name) == frozen.end());
+  }
+  built_->frozen = frozen;
+}
+
+void TrainingController::syncProbes() {
+  if (!session_ || !built_) return;
+  const std::vector<graph::ProbeSpec>& specs = document_->project().probes;
+  auto& placed = built_->probes;
+  for (auto it = placed.begin(); it != placed.end();) {
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const graph::ProbeSpec& s) {
+      return s.node == it->first && s == it->second.first;
+    });
+    if (spec != specs.end()) {
+      ++it;
+      continue;
+    }
+    session_->remove_probe(it->second.second);
+    probeNodes_.erase(it->second.second);
+    it = placed.erase(it);
+  }
+  for (const graph::ProbeSpec& spec : specs) {
+    if (placed.count(spec.node)) continue;
+    const QString module = moduleNameOf(spec.node);
+    // A node the running session's model does not have yet gets its probe with the next
+    // session; one without a module (Input, Output, a function) gets none.
+    if (module.isNull()) continue;
+    try {
+      const train::ProbeId id =
+          session_->add_probe(module.toStdString(),
+                              train::ProbeOptions{spec.activations, spec.gradients, spec.parameters,
+                                                  spec.every, spec.max_overhead});
+      placed[spec.node] = {spec, id};
+      probeNodes_[id] = spec.node;
+    } catch (const Error& e) {
+      emit message(tr("Probe on %1 not placed: %2").arg(module, qs(e.what())));
+    }
+  }
+}
+
+bool TrainingController::carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph,
+                                      bool quiet) {
+  auto* to = dynamic_cast<graph::GraphModule*>(session_->model().get());
+  // A new session's worker waits for its first command; the wait only makes that certain.
+  if (!to || !session_->wait_idle(std::chrono::seconds(5))) return false;
+  const graph::Graph& graph = document_->project().graph;
+  graph::CarriedState carried;
+  try {
+    carried = graph::carry_state(from, *to, graph);
+  } catch (const Error& e) {
+    emit message(tr("The trained weights were not kept: %1").arg(qs(e.what())));
+    return false;
+  }
+  if (quiet) return carried.tensors > 0;
+  auto names = [&](const std::vector<graph::NodeId>& ids, const graph::Graph& g) {
+    QStringList out;
+    for (graph::NodeId id : ids) {
+      if (const graph::Node* n = g.find(id)) out << qs(n->name);
+    }
+    return out.join(", ");
+  };
+  if (carried.tensors == 0) {
+    emit message(tr("The edited model starts from fresh weights: no node kept its shape"));
+    return false;
+  }
+  QString text = carried.kept.empty()
+                     ? tr("Kept part of the weights")
+                     : tr("Kept the weights of %1").arg(names(carried.kept, graph));
+  if (!carried.mixed.empty()) text += tr("; partly kept: %1").arg(names(carried.mixed, graph));
+  if (!carried.fresh.empty()) text += tr("; fresh: %1").arg(names(carried.fresh, graph));
+  // Nodes of the old graph that are gone, for the record.
+  std::vector<graph::NodeId> gone;
+  for (const graph::Node& n : fromGraph.nodes) {
+    if (!graph.find(n.id) && from.node_module(n.id)) gone.push_back(n.id);
+  }
+  if (!gone.empty()) text += tr("; removed: %1").arg(names(gone, fromGraph));
+  emit message(text + tr(" (%1 tensors). Reset starts from fresh weights.").arg(carried.tensors));
+  return true;
+}
+
+void TrainingController::takeLoadedState() {
+  learned_ = true;
+  const std::shared_ptr<graph::GraphModule> loaded = document_->model();
+  if (!loaded || !session()) return;  // the next session takes them (rebuild)
+  withIdleSession(tr("Load state dict"), [&](train::TrainingSession& s) {
+    s.model()->load_state_dict(loaded->state_dict(), /*strict=*/true);
+    emit message(tr("Training goes on from the loaded weights"));
+  });
+}
+
+bool TrainingController::syncDocumentModel() {
+  if (!session_ || stale_) return false;
+  if (session_->status().state == train::RunState::Failed) {
+    emit message(tr("The run failed: the model keeps the weights from before it"));
+    return false;
+  }
+  return withIdleSession(tr("Copy the trained weights"), [&](train::TrainingSession& s) {
+    // Marked first: a copy that fails is reported once, not at every poll.
+    const train::SessionStatus st = s.status();
+    syncedSession_ = sessionsMade_;
+    syncedStep_ = st.step;
+    syncedResets_ = st.resets;
+    // The last step's gradients too: the inspector shows their norms.
+    nn::StateDict gradients;
+    for (const auto& [name, p] : s.model()->named_parameters()) {
+      if (p.grad().defined()) gradients.insert(name, p.grad());
+    }
+    document_->setModelState(s.model()->state_dict(), gradients);
+  });
+}
+
+bool TrainingController::ensureTrainable() {
+  if (session()) return true;
+  const QString why = lastError_.isEmpty() ? tr("the project makes no session") : lastError_;
+  graph::NodeId node = 0;
+  for (const graph::Problem& p : document_->analysis().problems) {
+    if (p.node != 0) {
+      node = p.node;
+      break;
+    }
+  }
+  emit message(tr("Cannot train: %1").arg(why));
+  emit runFailed(node, why);
+  return false;
+}
+
+void TrainingController::start() {
+  if (!ensureTrainable()) return;
+  const train::SessionStatus st = session_->status();
+  if (st.state == train::RunState::Failed) {
+    emit message(tr("The run failed: reset it before training again"));
+    return;
+  }
+  runRequested_ = true;
+  session_->start();
+}
+
+void TrainingController::pause() {
+  runRequested_ = false;
+  if (session_) session_->pause();
+}
+
+void TrainingController::stepOnce() {
+  if (!ensureTrainable()) return;
+  if (isRunning()) return;
+  session_->step(1);
+}
+
+void TrainingController::reset() {
+  runRequested_ = false;
+  if (stale_) {
+    keepLearned_ = false;
+    rebuild();
+    return;
+  }
+  if (!session_) return;
+  session_->reset();
+  learned_ = false;
+  // The optimizer is made again from the settings the session was made with: the live
+  // learning rate and batch size follow.
+  if (built_->lr) session_->set_lr(*built_->lr);
+  emit message(tr("Training reset"));
+}
+
+bool TrainingController::setLearningRate(double lr) {
+  if (!std::isfinite(lr) || lr <= 0) {
+    emit message(tr("Learning rate %1 refused: it must be a finite number above 0")
+                     .arg(QString::number(lr)));
+    return false;
+  }
+  graph::TrainingSettings t = document_->project().training;
+  if (!t.optimizer_options.is_object()) t.optimizer_options = graph::Json::object();
+  t.optimizer_options["lr"] = lr;
+  document_->setTrainingSettings(t, tr("Set learning rate"));
+  return true;
+}
+
+bool TrainingController::setBatchSize(int64_t batchSize) {
+  if (batchSize < 1) {
+    emit message(tr("Batch size %1 refused: it must be at least 1").arg(batchSize));
+    return false;
+  }
+  graph::TrainingSettings t = document_->project().training;
+  t.batch_size = batchSize;
+  document_->setTrainingSettings(t, tr("Set batch size"));
+  return true;
+}
+
+void TrainingController::setEvalMode(bool on) {
+  evalMode_ = on;
+  if (on && session_) {
+    session_->evaluate();
+    lastEvalMs_ = QDateTime::currentMSecsSinceEpoch();
+  }
+}
+
+bool TrainingController::withIdleSession(const QString& what,
+                                         const std::function<void(train::TrainingSession&)>& fn) {
+  if (!session()) {
+    emit message(tr("%1: no session (%2)").arg(what, lastError_));
+    return false;
+  }
+  const bool wasRunning = isRunning();
+  if (wasRunning) session_->pause();
+  bool ok = false;
+  if (!session_->wait_idle(kIdleWait)) {
+    emit message(tr("%1: the training step did not end within %2 s")
+                     .arg(what)
+                     .arg(kIdleWait.count() / 1000));
+  } else {
+    try {
+      fn(*session_);
+      ok = true;
+    } catch (const std::exception& e) {
+      emit message(tr("%1 failed: %2").arg(what, qs(e.what())));
+    }
+  }
+  if (wasRunning) session_->start();
+  return ok;
+}
+
+bool TrainingController::saveCheckpoint(const QString& path) {
+  return withIdleSession(tr("Save checkpoint"), [&](train::TrainingSession& s) {
+    const train::SessionStatus st = s.status();
+    serialize::Checkpoint ckpt{s.model()->state_dict(), s.optimizer().state_dict(), {}};
+    ckpt.extra.emplace_back("epoch", serialize::PyValue(st.epoch));
+    ckpt.extra.emplace_back("step", serialize::PyValue(st.step));
+    serialize::save_checkpoint(ckpt, path.toStdString());
+    emit message(tr("Saved checkpoint %1 at step %2").arg(QFileInfo(path).fileName()).arg(st.step));
+  });
+}
+
+bool TrainingController::loadCheckpoint(const QString& path) {
+  const bool ok = withIdleSession(tr("Load checkpoint"), [&](train::TrainingSession& s) {
+    const serialize::Checkpoint ckpt = serialize::load_checkpoint(path.toStdString());
+    serialize::load_into(*s.model(), ckpt.model, /*strict=*/true);
+    if (ckpt.optimizer) s.optimizer().load_state_dict(*ckpt.optimizer);
+    const serialize::PyValue* step = ckpt.find("step");
+    const serialize::PyValue* epoch = ckpt.find("epoch");
+    s.set_progress(step ? step->as_int() : 0, epoch ? epoch->as_int() : 0);
+    emit message(tr("Loaded checkpoint %1 (step %2)")
+                     .arg(QFileInfo(path).fileName())
+                     .arg(step ? step->as_int() : 0));
+  });
+  if (ok) {
+    // The curves so far belong to other weights: they start again from the loaded step.
+    epochsSent_ = session_->epoch_history().size();
+    session_->take_step_metrics();
+    evaluationSent_.reset();
+    emit sessionReset();
+  }
+  return ok;
+}
+
+void TrainingController::poll() {
+  if (stale_ && !isRunning()) rebuild();
+  if (!session_) return;
+  if (built_->frozen != document_->project().frozen_parameters && !isRunning()) applyFrozen();
+  train::TrainingSession& s = *session_;
+  // The status first: metrics taken after it are never older than the reset it reports.
+  const train::SessionStatus st = s.status();
+  if (st.resets != resetsSeen_) {
+    resetsSeen_ = st.resets;
+    epochsSent_ = 0;
+    evaluationSent_.reset();
+    failureSent_ = false;
+    emit sessionReset();
+  }
+  if (runRequested_ &&
+      (st.state == train::RunState::Failed || st.state == train::RunState::Stopped)) {
+    runRequested_ = false;
+  }
+  const bool statusMoved = st.state != status_.state || st.step != status_.step ||
+                           st.epoch != status_.epoch || st.lr != status_.lr ||
+                           st.batch_size != status_.batch_size ||
+                           st.steps_per_second != status_.steps_per_second;
+  status_ = st;
+  if (statusMoved) emit statusChanged(status_);
+
+  std::vector<train::StepMetrics> metrics = s.take_step_metrics();
+  if (!metrics.empty()) emit stepMetricsArrived(metrics);
+  if (static_cast<size_t>(st.epoch) > epochsSent_ || st.epoch < static_cast<int64_t>(epochsSent_)) {
+    const std::vector<train::EpochMetrics> history = s.epoch_history();
+    if (history.size() > epochsSent_) {
+      emit epochMetricsArrived(std::vector<train::EpochMetrics>(
+          history.begin() + static_cast<std::ptrdiff_t>(epochsSent_), history.end()));
+    }
+    epochsSent_ = history.size();
+  }
+  if (st.last_evaluation &&
+      (!evaluationSent_ || evaluationSent_->step != st.last_evaluation->step ||
+       evaluationSent_->loss != st.last_evaluation->loss)) {
+    evaluationSent_ = st.last_evaluation;
+    emit evaluationArrived(*st.last_evaluation);
+  }
+  std::vector<train::ProbeSample> samples = s.take_probe_samples();
+  if (!samples.empty()) emit probeSamplesArrived(samples);
+  if (std::optional<train::Prediction> p = s.take_prediction()) emit predictionArrived(*p);
+
+  if (st.state == train::RunState::Failed && !failureSent_) {
+    failureSent_ = true;
+    // The engine's message names the step that failed (one after the last one done).
+    emit message(tr("Training stopped: %1").arg(qs(st.error)));
+    emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
+  } else if (st.state != train::RunState::Failed) {
+    failureSent_ = false;
+  }
+  if (evalMode_ && st.state == train::RunState::Running) {
+    const qint64 now = QDateTime::currentMSecsSinceEpoch();
+    if (now - lastEvalMs_ >= kEvalEveryMs) {
+      lastEvalMs_ = now;
+      s.evaluate();
+    }
+  }
+  // At rest, the document's model takes what the session has (once per step or reset; the
+  // copy costs about as much as one step of a toy model).
+  const bool moved =
+      sessionsMade_ != syncedSession_ || st.step != syncedStep_ || st.resets != syncedResets_;
+  if (moved && !stale_ && !isRunning() && st.state != train::RunState::Failed &&
+      s.wait_idle(std::chrono::milliseconds(0))) {
+    syncDocumentModel();
+  }
+}
+
+}  // namespace nns::ui

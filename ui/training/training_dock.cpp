@@ -1,0 +1,638 @@
+#include "ui/training/training_dock.h"
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPainter>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "engine/data/catalog.h"
+#include "engine/optim/factory.h"
+#include "engine/train/losses.h"
+#include "ui/document/project_document.h"
+#include "ui/document/qt_strings.h"
+#include "ui/training/decision_boundary_widget.h"
+#include "ui/training/training_controller.h"
+#include "ui/widgets/option_field.h"
+
+namespace nns::ui {
+namespace {
+
+constexpr int kThumb = 56;
+const QString kCsv = QStringLiteral("csv");
+
+// A small picture of a data set as its generator makes it with the default options.
+QImage thumbnail(const data::Dataset& d) {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(Qt::NoPen);
+  const std::vector<float> x = d.inputs.to_vector<float>();
+  const int64_t n = d.size();
+  auto range = [](const std::vector<float>& v, size_t stride, size_t col) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (size_t i = col; i < v.size(); i += stride) {
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+    return std::pair<float, float>(lo, hi > lo ? hi : lo + 1);
+  };
+  auto at = [](float v, std::pair<float, float> r) {
+    return 3 + (v - r.first) / (r.second - r.first) * (kThumb - 6);
+  };
+  if (d.input_kind == data::InputKind::Points2D && d.task == data::TaskKind::Classification) {
+    const std::vector<int64_t> y = d.targets.to_vector<int64_t>();
+    const auto rx = range(x, 2, 0), ry = range(x, 2, 1);
+    for (int64_t i = 0; i < n; ++i) {
+      p.setBrush(DecisionBoundaryWidget::classColor(y[static_cast<size_t>(i)]));
+      p.drawEllipse(QPointF(at(x[2 * i], rx), kThumb - at(x[2 * i + 1], ry)), 1.3, 1.3);
+    }
+  } else if (d.input_kind == data::InputKind::Curve1D) {
+    const std::vector<float> y = d.targets.to_vector<float>();
+    const auto rx = range(x, 1, 0), ry = range(y, 1, 0);
+    p.setBrush(DecisionBoundaryWidget::classColor(1));
+    for (int64_t i = 0; i < n; ++i) {
+      p.drawEllipse(QPointF(at(x[i], rx), kThumb - at(y[i], ry)), 1.2, 1.2);
+    }
+  } else if (d.input_kind == data::InputKind::Image && d.image_height > 0) {
+    // A 2 x 2 tile of the first images.
+    const int64_t h = d.image_height, w = d.image_width;
+    const int64_t tiles = std::min<int64_t>(4, n);
+    for (int64_t k = 0; k < tiles; ++k) {
+      QImage digit(static_cast<int>(w), static_cast<int>(h), QImage::Format_Grayscale8);
+      for (int64_t r = 0; r < h; ++r) {
+        for (int64_t c = 0; c < w; ++c) {
+          const float v = std::clamp(x[static_cast<size_t>((k * h + r) * w + c)], 0.0f, 1.0f);
+          digit.setPixel(static_cast<int>(c), static_cast<int>(r),
+                         qRgb(255 - static_cast<int>(v * 255), 255 - static_cast<int>(v * 255),
+                              255 - static_cast<int>(v * 255)));
+        }
+      }
+      const int half = kThumb / 2;
+      p.drawImage(QRect(static_cast<int>(k % 2) * half + 1, static_cast<int>(k / 2) * half + 1,
+                        half - 2, half - 2),
+                  digit);
+    }
+  } else {
+    p.setPen(Qt::darkGray);
+    p.drawText(image.rect(), Qt::AlignCenter, QObject::tr("table"));
+  }
+  p.setPen(QColor(200, 200, 200));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
+QImage csvThumbnail() {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  p.setPen(QColor(120, 120, 120));
+  for (int r = 0; r < 5; ++r) p.drawLine(6, 10 + r * 9, kThumb - 6, 10 + r * 9);
+  p.drawLine(kThumb / 2, 10, kThumb / 2, 46);
+  p.setPen(QColor(200, 200, 200));
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
+// The thumbnails in as many rows as the list's width needs: every set shows, without a scroll
+// bar of the list's own, and the rows below move down instead of being covered.
+class ThumbnailList : public QListWidget {
+ public:
+  ThumbnailList() {
+    setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    QSizePolicy policy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
+  }
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int width) const override {
+    const int frame = 2 * frameWidth();
+    const int columns = std::max(1, (width - frame) / gridSize().width());
+    const int rows = std::max(1, (count() + columns - 1) / columns);
+    return rows * gridSize().height() + frame;
+  }
+  QSize sizeHint() const override {
+    const int width = 3 * gridSize().width() + 2 * frameWidth();
+    return {width, heightForWidth(width)};
+  }
+  QSize minimumSizeHint() const override {
+    return gridSize() + QSize(2 * frameWidth(), 2 * frameWidth());
+  }
+};
+
+// Scrolls the dock's controls when the dock is shorter than they need, never sideways: the dock
+// stays as wide as its widest control, as it was without scrolling.
+class VerticalScrollArea : public QScrollArea {
+ public:
+  VerticalScrollArea() {
+    setWidgetResizable(true);
+    setFrameShape(QFrame::NoFrame);
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  }
+  QSize minimumSizeHint() const override {
+    const int inner = widget() ? widget()->minimumSizeHint().width() : 0;
+    return {inner + verticalScrollBar()->sizeHint().width() + 2 * frameWidth(),
+            QScrollArea::minimumSizeHint().height()};
+  }
+};
+
+constexpr char kSeed[] = "seed";
+
+// The options a data set takes, as option specs: the catalog's, for a CSV file the seed that
+// splits it, none for a set this build does not know (a newer project's).
+std::vector<graph::OptionSpec> datasetOptionSpecs(const std::string& name) {
+  std::vector<graph::OptionSpec> specs;
+  if (name == kCsv.toStdString()) {
+    graph::OptionSpec seed;
+    seed.name = kSeed;
+    seed.kind = graph::OptionSpec::Kind::Int;
+    seed.default_value = 0;
+    seed.help = QObject::tr("seed of the train/test split").toStdString();
+    seed.min = 0;
+    specs.push_back(seed);
+    return specs;
+  }
+  try {
+    for (const data::OptionInfo& o : data::dataset_info(name).options) {
+      specs.push_back(graph::option_spec(o));
+    }
+  } catch (const KeyError&) {
+    // No options to offer.
+  }
+  return specs;
+}
+
+// The seed the data is made and split with: the settings' own, unless the options hold one for
+// the generator (make_session passes the settings' seed on only when they do not).
+int64_t dataSeed(const graph::DatasetSettings& d) {
+  if (d.options.is_object() && d.options.contains(kSeed) && d.options.at(kSeed).is_number()) {
+    return d.options.at(kSeed).get<int64_t>();
+  }
+  return d.seed;
+}
+
+// The value the data set uses for an option: the project's, else the catalog's default.
+graph::Json datasetOptionValue(const graph::DatasetSettings& d, const graph::OptionSpec& spec) {
+  if (spec.name == kSeed) return dataSeed(d);
+  if (d.options.is_object() && d.options.contains(spec.name)) return d.options.at(spec.name);
+  return spec.default_value;
+}
+
+// A row's label: "center_range" reads "Center range".
+QString optionLabel(const std::string& name) {
+  QString text = qs(name).replace('_', ' ');
+  if (!text.isEmpty()) text[0] = text[0].toUpper();
+  return text;
+}
+
+// The header's names of a CSV file ("" when unreadable).
+QStringList csvColumns(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  QStringList columns = QString::fromUtf8(f.readLine()).trimmed().split(',');
+  for (QString& c : columns) c = c.trimmed().remove('"');
+  return columns;
+}
+
+}  // namespace
+
+TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
+    : QWidget(parent), controller_(controller), document_(controller->document()) {
+  // ---- Data ----
+  datasets_ = new ThumbnailList;
+  datasets_->setObjectName("datasetList");
+  datasets_->setViewMode(QListView::IconMode);
+  datasets_->setIconSize(QSize(kThumb, kThumb));
+  datasets_->setFlow(QListView::LeftToRight);
+  datasets_->setWrapping(true);
+  datasets_->setResizeMode(QListView::Adjust);
+  datasets_->setMovement(QListView::Static);
+  datasets_->setGridSize(QSize(kThumb + 20, kThumb + 22));
+  buildDatasetList();
+  csvButton_ = new QPushButton(tr("Import CSV…"));
+  testSplit_ = new QDoubleSpinBox;
+  testSplit_->setRange(0, 0.9);
+  testSplit_->setSingleStep(0.05);
+  testSplit_->setDecimals(2);
+  testSplit_->setToolTip(tr("The fraction of the data held out to test on"));
+  regenerate_ = new QPushButton(tr("Regenerate"));
+  regenerate_->setToolTip(tr("The same data set with a new seed"));
+
+  // ---- Training ----
+  loss_ = new QComboBox;
+  for (const std::string& n : train::loss_names()) loss_->addItem(qs(n));
+  optimizer_ = new QComboBox;
+  for (const std::string& n : optim::optimizer_names()) optimizer_->addItem(qs(n));
+  lr_ = new QLineEdit;
+  lr_->setObjectName("learningRate");
+  lr_->setToolTip(tr("Learning rate: applied at once, also while training"));
+  batch_ = new QSpinBox;
+  batch_->setRange(1, 1 << 20);
+  weightDecay_ = new QDoubleSpinBox;
+  weightDecay_->setDecimals(5);
+  weightDecay_->setRange(0, 10);
+  weightDecay_->setSingleStep(1e-4);
+  inputMessage_ = new QLabel;
+  inputMessage_->setObjectName("inputMessage");
+  inputMessage_->setWordWrap(true);
+  inputMessage_->setStyleSheet("color: #b00020");
+  inputMessage_->hide();
+
+  // ---- Run ----
+  auto action = [this](const QString& text, const QKeySequence& key, auto fn) {
+    auto* a = new QAction(text, this);
+    a->setShortcut(key);
+    a->setShortcutContext(Qt::WindowShortcut);
+    a->setToolTip(QString("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
+    connect(a, &QAction::triggered, controller_, fn);
+    addAction(a);
+    return a;
+  };
+  startAct_ = action(tr("Start"), QKeySequence(Qt::Key_F5), &TrainingController::start);
+  pauseAct_ = action(tr("Pause"), QKeySequence(Qt::SHIFT | Qt::Key_F5), &TrainingController::pause);
+  stepAct_ = action(tr("Step"), QKeySequence(Qt::Key_F10), &TrainingController::stepOnce);
+  resetAct_ = action(tr("Reset"), QKeySequence(Qt::CTRL | Qt::Key_F5), &TrainingController::reset);
+  auto button = [](QAction* a) {
+    auto* b = new QToolButton;
+    b->setDefaultAction(a);
+    b->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    return b;
+  };
+  counters_ = new QLabel;
+  counters_->setObjectName("trainingCounters");
+  counters_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Wrapped, so that a longer figure never widens the dock mid-run.
+  counters_->setWordWrap(true);
+  evalMode_ = new QCheckBox(tr("Eval mode: test twice a second"));
+  evalMode_->setToolTip(
+      tr("Evaluation passes (model.eval(), no grad) on the test set while training, so the "
+         "test curves follow the run between epochs"));
+  auto* saveCkpt = new QPushButton(tr("Save checkpoint…"));
+  auto* loadCkpt = new QPushButton(tr("Load checkpoint…"));
+
+  // ---- Layout ----
+  // The chosen set's option rows go above the test split (showDatasetOptions).
+  dataBox_ = new QGroupBox(tr("Data"));
+  auto* dataLayout = new QVBoxLayout(dataBox_);
+  dataLayout->addWidget(datasets_);
+  dataForm_ = new QFormLayout;
+  dataForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  dataForm_->addRow(tr("Test split"), testSplit_);
+  auto* dataButtons = new QHBoxLayout;
+  dataButtons->addWidget(regenerate_);
+  dataButtons->addWidget(csvButton_);
+  dataForm_->addRow(dataButtons);
+  dataLayout->addLayout(dataForm_);
+
+  auto* trainBox = new QGroupBox(tr("Training"));
+  auto* trainForm = new QFormLayout;
+  trainForm->addRow(tr("Loss"), loss_);
+  trainForm->addRow(tr("Optimizer"), optimizer_);
+  trainForm->addRow(tr("Learning rate"), lr_);
+  trainForm->addRow(inputMessage_);
+  // A row each: side by side, the two spin boxes made the dock ~90 px wider than the canvas
+  // can spare.
+  trainForm->addRow(tr("Batch size"), batch_);
+  trainForm->addRow(tr("Weight decay"), weightDecay_);
+  trainBox->setLayout(trainForm);
+
+  auto* runBox = new QGroupBox(tr("Run"));
+  auto* runLayout = new QVBoxLayout;
+  auto* buttons = new QHBoxLayout;
+  for (QAction* a : {startAct_, pauseAct_, stepAct_, resetAct_}) buttons->addWidget(button(a));
+  runLayout->addLayout(buttons);
+  runLayout->addWidget(counters_);
+  runLayout->addWidget(evalMode_);
+  auto* ckptRow = new QHBoxLayout;
+  ckptRow->addWidget(saveCkpt);
+  ckptRow->addWidget(loadCkpt);
+  runLayout->addLayout(ckptRow);
+  runBox->setLayout(runLayout);
+
+  auto* content = new QWidget;
+  auto* layout = new QVBoxLayout(content);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(dataBox_);
+  layout->addWidget(trainBox);
+  layout->addWidget(runBox);
+  layout->addStretch(1);
+  scroll_ = new VerticalScrollArea;
+  scroll_->setWidget(content);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(scroll_);
+
+  // ---- Wiring: controls -> document edits ----
+  connect(datasets_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
+    const QString name = item->data(Qt::UserRole).toString();
+    if (name == kCsv) {
+      csvButton_->click();
+    } else {
+      chooseDataset(name);
+    }
+  });
+  connect(csvButton_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import CSV"), QString(),
+                                                      tr("CSV files (*.csv);;All files (*)"));
+    if (path.isEmpty()) return;
+    const QStringList columns = csvColumns(path);
+    bool ok = true;
+    const QString label =
+        columns.isEmpty()
+            ? QString()
+            : QInputDialog::getItem(this, tr("Import CSV"), tr("Label column:"), columns,
+                                    static_cast<int>(columns.size()) - 1, false, &ok);
+    if (ok) importCsv(path, label);
+  });
+  connect(testSplit_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    editDataset(tr("Set test split"), [v](graph::DatasetSettings& d) { d.test_fraction = v; });
+  });
+  connect(regenerate_, &QPushButton::clicked, this, [this] {
+    editDataset(tr("Regenerate data"), [](graph::DatasetSettings& d) {
+      d.seed = dataSeed(d) + 1;
+      d.options.erase(kSeed);
+    });
+  });
+  connect(loss_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+    editTraining(tr("Set loss"), [&](graph::TrainingSettings& t) {
+      t.loss = name.toStdString();
+      t.loss_options = graph::Json::object();
+    });
+  });
+  connect(optimizer_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+    editTraining(tr("Set optimizer"), [&](graph::TrainingSettings& t) {
+      t.optimizer = name.toStdString();
+      // Keep what every optimizer takes; momentum and the like belong to the old one.
+      graph::Json kept = graph::Json::object();
+      for (const char* key : {"lr", "weight_decay"}) {
+        if (t.optimizer_options.contains(key)) kept[key] = t.optimizer_options[key];
+      }
+      t.optimizer_options = kept;
+    });
+  });
+  connect(lr_, &QLineEdit::editingFinished, this, &TrainingDock::applyLearningRate);
+  connect(batch_, &QSpinBox::valueChanged, this, [this](int v) { controller_->setBatchSize(v); });
+  connect(weightDecay_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    editTraining(tr("Set weight decay"),
+                 [v](graph::TrainingSettings& t) { t.optimizer_options["weight_decay"] = v; });
+  });
+  connect(evalMode_, &QCheckBox::toggled, controller_, &TrainingController::setEvalMode);
+  connect(saveCkpt, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QString(),
+                                                      tr("PyTorch checkpoint (*.pt *.pth)"));
+    if (!path.isEmpty()) saveCheckpointTo(path);
+  });
+  connect(loadCkpt, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load checkpoint"), QString(),
+                                                      tr("PyTorch checkpoint (*.pt *.pth)"));
+    if (!path.isEmpty()) loadCheckpointFrom(path);
+  });
+
+  // ---- Wiring: document and controller -> controls ----
+  connect(document_, &ProjectDocument::settingsChanged, this, &TrainingDock::readProject);
+  connect(document_, &ProjectDocument::changed, this, &TrainingDock::readProject);
+  connect(controller_, &TrainingController::statusChanged, this, &TrainingDock::showStatus);
+  readProject();
+  showStatus(controller_->status());
+}
+
+void TrainingDock::buildDatasetList() {
+  for (const data::DatasetInfo& info : data::dataset_catalog()) {
+    QImage image;
+    try {
+      image = thumbnail(data::make_dataset(info.name));
+    } catch (const Error&) {
+      image = csvThumbnail();
+    }
+    auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(image)), qs(info.name));
+    item->setData(Qt::UserRole, qs(info.name));
+    item->setToolTip(qs(info.description));
+    datasets_->addItem(item);
+  }
+  auto* csv = new QListWidgetItem(QIcon(QPixmap::fromImage(csvThumbnail())), tr("CSV…"));
+  csv->setData(Qt::UserRole, kCsv);
+  csv->setToolTip(tr("Your own data: a CSV file with a header row"));
+  datasets_->addItem(csv);
+}
+
+void TrainingDock::chooseDataset(const QString& name) {
+  editDataset(tr("Use data set %1").arg(name), [&](graph::DatasetSettings& d) {
+    if (d.name == name.toStdString()) return;
+    d.name = name.toStdString();
+    // Another generator's options mean nothing to this one: it starts from its defaults.
+    d.options = graph::Json::object();
+    d.csv_path.clear();
+    d.label_column.clear();
+  });
+}
+
+bool TrainingDock::importCsv(const QString& path, const QString& labelColumn) {
+  const QStringList columns = csvColumns(path);
+  if (columns.isEmpty()) {
+    emit controller_->message(tr("Import CSV: cannot read %1").arg(path));
+    return false;
+  }
+  const QString label = labelColumn.isEmpty() ? columns.back() : labelColumn;
+  const QString projectPath = document_->filePath();
+  // Relative to the project file, as the project format keeps it, when there is one.
+  const QString stored = projectPath.isEmpty()
+                             ? QFileInfo(path).absoluteFilePath()
+                             : QFileInfo(projectPath).absoluteDir().relativeFilePath(path);
+  editDataset(tr("Import %1").arg(QFileInfo(path).fileName()), [&](graph::DatasetSettings& d) {
+    d.name = kCsv.toStdString();
+    d.options = graph::Json::object();
+    d.csv_path = stored.toStdString();
+    d.label_column = label.toStdString();
+  });
+  return true;
+}
+
+QWidget* TrainingDock::dataSection() const {
+  return dataBox_;
+}
+
+QWidget* TrainingDock::datasetOptionField(const QString& option) const {
+  for (const auto& [spec, field] : optionFields_) {
+    if (qs(spec.name) == option) return field;
+  }
+  return nullptr;
+}
+
+void TrainingDock::showDatasetOptions(const graph::DatasetSettings& d) {
+  // The rows above the test split are the old set's.
+  const int oldRows = static_cast<int>(optionFields_.size()) + (csvFile_ ? 1 : 0);
+  for (int i = 0; i < oldRows; ++i) dataForm_->removeRow(0);
+  optionFields_.clear();
+  csvFile_ = nullptr;
+  optionsShownFor_ = d.name;
+  int row = 0;
+  if (d.name == kCsv.toStdString()) {
+    csvFile_ = new QLabel;
+    csvFile_->setWordWrap(true);
+    dataForm_->insertRow(row++, tr("File"), csvFile_);
+  }
+  for (const graph::OptionSpec& spec : datasetOptionSpecs(d.name)) {
+    const std::string name = spec.name;
+    QWidget* field = makeOptionField(
+        spec, datasetOptionValue(d, spec), false,
+        [this, name](const graph::Json& value) { setDatasetOption(name, value); },
+        [this](const QString& why) {
+          emit controller_->message(why);
+          readProject();
+        });
+    field->setObjectName("datasetOption:" + qs(name));
+    dataForm_->insertRow(row++, optionLabel(name), field);
+    optionFields_.emplace_back(spec, field);
+  }
+  // Another set's rows may need another width.
+  scroll_->updateGeometry();
+}
+
+void TrainingDock::setDatasetOption(const std::string& name, const graph::Json& value) {
+  if (name == kSeed) {
+    // One seed makes and splits the data: the settings' (the generator's own option would
+    // leave the split and Regenerate behind).
+    editDataset(tr("Set data seed"), [&](graph::DatasetSettings& d) {
+      d.options.erase(kSeed);
+      d.seed = value.get<int64_t>();
+    });
+    return;
+  }
+  editDataset(tr("Set %1").arg(qs(name)),
+              [&](graph::DatasetSettings& d) { d.options[name] = value; });
+}
+
+void TrainingDock::editDataset(const QString& text,
+                               const std::function<void(graph::DatasetSettings&)>& fn) {
+  graph::DatasetSettings d = document_->project().dataset;
+  if (!d.options.is_object()) d.options = graph::Json::object();
+  fn(d);
+  document_->setDatasetSettings(d, text);
+}
+
+void TrainingDock::editTraining(const QString& text,
+                                const std::function<void(graph::TrainingSettings&)>& fn) {
+  graph::TrainingSettings t = document_->project().training;
+  if (!t.optimizer_options.is_object()) t.optimizer_options = graph::Json::object();
+  fn(t);
+  document_->setTrainingSettings(t, text);
+}
+
+void TrainingDock::applyLearningRate() {
+  const QString text = lr_->text().trimmed();
+  bool ok = false;
+  const double lr = text.toDouble(&ok);
+  if (!ok || !std::isfinite(lr) || lr <= 0) {
+    inputMessage_->setText(
+        tr("Learning rate \"%1\" refused: enter a number above 0, such as 0.01 or 1e-3").arg(text));
+    inputMessage_->show();
+    emit controller_->message(inputMessage_->text());
+    return;
+  }
+  inputMessage_->hide();
+  inputMessage_->clear();
+  controller_->setLearningRate(lr);
+}
+
+void TrainingDock::readProject() {
+  const graph::Project& p = document_->project();
+  const graph::DatasetSettings& d = p.dataset;
+  const graph::TrainingSettings& t = p.training;
+  const QString name = qs(d.name);
+  for (int i = 0; i < datasets_->count(); ++i) {
+    QListWidgetItem* item = datasets_->item(i);
+    if (item->data(Qt::UserRole).toString() == name && !item->isSelected()) {
+      const QSignalBlocker block(datasets_);
+      datasets_->setCurrentItem(item);
+    }
+  }
+  if (optionsShownFor_ != d.name) showDatasetOptions(d);
+  for (const auto& [spec, field] : optionFields_) {
+    setOptionFieldValue(field, datasetOptionValue(d, spec));
+  }
+  if (csvFile_) {
+    csvFile_->setText(
+        tr("%1, label column %2").arg(QFileInfo(qs(d.csv_path)).fileName(), qs(d.label_column)));
+    csvFile_->setToolTip(qs(d.csv_path));
+  }
+  {
+    const QSignalBlocker b1(testSplit_), b2(loss_), b3(optimizer_), b4(batch_), b5(weightDecay_);
+    testSplit_->setValue(d.test_fraction);
+    loss_->setCurrentText(qs(t.loss));
+    optimizer_->setCurrentText(qs(t.optimizer));
+    batch_->setValue(static_cast<int>(t.batch_size));
+    const graph::Json& o = t.optimizer_options;
+    weightDecay_->setValue(o.is_object() ? o.value("weight_decay", 0.0) : 0.0);
+    if (!lr_->hasFocus()) {
+      lr_->setText(o.is_object() && o.contains("lr") ? QString::number(o["lr"].get<double>())
+                                                     : QString());
+    }
+  }
+}
+
+void TrainingDock::showStatus(const train::SessionStatus& s) {
+  const bool running = s.state == train::RunState::Running;
+  startAct_->setEnabled(!running && s.state != train::RunState::Failed);
+  pauseAct_->setEnabled(running);
+  stepAct_->setEnabled(!running && s.state != train::RunState::Failed);
+  QString text = tr("step %1 · epoch %2 · %3 steps/s · %4")
+                     .arg(s.step)
+                     .arg(s.epoch)
+                     .arg(s.steps_per_second, 0, 'f', 0)
+                     .arg(qs(train::run_state_name(s.state)));
+  if (s.step > 0) text += tr("\nloss %1").arg(s.smoothed_loss, 0, 'g', 4);
+  if (s.last_evaluation && std::isfinite(s.last_evaluation->accuracy)) {
+    text += tr(" · test accuracy %1%").arg(100 * s.last_evaluation->accuracy, 0, 'f', 1);
+  }
+  // What watching costs: the probes time themselves against the training (probes.h).
+  const train::ProbeOverhead& probes = s.probe_overhead;
+  // Over the first steps the figure says little (the first step is always sampled, and the
+  // probes' clock needs some steps to average over).
+  if (probes.sampled > 0 && s.step >= kProbeFigureAfterSteps) {
+    text += tr(" · probes +%1%").arg(100 * probes.fraction, 0, 'f', 1);
+    counters_->setToolTip(
+        tr("Probes: their hooks and summaries add %1% to the recent training time (each "
+           "probe's overhead budget, 5% unless set otherwise, keeps it near that). %2 steps "
+           "sampled; %3 steps skipped to keep within the budgets.")
+            .arg(100 * probes.fraction, 0, 'f', 1)
+            .arg(probes.sampled)
+            .arg(probes.skipped));
+  } else {
+    counters_->setToolTip(QString());
+  }
+  counters_->setText(text);
+}
+
+bool TrainingDock::saveCheckpointTo(const QString& path) {
+  return controller_->saveCheckpoint(path);
+}
+
+bool TrainingDock::loadCheckpointFrom(const QString& path) {
+  return controller_->loadCheckpoint(path);
+}
+
+}  // namespace nns::ui

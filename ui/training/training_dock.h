@@ -1,0 +1,117 @@
+#pragma once
+// TrainingDock: the training panel. The data set (a thumbnail of every built-in set, or a
+// CSV file) with a field for every option the catalog gives it (engine/data/catalog.h, made by
+// the option editor's own factory, ui/widgets/option_field.h), its test split, and Regenerate
+// (a new seed); the loss, optimizer, learning rate (applied while running), batch size and
+// weight decay; Start, Pause, Step, Reset; the step and epoch counters and steps per second;
+// the eval-mode switch; checkpoint save and load. It scrolls when the dock is too short for it,
+// so that no control ever covers another.
+//
+// Every setting is the project's: an edit is an undo step of the document (setDatasetSettings,
+// setTrainingSettings) and the controls follow the document (undo, open). The run itself is
+// the TrainingController's, which takes the edits to a new session when it is not running,
+// and the learning rate and batch size at once.
+#include <QWidget>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/graph/node_types.h"
+#include "engine/graph/project.h"
+#include "engine/train/session.h"
+
+class QAction;
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QGroupBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPushButton;
+class QScrollArea;
+class QSpinBox;
+
+namespace nns::ui {
+
+class ProjectDocument;
+class TrainingController;
+
+class TrainingDock : public QWidget {
+  Q_OBJECT
+
+ public:
+  // The status line shows what the probes cost from this step on.
+  static constexpr int64_t kProbeFigureAfterSteps = 50;
+
+  TrainingDock(TrainingController* controller, QWidget* parent = nullptr);
+
+  // Start (F5), Pause (Shift+F5), Step (F10), Reset (Ctrl+F5): the window's Train menu shows
+  // the same actions.
+  QAction* startAction() const { return startAct_; }
+  QAction* pauseAction() const { return pauseAct_; }
+  QAction* stepAction() const { return stepAct_; }
+  QAction* resetAction() const { return resetAct_; }
+
+  QListWidget* datasetList() const { return datasets_; }
+  // The Data group: thumbnails, the chosen set's options, test split, Regenerate, Import CSV.
+  QWidget* dataSection() const;
+  // The field of an option of the chosen data set ("noise", "classes", "seed", ...), or nullptr.
+  QWidget* datasetOptionField(const QString& option) const;
+  QLineEdit* learningRateEdit() const { return lr_; }
+  QSpinBox* batchSizeBox() const { return batch_; }
+  QCheckBox* evalModeBox() const { return evalMode_; }
+  QLabel* counters() const { return counters_; }
+  // The line under the learning rate that says why an input was refused ("" when none).
+  QLabel* inputMessage() const { return inputMessage_; }
+
+  // What the buttons do after their file dialogs.
+  bool saveCheckpointTo(const QString& path);
+  bool loadCheckpointFrom(const QString& path);
+  // Uses a CSV file as the data set (label column: the given one, or the last column).
+  bool importCsv(const QString& path, const QString& labelColumn = {});
+  // Selects a built-in data set (its options start from the defaults).
+  void chooseDataset(const QString& name);
+
+ private:
+  void buildDatasetList();
+  void readProject();
+  // Remakes the option rows for the data set the project uses now.
+  void showDatasetOptions(const graph::DatasetSettings& d);
+  void setDatasetOption(const std::string& name, const graph::Json& value);
+  void showStatus(const train::SessionStatus& status);
+  void applyLearningRate();
+  void editDataset(const QString& text, const std::function<void(graph::DatasetSettings&)>& fn);
+  void editTraining(const QString& text, const std::function<void(graph::TrainingSettings&)>& fn);
+
+  TrainingController* controller_;
+  ProjectDocument* document_;
+  QListWidget* datasets_;
+  QPushButton* csvButton_;
+  QScrollArea* scroll_;
+  QGroupBox* dataBox_;
+  QFormLayout* dataForm_;
+  // The rows of the shown set's options, above the test split, and the set they are for.
+  std::vector<std::pair<graph::OptionSpec, QWidget*>> optionFields_;
+  std::optional<std::string> optionsShownFor_;
+  QLabel* csvFile_ = nullptr;  // the CSV file's row, when the set is one
+  QDoubleSpinBox* testSplit_;
+  QPushButton* regenerate_;
+  QComboBox* loss_;
+  QComboBox* optimizer_;
+  QLineEdit* lr_;
+  QSpinBox* batch_;
+  QDoubleSpinBox* weightDecay_;
+  QLabel* inputMessage_;
+  QAction* startAct_;
+  QAction* pauseAct_;
+  QAction* stepAct_;
+  QAction* resetAct_;
+  QLabel* counters_;
+  QCheckBox* evalMode_;
+};
+
+}  // namespace nns::ui
