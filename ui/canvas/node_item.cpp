@@ -104,9 +104,10 @@ void NodeItem::refresh() {
 }
 
 QString NodeItem::groupSummary(const graph::Node& node) const {
-  // What a collapsed group holds: its modules and their parameters, from the document's model.
+  // What a collapsed group holds: its modules and their parameters, from the document's model
+  // once it is built (the inspector, training and state dicts build it).
   QString text = QObject::tr("%n module(s)", nullptr, static_cast<int>(node.members.size()));
-  if (auto model = scene_.document()->model()) {
+  if (auto model = scene_.document()->builtModel()) {
     if (nn::ModulePtr m = model->node_module(id_)) {
       int64_t count = 0;
       for (const auto& [name, p] : m->named_parameters()) count += p.numel();

@@ -63,6 +63,9 @@ class ProjectDocument : public QObject {
   // Built on first use after a change; parameters of unchanged layers keep their values.
   std::shared_ptr<graph::GraphModule> model();
   QString modelError() const { return modelError_; }
+  // The model if it is built and current, without building it (nullptr otherwise): for what
+  // is drawn on every change and must not build a large model each time.
+  std::shared_ptr<graph::GraphModule> builtModel() const { return modelStale_ ? nullptr : model_; }
 
   // ---- Files ----
   QString filePath() const { return filePath_; }
