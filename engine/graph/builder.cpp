@@ -163,12 +163,21 @@ class Builder {
     return false;
   }
 
+  // The group a node is a member of (Graph::parent_of, from one index for the whole pass).
+  const Node* parent_of(NodeId id) const {
+    auto it = parents_.find(id);
+    return it == parents_.end() ? nullptr : it->second;
+  }
+
   void resolve_nodes() {
+    for (const Node& n : graph_.nodes) {
+      for (NodeId m : n.members) parents_.emplace(m, &n);
+    }
     for (const Node& node : graph_.nodes) {
       index_[node.id] = nodes_.size();
       Resolved r;
       r.node = &node;
-      r.parent = graph_.parent_of(node.id);
+      r.parent = parent_of(node.id);
       Json options = node.options;
       bool substituted = true;
       if (options.is_object()) {
@@ -302,7 +311,7 @@ class Builder {
     for (Resolved& r : nodes_) {
       // Groups nested in a loop (A in B in A) have no place in a tree.
       std::vector<std::string> chain{r.node->name};
-      for (const Node* p = r.parent; p; p = graph_.parent_of(p->id)) {
+      for (const Node* p = r.parent; p; p = parent_of(p->id)) {
         chain.push_back(p->name);
         if (p == r.node || chain.size() > graph_.nodes.size() + 1) {
           problem(*r.node, "", "groups contain each other: " + join(chain, " in "));
@@ -597,6 +606,7 @@ class Builder {
 
   const Project& project_;
   const Graph& graph_;
+  std::unordered_map<NodeId, const Node*> parents_;
   std::string block_;
   Json args_;
   std::vector<std::string> stack_;
@@ -825,12 +835,13 @@ CarriedState carry_state(GraphModule& from, GraphModule& to, const Graph& graph)
   nn::StateDict state;
   const nn::StateDict from_own = from.state_dict();
   const nn::StateDict to_own = to.state_dict();
+  const auto parents = parent_index(graph);
   for (const Node& node : graph.nodes) {
     const nn::ModulePtr now = to.node_module(node.id);
     if (!now) {
       // A Parameter or Buffer node of the model itself: its entry is named after the node (so
       // a renamed one starts fresh; the old graph's names are not known here).
-      const Tensor* mine = graph.parent_of(node.id) ? nullptr : to_own.find(node.name);
+      const Tensor* mine = parents.count(node.id) ? nullptr : to_own.find(node.name);
       if (!mine) continue;
       const Tensor* value = from_own.find(node.name);
       if (value && value->sizes() == mine->sizes() && value->dtype() == mine->dtype()) {

@@ -48,7 +48,10 @@ bool is_switch(const Node& node) {
 class DotGraph {
  public:
   DotGraph(const Project& project, const std::string& direction)
-      : project_(project), graph_(project.graph), direction_(direction) {
+      : project_(project),
+        graph_(project.graph),
+        parents_(parent_index(project.graph)),
+        direction_(direction) {
     g_ = agopen(const_cast<char*>("model"), Agdirected, nullptr);
     set(g_, AGRAPH, "newrank", "true");  // ranks across clusters: residual Adds beside blocks
     set(g_, AGRAPH, "rankdir", direction_);
@@ -154,8 +157,8 @@ class DotGraph {
   }
 
   Agraph_t* parent_graph(NodeId id) {
-    const Node* parent = graph_.parent_of(id);
-    return parent ? cluster_of(*parent) : g_;
+    auto it = parents_.find(id);
+    return it == parents_.end() ? g_ : cluster_of(graph_.at(it->second));
   }
 
   Agnode_t* make(Agraph_t* where, const std::string& name, double width, double height) {
@@ -168,7 +171,7 @@ class DotGraph {
   }
 
   void add_node(const Node& n) {
-    if (hidden_in_collapsed_group(graph_, n.id)) return;
+    if (shown_node(graph_, parents_, n.id) != n.id) return;
     if (is_open_group(n)) {
       Agraph_t* c = cluster_of(n);
       const NodePorts ports = project_node_ports(project_, n);
@@ -186,7 +189,7 @@ class DotGraph {
   // The dot node a wire ends at: the node's box, its collapsed group's box, or an open group's
   // port anchor.
   Agnode_t* end_of(NodeId id, bool output) {
-    const NodeId shown = shown_node(graph_, id);
+    const NodeId shown = shown_node(graph_, parents_, id);
     if (auto it = boxes_.find(shown); it != boxes_.end()) return it->second;
     auto& anchors = output ? outputs_ : inputs_;
     if (auto it = anchors.find(shown); it != anchors.end()) return it->second;
@@ -236,6 +239,7 @@ class DotGraph {
 
   const Project& project_;
   const Graph& graph_;
+  std::unordered_map<NodeId, NodeId> parents_;
   std::string direction_;
   Agraph_t* g_ = nullptr;
   bool laid_out_ = false;
@@ -292,16 +296,13 @@ NodeSize node_box_size(const Project& project, const Node& node) {
   return {kNodeWidth, height};
 }
 
-NodeId shown_node(const Graph& graph, NodeId id) {
+NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
+                  NodeId id) {
   NodeId shown = id;
-  for (const Node* p = graph.parent_of(id); p; p = graph.parent_of(p->id)) {
-    if (p->collapsed) shown = p->id;
+  for (auto it = parents.find(id); it != parents.end(); it = parents.find(it->second)) {
+    if (graph.at(it->second).collapsed) shown = it->second;
   }
   return shown;
-}
-
-bool hidden_in_collapsed_group(const Graph& graph, NodeId id) {
-  return shown_node(graph, id) != id;
 }
 
 Layout layout_graph(const Project& project, const std::string& direction) {

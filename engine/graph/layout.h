@@ -69,9 +69,9 @@ constexpr double kFrameHeader = 26;  // the title band of an open group's frame
 NodeSize node_box_size(const Project& project, const Node& node);
 
 // The node that shows `id` on the canvas: itself, or the outermost collapsed group holding it.
-NodeId shown_node(const Graph& graph, NodeId id);
-// True for a member of a collapsed group (drawn inside its group's box, not on its own).
-bool hidden_in_collapsed_group(const Graph& graph, NodeId id);
+// `parents` is parent_index(graph).
+NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
+                  NodeId id);
 
 // A group's implicit links: a Sequential's chain ({group, "in"} to its first member's first
 // input, each member's first output to the next one's first input, the last to {group,

@@ -145,6 +145,14 @@ const Node* Graph::parent_of(NodeId id) const {
   return nullptr;
 }
 
+std::unordered_map<NodeId, NodeId> parent_index(const Graph& graph) {
+  std::unordered_map<NodeId, NodeId> parents;
+  for (const Node& n : graph.nodes) {
+    for (NodeId m : n.members) parents.emplace(m, n.id);
+  }
+  return parents;
+}
+
 const Edge* Graph::edge_into(const PortRef& to) const {
   auto it = std::find_if(edges.begin(), edges.end(), [&to](const Edge& e) { return e.to == to; });
   return it == edges.end() ? nullptr : &*it;

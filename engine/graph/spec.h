@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -91,7 +92,8 @@ class Graph {
   Node& at(NodeId id);  // a KeyError naming the id when missing
   const Node& at(NodeId id) const;
   const Node* find_by_name(const std::string& name) const;
-  // The group this node is a member of, if any.
+  // The group this node is a member of, if any. A scan of every group: code that asks for
+  // every node builds parent_index() once instead.
   const Node* parent_of(NodeId id) const;
   // The edge feeding an input port, if any.
   const Edge* edge_into(const PortRef& to) const;
@@ -102,6 +104,9 @@ class Graph {
 
   bool operator==(const Graph&) const = default;
 };
+
+// Each member's group (member id -> group id), for code that walks up from many nodes.
+std::unordered_map<NodeId, NodeId> parent_index(const Graph& graph);
 
 // A reusable sub-graph: a custom module class. Its Input nodes are the instance's input ports
 // (by node name), its Output nodes the output ports. Arguments let one block serve several

@@ -201,6 +201,56 @@ TEST(CanvasLayout, CollapseAndExpandRoundTripPositionsAndACollapsedGroupReopensC
   EXPECT_EQ(reopened.project(), doc.project());
 }
 
+// An edit makes only the items it adds; every other item stays the same object.
+TEST(CanvasLayout, AnEditMakesOnlyTheItemsItAdds) {
+  ProjectDocument doc;
+  doc.setProject(nns::test::residual_tower(10, 4), QString());
+  doc.prepareForCanvas();
+  GraphScene scene(&doc);
+  const graph::Graph& g = doc.project().graph;
+  std::map<NodeId, const NodeItem*> items;
+  for (const graph::Node& n : g.nodes) items[n.id] = scene.nodeItem(n.id);
+  const std::vector<EdgeItem*> wires = scene.edgeItems();
+  auto unchanged = [&] {
+    for (const auto& [id, item] : items) EXPECT_EQ(scene.nodeItem(id), item) << g.at(id).name;
+    for (EdgeItem* wire : wires) {
+      const auto now = scene.edgeItems();
+      EXPECT_NE(std::find(now.begin(), now.end(), wire), now.end());
+    }
+  };
+  const int made = scene.itemsMade();
+  const NodeId head = g.find_by_name("head")->id;
+
+  ASSERT_TRUE(doc.renameNode(head, "classifier"));
+  EXPECT_EQ(scene.itemsMade(), made);
+  unchanged();
+
+  const NodeId extra = doc.addNode("ReLU", QPointF(-400, 0));
+  EXPECT_EQ(scene.itemsMade(), made + 1);
+  ASSERT_TRUE(doc.connectPorts({head, "out"}, {extra, "in"}));
+  EXPECT_EQ(scene.itemsMade(), made + 2);
+  ASSERT_NE(scene.nodeItem(extra), nullptr);
+  EXPECT_EQ(scene.edgeItems().size(), wires.size() + 1);
+  unchanged();
+
+  doc.removeItems({extra}, {});
+  EXPECT_EQ(scene.nodeItem(extra), nullptr);
+  EXPECT_EQ(scene.edgeItems().size(), wires.size());
+  EXPECT_EQ(scene.itemsMade(), made + 2);
+  doc.undoStack()->undo();  // the node and its wire come back: two items
+  EXPECT_EQ(scene.itemsMade(), made + 4);
+  ASSERT_NE(scene.nodeItem(extra), nullptr);
+  unchanged();
+  // The analysis's news reaches the node it is about: a wire of the wrong width marks its
+  // target at once.
+  const NodeId narrow = doc.addNode("Linear", QPointF(-400, 100));
+  ASSERT_TRUE(doc.connectPorts({head, "out"}, {narrow, "in"}));
+  EXPECT_FALSE(doc.problemsOf(narrow, "in").isEmpty());
+  // Wires to hand-placed nodes are plain curves until the graph is laid out again.
+  doc.autoLayout();
+  checkCanvas("after the edits, laid out", doc, scene);
+}
+
 // nnstudio-cli layout prints what the window draws, node for node.
 TEST(CanvasLayout, TheCliPrintsTheWindowsLayout) {
   QTemporaryDir dir;

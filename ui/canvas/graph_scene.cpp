@@ -6,6 +6,7 @@
 #include <QTimer>
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "engine/graph/layout.h"
 #include "ui/canvas/edge_item.h"
@@ -19,7 +20,7 @@ namespace nns::ui {
 GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
     : QGraphicsScene(parent), document_(document), theme_(CanvasTheme::fromPalette(QPalette())) {
   setItemIndexMethod(QGraphicsScene::NoIndex);
-  connect(document_, &ProjectDocument::changed, this, &GraphScene::sync);
+  connect(document_, &ProjectDocument::graphEdited, this, &GraphScene::applyChange);
   connect(document_, &ProjectDocument::loadMarksChanged, this, &GraphScene::sync);
   connect(document_, &ProjectDocument::nodesMoved, this, &GraphScene::onNodesMoved);
   connect(document_, &ProjectDocument::selectionChanged, this, &GraphScene::selectionFromDocument);
@@ -56,24 +57,18 @@ NodeItem* GraphScene::nodeItem(graph::NodeId id) const {
 }
 
 NodeItem* GraphScene::shownItem(graph::NodeId id) const {
-  const graph::Graph& g = document_->project().graph;
-  graph::NodeId shown = id;
-  for (const graph::Node* p = g.parent_of(id); p; p = g.parent_of(p->id)) {
-    if (p->collapsed) shown = p->id;
-  }
-  return nodeItem(shown);
+  return nodeItem(graph::shown_node(document_->project().graph, parents_, id));
 }
 
 std::vector<EdgeItem*> GraphScene::edgeItems() const {
   std::vector<EdgeItem*> out;
-  for (const auto& e : edges_) out.push_back(e.get());
+  for (const auto& [port, e] : edges_) out.push_back(e.get());
   return out;
 }
 
 int GraphScene::groupDepth(graph::NodeId id) const {
   int depth = 0;
-  const graph::Graph& g = document_->project().graph;
-  for (const graph::Node* p = g.parent_of(id); p; p = g.parent_of(p->id)) ++depth;
+  for (auto it = parents_.find(id); it != parents_.end(); it = parents_.find(it->second)) ++depth;
   return depth;
 }
 
@@ -94,7 +89,7 @@ std::vector<graph::NodeId> GraphScene::selectedNodes() const {
 
 std::vector<graph::PortRef> GraphScene::selectedWires() const {
   std::vector<graph::PortRef> out;
-  for (const auto& e : edges_) {
+  for (const auto& [port, e] : edges_) {
     if (e->isSelected()) out.push_back(e->edge().to);
   }
   return out;
@@ -121,23 +116,42 @@ bool GraphScene::hasOverlaps() const {
   return false;
 }
 
+void GraphScene::retire(std::unique_ptr<QGraphicsItem> item) {
+  // Taken out of its map first: removing it may emit selectionChanged, whose slots walk the
+  // maps. It may still be handling the event that removed it: deleted on the next pass.
+  removeItem(item.get());
+  retired_.push_back(std::move(item));
+}
+
+void GraphScene::addNodeItem(graph::NodeId id) {
+  auto item = std::make_unique<NodeItem>(*this, id);
+  addItem(item.get());
+  nodes_[id] = std::move(item);
+  ++itemsMade_;
+}
+
+void GraphScene::addEdgeItem(const graph::Edge& edge) {
+  auto item = std::make_unique<EdgeItem>(*this, edge);
+  addItem(item.get());
+  edges_[{edge.to.node, edge.to.port}] = std::move(item);
+  ++itemsMade_;
+}
+
 void GraphScene::sync() {
   syncing_ = true;
   const graph::Graph& g = document_->project().graph;
+  parents_ = graph::parent_index(g);
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     if (g.find(it->first)) {
       ++it;
       continue;
     }
-    removeItem(it->second.get());
-    retired_.push_back(std::move(it->second));
+    std::unique_ptr<QGraphicsItem> item = std::move(it->second);
     it = nodes_.erase(it);
+    retire(std::move(item));
   }
   for (const graph::Node& n : g.nodes) {
-    if (nodes_.count(n.id)) continue;
-    auto item = std::make_unique<NodeItem>(*this, n.id);
-    addItem(item.get());
-    nodes_.emplace(n.id, std::move(item));
+    if (!nodes_.count(n.id)) addNodeItem(n.id);
   }
   // Boxes first, then frames from the innermost out, since a frame wraps what it holds.
   std::vector<const graph::Node*> frames;
@@ -154,21 +168,78 @@ void GraphScene::sync() {
   for (const auto& [id, item] : nodes_) item->setVisible(shownItem(id) == item.get());
   for (const graph::Node* n : frames) nodes_.at(n->id)->refresh();
 
-  for (auto& e : edges_) {
-    removeItem(e.get());
-    retired_.push_back(std::move(e));
-  }
+  auto oldEdges = std::move(edges_);
   edges_.clear();
+  for (auto& [port, e] : oldEdges) retire(std::move(e));
   for (const graph::Edge& e : g.edges) {
-    if (!g.find(e.from.node) || !g.find(e.to.node)) continue;
-    auto item = std::make_unique<EdgeItem>(*this, e);
-    addItem(item.get());
-    edges_.push_back(std::move(item));
+    if (g.find(e.from.node) && g.find(e.to.node)) addEdgeItem(e);
   }
   syncing_ = false;
   syncProbes();
   selectionFromDocument();
   update();
+}
+
+void GraphScene::applyChange(const GraphChange& change) {
+  if (change.everything) {
+    sync();
+    return;
+  }
+  syncing_ = true;
+  const graph::Graph& g = document_->project().graph;
+  for (const graph::Edge& e : change.edgesRemoved) {
+    auto it = edges_.find({e.to.node, e.to.port});
+    if (it == edges_.end() || !(it->second->edge() == e)) continue;
+    std::unique_ptr<QGraphicsItem> item = std::move(it->second);
+    edges_.erase(it);
+    retire(std::move(item));
+  }
+  for (graph::NodeId id : change.removed) {
+    auto it = nodes_.find(id);
+    if (it == nodes_.end()) continue;
+    std::unique_ptr<QGraphicsItem> item = std::move(it->second);
+    nodes_.erase(it);
+    retire(std::move(item));
+  }
+  for (graph::NodeId id : change.added) {
+    addNodeItem(id);
+    nodes_.at(id)->setVisible(shownItem(id) == nodes_.at(id).get());
+  }
+  for (graph::NodeId id : change.changed) {
+    if (NodeItem* item = nodeItem(id)) item->refresh();
+  }
+  for (graph::NodeId id : change.moved) {
+    const graph::Node& n = g.at(id);
+    if (NodeItem* item = nodeItem(id); item && !item->isFrame()) {
+      item->setPosQuietly(QPointF(n.x, n.y));
+    }
+  }
+  for (const graph::Edge& e : change.edgesAdded) addEdgeItem(e);
+  // What holds or meets the touched nodes follows them: the frames around them, innermost
+  // first, and their wires.
+  std::set<graph::NodeId> touched = change.changed;
+  touched.insert(change.added.begin(), change.added.end());
+  touched.insert(change.moved.begin(), change.moved.end());
+  std::set<graph::NodeId> framesToFit;
+  for (graph::NodeId id : touched) {
+    for (auto it = parents_.find(id); it != parents_.end(); it = parents_.find(it->second)) {
+      framesToFit.insert(it->second);
+    }
+  }
+  std::vector<graph::NodeId> frames(framesToFit.begin(), framesToFit.end());
+  std::sort(frames.begin(), frames.end(),
+            [&](graph::NodeId a, graph::NodeId b) { return groupDepth(a) > groupDepth(b); });
+  for (graph::NodeId id : frames) nodes_.at(id)->fitMembers();
+  for (const auto& [port, e] : edges_) {
+    const graph::Edge& edge = e->edge();
+    if (touched.count(edge.from.node) || touched.count(edge.to.node) ||
+        framesToFit.count(edge.from.node) || framesToFit.count(edge.to.node)) {
+      e->refresh();
+    }
+  }
+  syncing_ = false;
+  syncProbes();
+  selectionFromDocument();
 }
 
 QPainterPath GraphScene::wirePath(const graph::Edge& edge, bool chain) const {
@@ -245,9 +316,9 @@ void GraphScene::syncProbes() {
       ++it;
       continue;
     }
-    removeItem(it->second.get());
-    retired_.push_back(std::move(it->second));
+    std::unique_ptr<QGraphicsItem> item = std::move(it->second);
     it = probes_.erase(it);
+    retire(std::move(item));
   }
   for (const graph::ProbeSpec& spec : p.probes) {
     if (!nodeItem(spec.node)) continue;
@@ -310,15 +381,20 @@ void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
 void GraphScene::nodeGeometryChanged(graph::NodeId id) {
   if (syncing_) return;
   placeProbe(id);
-  const graph::Graph& g = document_->project().graph;
-  if (const graph::Node* parent = g.parent_of(id)) {
-    if (NodeItem* frame = nodeItem(parent->id)) frame->fitMembers();
+  // The frame around it refits (and, moving, tells its own frame in turn); its wires follow.
+  if (auto it = parents_.find(id); it != parents_.end()) {
+    if (NodeItem* frame = nodeItem(it->second)) frame->fitMembers();
   }
-  refreshEdges();
-}
-
-void GraphScene::refreshEdges() {
-  for (const auto& e : edges_) e->refresh();
+  // Its wires, and those of the frames around it, whose ports follow their size.
+  std::set<const NodeItem*> moved{nodeItem(id)};
+  for (auto it = parents_.find(id); it != parents_.end(); it = parents_.find(it->second)) {
+    moved.insert(nodeItem(it->second));
+  }
+  for (const auto& [port, e] : edges_) {
+    if (moved.count(shownItem(e->edge().from.node)) || moved.count(shownItem(e->edge().to.node))) {
+      e->refresh();
+    }
+  }
 }
 
 void GraphScene::selectionToDocument() {

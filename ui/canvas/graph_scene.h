@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "ui/document/project_document.h"
@@ -43,6 +44,9 @@ class GraphScene : public QGraphicsScene {
   // The node's module repr from the document's model, or empty.
   QString moduleRepr(graph::NodeId id) const;
 
+  // How many node and wire items this scene has made: an edit makes only its own.
+  int itemsMade() const { return itemsMade_; }
+
   std::vector<graph::NodeId> selectedNodes() const;
   std::vector<graph::PortRef> selectedWires() const;
   // True when two node boxes overlap (a file laid out for smaller boxes).
@@ -77,7 +81,10 @@ class GraphScene : public QGraphicsScene {
   void hint(const QString& text);
 
  public slots:
+  // Rebuilds every item from the document.
   void sync();
+  // Updates only the items a change touched (all of them when it says everything).
+  void applyChange(const nns::ui::GraphChange& change);
 
  protected:
   void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
@@ -100,7 +107,9 @@ class GraphScene : public QGraphicsScene {
   void finishWireDrag();
   void commitMoves();
   void onNodesMoved(const std::vector<graph::NodeId>& ids);
-  void refreshEdges();
+  void addNodeItem(graph::NodeId id);
+  void addEdgeItem(const graph::Edge& edge);
+  void retire(std::unique_ptr<QGraphicsItem> item);
   void selectionFromDocument();
   void selectionToDocument();
   void syncProbes();
@@ -110,7 +119,11 @@ class GraphScene : public QGraphicsScene {
   ProjectDocument* document_;
   CanvasTheme theme_;
   std::map<graph::NodeId, std::unique_ptr<NodeItem>> nodes_;
-  std::vector<std::unique_ptr<EdgeItem>> edges_;
+  // Wires by the input port they feed (an input takes one wire).
+  std::map<std::pair<graph::NodeId, std::string>, std::unique_ptr<EdgeItem>> edges_;
+  // Each member's group, as of the last sync (membership changes always sync).
+  std::unordered_map<graph::NodeId, graph::NodeId> parents_;
+  int itemsMade_ = 0;
   std::map<graph::NodeId, std::unique_ptr<ProbeItem>> probes_;
   NodeHealthModel* health_ = nullptr;
   QTimer* pulse_;  // redraws a failed node's pulsing outline

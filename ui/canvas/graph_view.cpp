@@ -30,7 +30,7 @@ GraphView::GraphView(GraphScene* scene, QWidget* parent)
   // A large scene rect lets the canvas pan past the nodes in every direction.
   scene_->setSceneRect(-20000, -20000, 40000, 40000);
   miniMap_ = new MiniMap(this);
-  connect(scene_, &QGraphicsScene::changed, miniMap_, &MiniMap::refresh);
+  connect(scene_, &QGraphicsScene::changed, miniMap_, &MiniMap::sceneChanged);
   miniMap_->refresh();
 }
 

@@ -2,13 +2,23 @@
 
 #include <QMouseEvent>
 #include <QPainter>
+#include <QTimer>
+#include <vector>
 
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
+#include "ui/canvas/node_item.h"
 
 namespace nns::ui {
 
-MiniMap::MiniMap(GraphView* view) : QWidget(view->viewport()), view_(view) {
+MiniMap::MiniMap(GraphView* view)
+    : QWidget(view->viewport()), view_(view), redraw_(new QTimer(this)) {
+  redraw_->setSingleShot(true);
+  redraw_->setInterval(200);
+  connect(redraw_, &QTimer::timeout, this, [this] {
+    renderPicture();
+    update();
+  });
   setCursor(Qt::PointingHandCursor);
   setToolTip(tr("Overview: click or drag to move the view"));
   hide();
@@ -25,6 +35,44 @@ void MiniMap::refresh() {
   const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
   setVisible(!nodes.isNull() && !visible.contains(nodes));
   update();
+}
+
+void MiniMap::sceneChanged() {
+  if (!redraw_->isActive()) redraw_->start();
+  refresh();
+}
+
+void MiniMap::renderPicture() {
+  pictureRect_ = view_->graphScene()->nodesRect().adjusted(-40, -40, 40, 40);
+  if (pictureRect_.isEmpty()) {
+    picture_ = QPixmap();
+    return;
+  }
+  // Drawn at the size it is shown at (twice, for high-density screens): at that scale a node is
+  // its box, so the overview draws boxes and frames, not the scene's text and wires.
+  const GraphScene* scene = view_->graphScene();
+  const CanvasTheme& t = scene->theme();
+  const double s = 2 * targetRect().width() / sourceRect().width();
+  picture_ = QPixmap((pictureRect_.size() * s).toSize().expandedTo({1, 1}));
+  picture_.fill(Qt::transparent);
+  QPainter painter(&picture_);
+  painter.scale(s, s);
+  painter.translate(-pictureRect_.topLeft());
+  std::vector<const NodeItem*> boxes;
+  for (const graph::Node& n : scene->document()->project().graph.nodes) {
+    const NodeItem* item = scene->nodeItem(n.id);
+    if (!item || !item->isVisible()) continue;
+    if (!item->isFrame()) {
+      boxes.push_back(item);
+      continue;
+    }
+    painter.setPen(QPen(t.border, 0));
+    painter.setBrush(t.groupBody);
+    painter.drawRect(QRectF(item->pos(), item->boxSize()));
+  }
+  painter.setPen(QPen(t.border, 0));
+  painter.setBrush(t.nodeHeader);
+  for (const NodeItem* item : boxes) painter.drawRect(QRectF(item->pos(), item->boxSize()));
 }
 
 QRectF MiniMap::sourceRect() const {
@@ -52,9 +100,15 @@ void MiniMap::paintEvent(QPaintEvent*) {
   painter.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
   const QRectF source = sourceRect();
   const QRectF target = targetRect();
-  view_->graphScene()->render(&painter, target, source);
-  const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
+  if (picture_.isNull() && !redraw_->isActive()) renderPicture();
   const double s = target.width() / source.width();
+  if (!picture_.isNull()) {
+    painter.drawPixmap(QRectF(target.left() + (pictureRect_.left() - source.left()) * s,
+                              target.top() + (pictureRect_.top() - source.top()) * s,
+                              pictureRect_.width() * s, pictureRect_.height() * s),
+                       picture_, QRectF(picture_.rect()));
+  }
+  const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
   const QRectF box(target.left() + (visible.left() - source.left()) * s,
                    target.top() + (visible.top() - source.top()) * s, visible.width() * s,
                    visible.height() * s);

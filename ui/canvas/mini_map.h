@@ -2,7 +2,10 @@
 // A small overview of the whole graph in the canvas's corner, with the visible part outlined;
 // clicking or dragging in it moves the view. It shows itself only when the graph does not fit
 // in the view.
+#include <QPixmap>
 #include <QWidget>
+
+class QTimer;
 
 namespace nns::ui {
 
@@ -15,6 +18,9 @@ class MiniMap : public QWidget {
   explicit MiniMap(GraphView* view);
   // Re-checks whether the graph fits in the view, and redraws.
   void refresh();
+  // The scene changed: its picture is drawn again shortly (at most a few times a second, as
+  // drawing a large graph costs more than a frame).
+  void sceneChanged();
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -26,8 +32,12 @@ class MiniMap : public QWidget {
   QRectF sourceRect() const;
   QRectF targetRect() const;
   void centerViewAt(QPointF widgetPos);
+  void renderPicture();
 
   GraphView* view_;
+  QTimer* redraw_;
+  QPixmap picture_;
+  QRectF pictureRect_;  // the scene area the picture shows
 };
 
 }  // namespace nns::ui

@@ -147,6 +147,8 @@ void NodeItem::fitMembers() {
     updateShape();
   }
   setPosQuietly(box.topLeft());
+  // The implicit links are drawn on every paint: their paths are made here, once per fit.
+  chain_ = scene_.chainPaths(id_);
   update();
 }
 
@@ -174,14 +176,15 @@ void NodeItem::updateShape() {
   } else {
     path.addRoundedRect(QRectF(QPointF(0, 0), size_), 6, 6);
   }
-  QPainterPath ports;
+  // Winding fill makes the overlapping parts one area, without the cost of a boolean union.
+  path.setFillRule(Qt::WindingFill);
   for (size_t i = 0; i < ports_.inputs.size(); ++i) {
-    ports.addEllipse(portLocalPos(i, false), kPortHitRadius, kPortHitRadius);
+    path.addEllipse(portLocalPos(i, false), kPortHitRadius, kPortHitRadius);
   }
   for (size_t i = 0; i < ports_.outputs.size(); ++i) {
-    ports.addEllipse(portLocalPos(i, true), kPortHitRadius, kPortHitRadius);
+    path.addEllipse(portLocalPos(i, true), kPortHitRadius, kPortHitRadius);
   }
-  shape_ = path.united(ports);
+  shape_ = path;
 }
 
 QPointF NodeItem::portLocalPos(size_t index, bool output) const {
@@ -462,7 +465,7 @@ void NodeItem::paintFrame(QPainter* painter) {
                                  ? node.options["active"].get<std::string>()
                                  : std::string();
   painter->setBrush(Qt::NoBrush);
-  for (const auto& [link, path] : scene_.chainPaths(id_)) {
+  for (const auto& [link, path] : chain_) {
     const graph::Node* member = scene_.document()->project().graph.find(
         link.from.node == id_ ? link.to.node : link.from.node);
     const bool solid = node.type != "Sequential" && member && member->name == active;

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/graph/spec.h"
 #include "ui/document/node_info.h"
@@ -94,6 +95,7 @@ class NodeItem : public QGraphicsItem {
   std::map<std::string, QStringList> portProblems_;
   std::optional<NodeLoadMark> mark_;
   bool healthStrip_ = false;
+  std::vector<std::pair<graph::Edge, QPainterPath>> chain_;  // a frame's implicit links
 };
 
 }  // namespace nns::ui

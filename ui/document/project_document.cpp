@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <iterator>
+#include <tuple>
+#include <unordered_map>
 
 #include "engine/graph/edit.h"
 #include "engine/graph/node_types.h"
@@ -163,14 +166,11 @@ void ProjectDocument::restore(const GraphSnapshot& s) {
   const bool structural = s.graph != project_.graph || s.blocks != project_.blocks ||
                           s.name != project_.name || s.layoutDirection != project_.layout_direction;
   const bool probes = s.probes != project_.probes;
+  GraphChange change = difference(project_.graph, s.graph);
   // What the canvas draws as boxes changed (a group collapsed or expanded, another direction,
-  // a probe's health strip): the routes and frames follow.
-  bool redraw = s.layoutDirection != project_.layout_direction || probes ||
-                s.graph.nodes.size() != project_.graph.nodes.size();
-  for (size_t i = 0; !redraw && i < s.graph.nodes.size(); ++i) {
-    redraw = s.graph.nodes[i].collapsed != project_.graph.nodes[i].collapsed ||
-             s.graph.nodes[i].members != project_.graph.nodes[i].members;
-  }
+  // a probe's health strip): the routes and frames follow, and it is all redrawn.
+  change.everything = change.everything || s.blocks != project_.blocks ||
+                      s.layoutDirection != project_.layout_direction || probes;
   project_.name = s.name;
   project_.graph = s.graph;
   project_.blocks = s.blocks;
@@ -181,7 +181,7 @@ void ProjectDocument::restore(const GraphSnapshot& s) {
   if (pendingLayout_) {
     layout_ = std::move(*pendingLayout_);
     layoutStale_ = false;
-  } else if (redraw) {
+  } else if (change.everything) {
     layoutStale_ = true;
   }
   pendingLayout_.reset();
@@ -194,7 +194,7 @@ void ProjectDocument::restore(const GraphSnapshot& s) {
   }
   const size_t before = selection_.size();
   std::erase_if(selection_, [&](graph::NodeId id) { return !project_.graph.find(id); });
-  graphChanged();
+  graphChanged(std::move(change));
   if (selection_.size() != before) emit selectionChanged();
   if (probes) emit probesChanged();
 }
@@ -211,19 +211,93 @@ void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& pos
   emit nodesMoved(moved);
 }
 
-void ProjectDocument::graphChanged() {
+void ProjectDocument::graphChanged(GraphChange change) {
+  graph::Analysis before = std::move(analysis_);
   try {
     analysis_ = graph::analyze(project_);
   } catch (const std::exception& e) {
     analysis_ = {};
     analysis_.problems.push_back({0, {}, e.what(), {}});
   }
+  if (!change.everything) addAnalysisChanges(before, change);
   modelStale_ = true;
   if (!loadMarks_.empty()) {
     loadMarks_.clear();
     emit loadMarksChanged();
   }
+  emit graphEdited(change);
   emit changed();
+}
+
+void ProjectDocument::addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const {
+  // An edit changes shapes and problems downstream of it: those nodes are redrawn too.
+  auto problemsByNode = [](const graph::Analysis& a) {
+    std::map<graph::NodeId, std::vector<std::string>> out;
+    for (const graph::Problem& p : a.problems) {
+      if (p.block.empty()) out[p.node].push_back(p.port + ": " + p.message);
+    }
+    return out;
+  };
+  auto differ = [&](const auto& a, const auto& b) {
+    for (const auto& [id, value] : a) {
+      auto it = b.find(id);
+      if (it == b.end() || it->second != value) change.changed.insert(id);
+    }
+    for (const auto& [id, value] : b) {
+      if (!a.count(id)) change.changed.insert(id);
+    }
+  };
+  differ(before.output_shapes, analysis_.output_shapes);
+  differ(problemsByNode(before), problemsByNode(analysis_));
+  for (graph::NodeId id : change.added) change.changed.erase(id);
+  for (graph::NodeId id : change.removed) change.changed.erase(id);
+  change.changed.erase(0);
+}
+
+GraphChange ProjectDocument::difference(const graph::Graph& from, const graph::Graph& to) {
+  GraphChange change;
+  std::unordered_map<graph::NodeId, const graph::Node*> old;
+  for (const graph::Node& n : from.nodes) old.emplace(n.id, &n);
+  for (const graph::Node& n : to.nodes) {
+    auto it = old.find(n.id);
+    if (it == old.end()) {
+      change.added.insert(n.id);
+      if (!n.members.empty()) change.everything = true;  // a new group frames nodes
+      continue;
+    }
+    const graph::Node& o = *it->second;
+    old.erase(it);
+    if (o.members != n.members || o.collapsed != n.collapsed) change.everything = true;
+    if (o.type != n.type || o.name != n.name || o.options != n.options || o.extra != n.extra) {
+      change.changed.insert(n.id);
+    } else if (o.x != n.x || o.y != n.y) {
+      change.moved.insert(n.id);
+    }
+  }
+  for (const auto& [id, node] : old) {
+    change.removed.insert(id);
+    if (!node->members.empty()) change.everything = true;
+  }
+  // A Ref shows its target's ports: it changes with its target.
+  for (const graph::Node& n : to.nodes) {
+    if (n.type == "Ref" && n.options.contains("target") &&
+        n.options["target"].is_number_integer() &&
+        change.changed.count(n.options["target"].get<graph::NodeId>())) {
+      change.changed.insert(n.id);
+    }
+  }
+  auto key = [](const graph::Edge& e) {
+    return std::tie(e.from.node, e.from.port, e.to.node, e.to.port);
+  };
+  auto less = [&](const graph::Edge& a, const graph::Edge& b) { return key(a) < key(b); };
+  std::vector<graph::Edge> a = from.edges, b = to.edges;
+  std::sort(a.begin(), a.end(), less);
+  std::sort(b.begin(), b.end(), less);
+  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(change.edgesAdded),
+                      less);
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(),
+                      std::back_inserter(change.edgesRemoved), less);
+  return change;
 }
 
 graph::NodeId ProjectDocument::addNode(const QString& type, QPointF pos) {
@@ -423,9 +497,9 @@ void ProjectDocument::prepareForCanvas() {
   if (g.nodes.size() > kLargeGraph && !anyCollapsed) {
     // Open at the module tree's first level: each top-level group shows its members, and
     // groups nested in them are one box each until expanded.
+    const auto parents = graph::parent_index(g);
     for (graph::Node& n : g.nodes) {
-      const graph::Node* parent = g.parent_of(n.id);
-      if (isGroup(n) && parent) n.collapsed = true;
+      if (isGroup(n) && parents.count(n.id)) n.collapsed = true;
     }
     graphChanged();
     layoutStale_ = true;
@@ -436,9 +510,9 @@ void ProjectDocument::prepareForCanvas() {
   // those of a file no layered layout made (layout_direction unset): the layout's positions
   // replace them.
   std::vector<std::pair<graph::NodeId, QRectF>> boxes;
-  for (const graph::Node& n : g.nodes) {
-    if (isGroup(n) && !n.collapsed && !n.members.empty()) continue;
-    if (graph::hidden_in_collapsed_group(g, n.id)) continue;
+  for (graph::NodeId id : layout_.order) {
+    const graph::Node& n = g.at(id);
+    if (isGroup(n) && !n.collapsed && !n.members.empty()) continue;  // a frame
     const graph::NodeSize size = graph::node_box_size(project_, n);
     boxes.emplace_back(n.id, QRectF(n.x, n.y, size.width, size.height));
   }

@@ -39,6 +39,17 @@ struct GraphSnapshot {
   bool operator==(const GraphSnapshot&) const = default;
 };
 
+// What one change did to the graph, for views that update only those items (the canvas).
+// `everything` when the change is too broad to list (another project, other blocks, a group's
+// members or collapse, another direction, probes): redraw it all.
+struct GraphChange {
+  bool everything = false;
+  std::set<graph::NodeId> added, removed;
+  std::set<graph::NodeId> changed;  // type, name, options, or the analysis's shapes or problems
+  std::set<graph::NodeId> moved;    // only the position
+  std::vector<graph::Edge> edgesAdded, edgesRemoved;
+};
+
 // How a loaded state dict matched one node's parameters and buffers.
 struct NodeLoadMark {
   enum class Status { Matched, Unexpected, Missing, WrongShape };  // worst last
@@ -174,7 +185,9 @@ class ProjectDocument : public QObject {
   // Another project took this one's place (setProject: new, opened, recovered); changed()
   // and the others follow.
   void projectReplaced();
-  // The graph changed (nodes, wires, options, groups): redraw and re-read.
+  // The graph changed (nodes, wires, options, groups): redraw and re-read. graphEdited comes
+  // first with what changed, item by item.
+  void graphEdited(const nns::ui::GraphChange& change);
   void changed();
   // The dataset or training settings changed.
   void settingsChanged();
@@ -193,10 +206,14 @@ class ProjectDocument : public QObject {
   void logMessage(const QString& text);
 
  private:
-  void graphChanged();
+  void graphChanged(GraphChange change = {.everything = true});
   // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
   // layout engine fails.
   bool relayout() const;
+  // The nodes and edges that differ between two graphs (everything when groups changed).
+  static GraphChange difference(const graph::Graph& from, const graph::Graph& to);
+  // Adds the nodes whose shapes or problems differ from `before` (the last analysis).
+  void addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const;
   void takePendingLayout();
   void applyFrozen(graph::GraphModule& model) const;
 

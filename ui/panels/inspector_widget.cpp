@@ -82,9 +82,14 @@ InspectorWidget::InspectorWidget(ProjectDocument* document, QWidget* parent)
   repr_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   addTab(repr_, tr("Repr"));
 
-  connect(document_, &ProjectDocument::changed, this, &InspectorWidget::scheduleRefresh);
-  connect(document_, &ProjectDocument::selectionChanged, this, &InspectorWidget::scheduleRefresh);
-  connect(document_, &ProjectDocument::modelStateChanged, this, &InspectorWidget::scheduleRefresh);
+  connect(this, &QTabWidget::currentChanged, this, [this] {
+    if (stale_ && showsModel()) refresh();
+  });
+  // A graph edit builds the model anew: the views follow while shown (else when shown or
+  // asked for). A new selection or new values in the same model refresh them at once.
+  connect(document_, &ProjectDocument::changed, this, [this] { scheduleRefresh(false); });
+  connect(document_, &ProjectDocument::selectionChanged, this, [this] { scheduleRefresh(true); });
+  connect(document_, &ProjectDocument::modelStateChanged, this, [this] { scheduleRefresh(true); });
   connect(parameters_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* item) {
     if (filling_ || item->column() != 3) return;
     const QString name = parameters_->item(item->row(), 0)->text();
@@ -97,10 +102,19 @@ InspectorWidget::InspectorWidget(ProjectDocument* document, QWidget* parent)
   refresh();
 }
 
-void InspectorWidget::scheduleRefresh() {
-  if (pending_) return;
+void InspectorWidget::scheduleRefresh(bool evenIfHidden) {
+  stale_ = true;
+  if (pending_ || !(evenIfHidden || showsModel())) return;
   pending_ = true;
-  QTimer::singleShot(0, this, &InspectorWidget::refresh);
+  QTimer::singleShot(0, this, [this] {
+    if (stale_) refresh();
+    pending_ = false;
+  });
+}
+
+bool InspectorWidget::showsModel() const {
+  return currentWidget() != options_ && currentWidget() != nullptr &&
+         currentIndex() <= indexOf(repr_);
 }
 
 QString InspectorWidget::scopePrefix() const {
@@ -111,7 +125,7 @@ QString InspectorWidget::scopePrefix() const {
 }
 
 void InspectorWidget::refresh() {
-  pending_ = false;
+  stale_ = false;
   filling_ = true;
   auto model = document_->model();
   modules_->clear();

@@ -23,17 +23,26 @@ class InspectorWidget : public QTabWidget {
   explicit InspectorWidget(ProjectDocument* document, QWidget* parent = nullptr);
 
   OptionsEditor* optionsEditor() const { return options_; }
-  QTreeWidget* moduleTree() const { return modules_; }
-  QTableWidget* parameterTable() const { return parameters_; }
-  QTableWidget* bufferTable() const { return buffers_; }
-  QPlainTextEdit* reprView() const { return repr_; }
+  // The model's views, brought up to date first.
+  QTreeWidget* moduleTree() { return fresh(modules_); }
+  QTableWidget* parameterTable() { return fresh(parameters_); }
+  QTableWidget* bufferTable() { return fresh(buffers_); }
+  QPlainTextEdit* reprView() { return fresh(repr_); }
 
-  // Re-reads the model now (the document's signals schedule this for the next event loop
-  // turn, so a burst of edits builds the model once).
+  // Re-reads the model now. The document's signals mark the views stale and refresh them on
+  // the next event loop turn (a burst of edits builds the model once); after a graph edit only
+  // while one of them is shown, else when one is shown or asked for: building a large model
+  // on every edit while the Node tab is open would cost every edit a frame.
   void refresh();
 
  private:
-  void scheduleRefresh();
+  void scheduleRefresh(bool evenIfHidden);
+  bool showsModel() const;
+  template <typename View>
+  View* fresh(View* view) {
+    if (stale_) refresh();
+    return view;
+  }
   QString scopePrefix() const;
 
   ProjectDocument* document_;
@@ -44,6 +53,7 @@ class InspectorWidget : public QTabWidget {
   QTableWidget* buffers_;
   QPlainTextEdit* repr_;
   bool pending_ = false;
+  bool stale_ = true;
   bool filling_ = false;
 };
 
