@@ -70,8 +70,7 @@ NodeSize node_box_size(const Project& project, const Node& node);
 
 // The node that shows `id` on the canvas: itself, or the outermost collapsed group holding it.
 // `parents` is parent_index(graph).
-NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
-                  NodeId id);
+NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents, NodeId id);
 
 // A group's implicit links: a Sequential's chain ({group, "in"} to its first member's first
 // input, each member's first output to the next one's first input, the last to {group,
