@@ -100,7 +100,7 @@ void MiniMap::paintEvent(QPaintEvent*) {
   painter.drawRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4);
   const QRectF source = sourceRect();
   const QRectF target = targetRect();
-  if (picture_.isNull() && !redraw_->isActive()) renderPicture();
+  if (picture_.isNull()) renderPicture();
   const double s = target.width() / source.width();
   if (!picture_.isNull()) {
     painter.drawPixmap(QRectF(target.left() + (pictureRect_.left() - source.left()) * s,

@@ -66,6 +66,7 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
   if (model_) graph::carry_state(*model_, *built, project_.graph);
   applyFrozen(*built);
   model_ = std::move(built);
+  emit modelBuilt();
   return model_;
 }
 

@@ -71,7 +71,8 @@ class ProjectDocument : public QObject {
   QStringList problemsOf(graph::NodeId node, const std::string& port = {}) const;
 
   // The model the graph builds (nullptr while the graph has problems: modelError() says why).
-  // Built on first use after a change; parameters of unchanged layers keep their values.
+  // Built on first use after a change (modelBuilt() follows); parameters of unchanged layers
+  // keep their values.
   std::shared_ptr<graph::GraphModule> model();
   QString modelError() const { return modelError_; }
   // The model if it is built and current, without building it (nullptr otherwise): for what
@@ -195,6 +196,8 @@ class ProjectDocument : public QObject {
   void nodesMoved(const std::vector<graph::NodeId>& nodes);
   void selectionChanged();
   void filePathChanged(const QString& path);
+  // model() built the model anew after a change of the graph.
+  void modelBuilt();
   // The model's parameters changed in place (freezing, a loaded state dict).
   void modelStateChanged();
   // loadStateDict() put a file's values into the model (after modelStateChanged).
