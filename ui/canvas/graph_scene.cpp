@@ -186,8 +186,8 @@ void GraphScene::sync() {
   selectionFromDocument();
   update();
   // The model for the collapsed groups' parameter counts, once the window is idle again.
-  const bool anyCollapsed = std::any_of(g.nodes.begin(), g.nodes.end(),
-                                        [](const graph::Node& n) { return n.collapsed; });
+  const bool anyCollapsed =
+      std::any_of(g.nodes.begin(), g.nodes.end(), [](const graph::Node& n) { return n.collapsed; });
   if (anyCollapsed) QTimer::singleShot(0, document_, [d = document_] { d->model(); });
 }
 
