@@ -12,6 +12,7 @@
 #include "engine/graph/layout.h"
 #include "engine/graph/node_types.h"
 #include "ui/canvas/graph_scene.h"
+#include "ui/canvas/probe_item.h"
 #include "ui/document/qt_strings.h"
 #include "ui/probes/node_health.h"
 
@@ -302,6 +303,8 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   QFont bold = font;
   bold.setBold(true);
   double right = box.width() - 8;
+  // A probe's tag sits on the title bar's right end: the type moves left of it.
+  if (scene_.probeItem(id_)) right -= ProbeItem::kWidth + 4;
   if (mark_) {
     painter->setPen(Qt::NoPen);
     painter->setBrush(markColor(t, mark_->status));

@@ -17,9 +17,7 @@ ProbeItem::ProbeItem(GraphScene& scene, graph::NodeId node) : scene_(scene), nod
 }
 
 void ProbeItem::attach(QPointF boxTopLeft, double boxWidth) {
-  // Just above the box's right end: clear of its title, and of the wires, which enter the box
-  // in the middle of its top (or at its side when the flow runs left to right).
-  setPos(boxTopLeft + QPointF(boxWidth - kWidth - 4, -kHeight - 3));
+  setPos(boxTopLeft + QPointF(boxWidth - kWidth - 10, -kHeight / 2));
 }
 
 QRectF ProbeItem::boundingRect() const {
