@@ -128,9 +128,13 @@ bool ProjectDocument::edit(const QString& text, const std::function<void(graph::
     return false;
   }
   GraphSnapshot before = snapshot();
-  GraphSnapshot after{changed.graph,           changed.blocks, changed.probes,
-                      changed.extra,           changed.name,   changed.frozen_parameters,
-                      changed.layout_direction};
+  GraphSnapshot after{std::move(changed.graph),
+                      std::move(changed.blocks),
+                      std::move(changed.probes),
+                      std::move(changed.extra),
+                      std::move(changed.name),
+                      std::move(changed.frozen_parameters),
+                      std::move(changed.layout_direction)};
   if (before == after) return true;
   undoStack_->push(new GraphEditCommand(this, text, std::move(before), std::move(after)));
   return true;
