@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include <time.h>
+
 #include "engine/autograd/grad_mode.h"
 #include "engine/tensor/error.h"
 
@@ -24,6 +26,14 @@ constexpr double kBudgetMemory = 1.0;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The CPU seconds all of this process's threads have used: a step's share of it, capped by
+// its wall time, is the time the step really ran (see measure_step).
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 // Adds the seconds of its scope to `total`: the probes' own time, for the overhead budget.
@@ -490,7 +500,12 @@ void Probes::install_step_hooks(Probe& probe) {
 }
 
 void Probes::measure_step(Clock::time_point now, bool sampled) {
-  const double span = std::chrono::duration<double>(now - *step_begin_).count();
+  // While the machine runs other processes the step's wall time grows but its CPU time does
+  // not: capped by the CPU time, a step that was descheduled banks no training time that
+  // would let the probes run free afterwards. Several threads at work use more CPU than wall
+  // time, so the wall time is the cap's other side.
+  const double wall = std::chrono::duration<double>(now - *step_begin_).count();
+  const double span = std::min(wall, std::max(0.0, process_cpu_seconds() - step_cpu_begin_));
   step_begin_.reset();
   // A sampled step also pays for what no timer inside the probes sees: the two autograd
   // nodes a full backward hook adds around its module, and the caches the summaries evict.
@@ -524,6 +539,7 @@ void Probes::begin_step(int64_t step) {
   if (probes_.empty()) return;
   const Clock::time_point now = Clock::now();
   step_begin_ = now;
+  step_cpu_begin_ = process_cpu_seconds();
   int64_t sampled = 0;
   int64_t skipped = 0;
   for (auto& [id, p] : probes_) {

@@ -28,11 +28,12 @@
 // since a sampled step also pays for what no timer inside them sees (the autograd nodes of
 // the backward hooks, the caches the summaries evict), at least the sampled step's excess
 // over the recent unsampled ones. The training time is the rest of each step, from
-// begin_step to end_step. Both are weighted by exp(-age / 1 s), the age counted in time
-// inside steps, so that the measure follows a change of speed, and a pause between steps
-// neither banks credit nor leaves a debt. A step that `every` picks is skipped while the
-// weighted cost is above max_overhead x the weighted training time; a probe's first pick is
-// always sampled (early steps are kept).
+// begin_step to end_step, where a step's length is its wall time capped by the CPU time the
+// process used in it, so a step the system descheduled banks no credit. Both are weighted by
+// exp(-age / 1 s), the age counted in time inside steps, so that the measure follows a change of
+// speed, and a pause between steps neither banks credit nor leaves a debt. A step that `every`
+// picks is skipped while the weighted cost is above max_overhead x the weighted training time; a
+// probe's first pick is always sampled (early steps are kept).
 //
 // The cost compared is that of all the probes together, since the limit is on what probing
 // costs the run; a probe's own max_overhead says how much of it that probe tolerates, so a
@@ -227,6 +228,7 @@ class Probes {
   // and without probes), the probes' time in it, and the weighted probe and training
   // seconds (see above).
   std::optional<std::chrono::steady_clock::time_point> step_begin_;
+  double step_cpu_begin_ = 0;  // the process's CPU seconds when the step began
   double step_cost_ = 0;
   bool any_sampling_ = false;  // a probe samples the current step
   double unsampled_span_ = 0;  // running mean length of the steps no probe sampled
