@@ -6,6 +6,7 @@
 #include <QStringList>
 #include <QTimer>
 
+#include "engine/plugin/loader.h"
 #include "ui/app/main_window.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,9 @@ int main(int argc, char** argv) {
   QApplication::setApplicationDisplayName("NN Studio");
   QApplication::setApplicationVersion(NNS_VERSION);
 
+  // Before the window, so the palette lists the plugins' types and a project that uses them
+  // opens; Help > Plugins shows what loaded and what failed.
+  nns::plugin::load_installed_plugins();
   nns::ui::MainWindow window;
   const QStringList args = QApplication::arguments();
   if (args.size() < 2 || !window.openFile(args.at(1))) window.openExample();

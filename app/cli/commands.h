@@ -24,5 +24,6 @@ Command convert_command();
 Command summary_command();
 Command forward_command();
 Command layout_command();
+Command plugins_command();
 
 }  // namespace nns::cli

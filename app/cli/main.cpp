@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "engine/plugin/loader.h"
 
 namespace nns::cli {
 namespace {
 
 std::vector<Command> commands() {
   return {example_command(), train_command(),   inspect_command(), convert_command(),
-          summary_command(), forward_command(), layout_command()};
+          summary_command(), forward_command(), layout_command(),  plugins_command()};
 }
 
 std::string usage() {
@@ -84,6 +85,9 @@ int run(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   using namespace nns::cli;
   const std::vector<std::string> args(argv + 1, argv + argc);
+  // Before any command, so a project's plugin types are known; a broken plugin is a line in
+  // `nnstudio-cli plugins`, never an error here.
+  nns::plugin::load_installed_plugins();
   try {
     return run(args);
   } catch (const UsageError& e) {

@@ -25,6 +25,9 @@ enum class BinaryOp : uint8_t {
   TanhBackward,        // grad * (1 - result^2)
   SigmoidBackward,     // grad * result * (1 - result)
   SqrtBackward,        // grad / (2 * result)
+  RsqrtBackward,       // grad * -0.5 * result^3
+  SinBackward,         // grad * cos(input)
+  CosBackward,         // grad * -sin(input)
   AbsBackward,         // grad * sgn(input)
   LeakyReluBackward,   // grad * (input > 0 ? 1 : alpha)
   GeluBackward,        // grad * gelu'(input), the erf form
@@ -48,6 +51,9 @@ enum class UnaryOp : uint8_t {
   Exp,
   Log,
   Sqrt,
+  Rsqrt,  // 1 / sqrt(a)
+  Sin,
+  Cos,
   Tanh,
   Sigmoid,
   Reciprocal,

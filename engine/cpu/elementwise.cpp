@@ -416,6 +416,16 @@ void binary_typed(BinaryOp op, const TensorView& out, const TensorView& a, const
       case BinaryOp::SqrtBackward:
         return binary_loop<T, T>(out, a, b,
                                  [](const auto& g, const auto& r) { return g / (T(2) * r); });
+      case BinaryOp::RsqrtBackward:
+        // As PyTorch: -0.5 * grad * result^3.
+        return binary_loop<T, T>(
+            out, a, b, [](const auto& g, const auto& r) { return T(-0.5) * g * (r * r * r); });
+      case BinaryOp::SinBackward:
+        return binary_loop<T, T>(out, a, b,
+                                 [](const auto& g, const auto& x) { return g * x.cos(); });
+      case BinaryOp::CosBackward:
+        return binary_loop<T, T>(out, a, b,
+                                 [](const auto& g, const auto& x) { return g * -x.sin(); });
       case BinaryOp::AbsBackward:
         return binary_loop<T, T>(out, a, b, [](const auto& g, const auto& x) {
           return g.binaryExpr(x, AbsBackwardOp<T>{});
@@ -552,6 +562,16 @@ void unary_typed(UnaryOp op, const TensorView& out, const TensorView& a, double 
       case UnaryOp::Sqrt:
         return pointwise<T, T>(
             out, [](const auto& x) { return x.sqrt(); }, a);
+      case UnaryOp::Rsqrt:
+        // Eigen's exact form (EIGEN_FAST_MATH=0): 1 / sqrt, as PyTorch's CPU kernel.
+        return pointwise<T, T>(
+            out, [](const auto& x) { return x.sqrt().inverse(); }, a);
+      case UnaryOp::Sin:
+        return pointwise<T, T>(
+            out, [](const auto& x) { return x.sin(); }, a);
+      case UnaryOp::Cos:
+        return pointwise<T, T>(
+            out, [](const auto& x) { return x.cos(); }, a);
       case UnaryOp::Tanh:
         if constexpr (std::is_same_v<T, float>) {
           if (out.is_contiguous() && a.is_contiguous()) {

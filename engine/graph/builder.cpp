@@ -57,19 +57,15 @@ struct Resolved {
   const Node* parent = nullptr;              // the group it is a member of
   bool runs = false;                         // a step of the forward (not run by its group)
 
-  bool is(const char* name) const { return kind == Kind::Type && type->name == name; }
-  bool is_switch() const {
-    return kind == Kind::Container && node->type == "ModuleDict" && node->options.is_object() &&
-           node->options.contains("switch") && node->options["switch"] == true;
-  }
+  bool is(NodeKind k) const { return kind == Kind::Type && type->kind == k; }
+  bool is_switch() const { return kind == Kind::Container && is_switch_dict(*node); }
   // A module the tree holds: what a group may contain and a Ref may call.
   bool is_module() const {
-    return (kind == Kind::Type && type->make_module) || kind == Kind::Block ||
-           kind == Kind::Container;
+    return is(NodeKind::Module) || kind == Kind::Block || kind == Kind::Container;
   }
   // Callable with tensors: a module with a forward (ModuleList and plain ModuleDict have none).
   bool is_callable() const {
-    return (kind == Kind::Type && type->make_module) || kind == Kind::Block ||
+    return is(NodeKind::Module) || kind == Kind::Block ||
            (kind == Kind::Container && (node->type == "Sequential" || is_switch()));
   }
 };
@@ -112,7 +108,7 @@ class Builder {
     infer(input_shapes);
     std::optional<Shapes> out = Shapes{};
     for (const Resolved& r : nodes_) {
-      if (!r.is("Output")) continue;
+      if (!r.is(NodeKind::Output)) continue;
       const Edge* e = graph_.edge_into({r.node->id, "in"});
       auto it = e ? shape_of(e->from) : nullptr;
       if (!it) return std::nullopt;
@@ -203,6 +199,15 @@ class Builder {
         r.kind = Resolved::Kind::Block;
         r.block = b;
         r.ok = substituted && resolve_block_arguments(node, *b, options, r.options);
+      } else if (auto plugin = project_.plugin_types.find(node.type);
+                 plugin != project_.plugin_types.end()) {
+        // A type the project records as a plugin's (project.h): name the plugin to install.
+        const PluginRef& ref = plugin->second;
+        problem(node, "",
+                "node '" + node.name + "': plugin '" + ref.plugin + "' " + ref.version +
+                    " is not installed (it provides the node type '" + node.type +
+                    "'); install it and restart NN Studio (nnstudio-cli plugins lists what "
+                    "loaded)");
       } else {
         std::string message;
         try {
@@ -273,7 +278,7 @@ class Builder {
       r.inputs = ports.inputs;
       r.outputs = ports.outputs;
       r.ports_known = true;
-    } else if (r.is("Ref")) {
+    } else if (r.is(NodeKind::Ref)) {
       if (!r.ok) return;
       const NodeId target = r.options.at("target").get<NodeId>();
       auto it = index_.find(target);
@@ -379,7 +384,7 @@ class Builder {
     std::map<std::string, const Node*> taken;
     for (const Resolved& r : nodes_) {
       if (r.parent || r.kind == Resolved::Kind::Unknown) continue;
-      const bool attribute = r.is_module() || r.is("Parameter") || r.is("Buffer");
+      const bool attribute = r.is_module() || r.is(NodeKind::Parameter) || r.is(NodeKind::Buffer);
       if (!attribute) continue;
       if (!valid_attribute(r.node->name)) {
         problem(*r.node, "",
@@ -437,8 +442,8 @@ class Builder {
     }
     bool has_input = false, has_output = false;
     for (const Resolved& r : nodes_) {
-      has_input |= r.is("Input");
-      has_output |= r.is("Output");
+      has_input |= r.is(NodeKind::Input);
+      has_output |= r.is(NodeKind::Output);
     }
     const std::string where = block_.empty() ? "the model" : "block '" + block_ + "'";
     if (!has_input) problem(where + " has no Input node");
@@ -520,7 +525,7 @@ class Builder {
         in.push_back(*s);
       }
       std::optional<Shapes> out;
-      if (r.is("Input") && input_shapes) {
+      if (r.is(NodeKind::Input) && input_shapes) {
         if (input_index < input_shapes->size()) out = Shapes{(*input_shapes)[input_index]};
         ++input_index;
       } else if (in.size() == r.inputs.size()) {
@@ -540,7 +545,7 @@ class Builder {
     try {
       switch (callee.kind) {
         case Resolved::Kind::Type:
-          if (callee.is("Ref")) {
+          if (callee.is(NodeKind::Ref)) {
             const Resolved& target = resolved(callee.options.at("target").get<NodeId>());
             return infer_call(blame, target, in);
           }
@@ -671,10 +676,10 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
   for (const Resolved& r : nodes_) {
     if (r.parent) continue;
     const std::string& name = r.node->name;
-    if (r.is("Parameter")) {
+    if (r.is(NodeKind::Parameter)) {
       gm->register_parameter(name, nn::Parameter(initial_tensor(r.options),
                                                  r.options.at("requires_grad").get<bool>()));
-    } else if (r.is("Buffer")) {
+    } else if (r.is(NodeKind::Buffer)) {
       gm->register_buffer(name, initial_tensor(r.options), r.options.at("persistent").get<bool>());
     } else if (r.is_module()) {
       nn::ModulePtr m = make_module(r);
@@ -702,7 +707,7 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
 
   // The callable module of a node: its own, or for a switch the active member's.
   std::function<nn::Module*(const Resolved&)> callable = [&](const Resolved& r) -> nn::Module* {
-    if (r.is("Ref")) return callable(resolved(r.options.at("target").get<NodeId>()));
+    if (r.is(NodeKind::Ref)) return callable(resolved(r.options.at("target").get<NodeId>()));
     if (r.is_switch()) return callable(resolved(member_by_key(*r.node)->id));
     return gm->node_modules_.at(r.node->id).first.get();
   };
@@ -720,22 +725,22 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
     step.output = slots;
     step.outputs = r.outputs.size();
     for (const std::string& port : r.outputs) slot[{id, port}] = slots++;
-    if (r.is("Input")) {
+    if (r.is(NodeKind::Input)) {
       step.kind = GraphModule::Step::Kind::Input;
       step.member_index = gm->inputs_.size();
       gm->inputs_.push_back(id);
-    } else if (r.is("Output")) {
+    } else if (r.is(NodeKind::Output)) {
       step.kind = GraphModule::Step::Kind::Output;
       step.member_index = gm->outputs_.size();
       gm->outputs_.push_back(id);
-    } else if (r.is("Parameter") || r.is("Buffer")) {
-      const bool param = r.is("Parameter");
+    } else if (r.is(NodeKind::Parameter) || r.is(NodeKind::Buffer)) {
+      const bool param = r.is(NodeKind::Parameter);
       step.kind = param ? GraphModule::Step::Kind::Parameter : GraphModule::Step::Kind::Buffer;
       const std::vector<std::string> keys =
           param ? gm->parameters_dict().keys() : gm->buffers_dict().keys();
       step.member_index =
           static_cast<size_t>(std::find(keys.begin(), keys.end(), r.node->name) - keys.begin());
-    } else if (r.kind == Resolved::Kind::Type && r.type->apply) {
+    } else if (r.is(NodeKind::Functional)) {
       step.kind = GraphModule::Step::Kind::Function;
       step.type = r.type;
       step.options = r.options;
@@ -748,11 +753,11 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
   // Outputs in node order, as documented (the steps run them in topological order).
   std::vector<NodeId> outputs;
   for (const Resolved& r : nodes_) {
-    if (r.is("Output")) outputs.push_back(r.node->id);
+    if (r.is(NodeKind::Output)) outputs.push_back(r.node->id);
   }
   std::vector<NodeId> inputs;
   for (const Resolved& r : nodes_) {
-    if (r.is("Input")) inputs.push_back(r.node->id);
+    if (r.is(NodeKind::Input)) inputs.push_back(r.node->id);
   }
   for (GraphModule::Step& s : gm->steps_) {
     if (s.kind == GraphModule::Step::Kind::Output)
@@ -905,11 +910,40 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
 NodePorts block_ports(const BlockDef& block) {
   NodePorts ports;
   for (const Node& n : block.graph.nodes) {
-    if (n.type == "Input") ports.inputs.push_back(n.name);
-    if (n.type == "Output") ports.outputs.push_back(n.name);
+    const std::optional<NodeKind> kind = node_kind(n.type);
+    if (kind == NodeKind::Input) ports.inputs.push_back(n.name);
+    if (kind == NodeKind::Output) ports.outputs.push_back(n.name);
   }
   return ports;
 }
+
+namespace {
+
+// The ports the wires of an unknown type's node use (a plugin that is not installed): the
+// node keeps them on the canvas, so that its wires are drawn and saved as they were.
+NodePorts ports_of_wires(const Project& project, const Node& node) {
+  const Graph* graph = nullptr;
+  auto holds = [&node](const Graph& g) {
+    const Node* n = g.find(node.id);
+    return n == &node;
+  };
+  if (holds(project.graph)) graph = &project.graph;
+  for (const BlockDef& b : project.blocks) {
+    if (!graph && holds(b.graph)) graph = &b.graph;
+  }
+  NodePorts ports;
+  if (!graph) return ports;
+  auto add = [](std::vector<std::string>& list, const std::string& port) {
+    if (std::find(list.begin(), list.end(), port) == list.end()) list.push_back(port);
+  };
+  for (const Edge& e : graph->edges) {
+    if (e.to.node == node.id) add(ports.inputs, e.to.port);
+    if (e.from.node == node.id) add(ports.outputs, e.from.port);
+  }
+  return ports;
+}
+
+}  // namespace
 
 NodePorts project_node_ports(const Project& project, const Node& node) {
   try {
@@ -924,10 +958,12 @@ NodePorts project_node_ports(const Project& project, const Node& node) {
     return ports;
   }
   if (const BlockDef* block = project.find_block(node.type)) return block_ports(*block);
-  if (node.type == "Ref" && node.options.contains("target") &&
+  if (!node_kind(node.type)) return ports_of_wires(project, node);
+  if (node_kind(node.type) == NodeKind::Ref && node.options.contains("target") &&
       node.options["target"].is_number_integer()) {
     const Node* target = project.graph.find(node.options["target"].get<NodeId>());
-    if (target && target->type != "Ref") return project_node_ports(project, *target);
+    if (target && node_kind(target->type) != NodeKind::Ref)
+      return project_node_ports(project, *target);
   }
   return {};
 }

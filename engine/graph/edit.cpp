@@ -204,13 +204,12 @@ void ungroup(Graph& graph, NodeId group_id) {
   std::vector<NodeId> chain;
   if (group.type == "Sequential") {
     chain = group.members;
-  } else if (group.type == "ModuleDict") {
+  } else if (is_switch_dict(group)) {
     // A switch routes through its active member: that member takes the group's edges.
-    const std::optional<NodePorts> ports = node_ports(group);
     const Json& o = group.options;
-    const Json active = o.is_object() && o.contains("active") ? o["active"] : Json();
+    const Json active = o.contains("active") ? o["active"] : Json();
     for (NodeId id : group.members) {
-      if (ports && !ports->inputs.empty() && active == graph.at(id).name) chain = {id};
+      if (active == graph.at(id).name) chain = {id};
     }
   }
   std::vector<Edge> edges;
@@ -255,8 +254,7 @@ NodeId make_block(Project& project, Graph& graph, const std::vector<NodeId>& ids
     throw ValueError(purpose +
                      ": a block's name is a class name: a capital letter, then letters, "
                      "digits or '_'");
-  if (project.find_block(block_name) || find_node_type(block_name) ||
-      is_container_type(block_name) || block_name == project.name)
+  if (project.find_block(block_name) || node_kind(block_name) || block_name == project.name)
     throw ValueError(purpose + ": the name is taken (by a block, a node type or the model)");
   // The selection with every member of selected groups.
   std::set<NodeId> selected;
@@ -274,7 +272,7 @@ NodeId make_block(Project& project, Graph& graph, const std::vector<NodeId>& ids
                        p->name + "', which is not selected");
   }
   for (const Node& n : graph.nodes) {
-    if (n.type != "Ref" || !n.options.contains("target")) continue;
+    if (node_kind(n.type) != NodeKind::Ref || !n.options.contains("target")) continue;
     const Json& t = n.options["target"];
     const bool target_in = t.is_number_integer() && selected.contains(t.get<NodeId>());
     if (target_in != selected.contains(n.id))
@@ -364,9 +362,10 @@ std::vector<NodeId> inline_block(Project& project, Graph& graph, NodeId instance
   std::vector<Edge> inner;
   std::map<std::string, NodeId> inputs, outputs;  // port -> Input / Output node id
   for (const Node& n : block->graph.nodes) {
-    if (n.type == "Input") {
+    const std::optional<NodeKind> kind = node_kind(n.type);
+    if (kind == NodeKind::Input) {
       inputs[n.name] = n.id;
-    } else if (n.type == "Output") {
+    } else if (kind == NodeKind::Output) {
       outputs[n.name] = n.id;
     } else {
       Node copy = n;
@@ -377,8 +376,8 @@ std::vector<NodeId> inline_block(Project& project, Graph& graph, NodeId instance
     }
   }
   for (const Edge& e : block->graph.edges) {
-    const bool io =
-        block->graph.at(e.from.node).type == "Input" || block->graph.at(e.to.node).type == "Output";
+    const bool io = node_kind(block->graph.at(e.from.node).type) == NodeKind::Input ||
+                    node_kind(block->graph.at(e.to.node).type) == NodeKind::Output;
     if (!io) inner.push_back(e);
   }
   const std::vector<NodeId> ids = paste_nodes(graph, nodes, inner);
@@ -443,7 +442,7 @@ std::vector<NodeId> paste_nodes(Graph& graph, const std::vector<Node>& nodes,
       if (fresh.contains(m)) members.push_back(fresh.at(m));
     }
     copy.members = std::move(members);
-    if (copy.type == "Ref" && copy.options.contains("target") &&
+    if (node_kind(copy.type) == NodeKind::Ref && copy.options.contains("target") &&
         copy.options["target"].is_number_integer() &&
         fresh.contains(copy.options["target"].get<NodeId>()))
       copy.options["target"] = fresh.at(copy.options["target"].get<NodeId>());

@@ -38,11 +38,6 @@ bool is_open_group(const Node& node) {
   return is_container_type(node.type) && !node.collapsed && !node.members.empty();
 }
 
-bool is_switch(const Node& node) {
-  return node.type == "ModuleDict" && node.options.is_object() && node.options.contains("switch") &&
-         node.options["switch"] == true;
-}
-
 // The dot graph of a project: one dot node per box drawn, one cluster per open group with a
 // small anchor node for each of its ports, one dot edge per wire and per implicit link.
 class DotGraph {
@@ -271,7 +266,7 @@ std::vector<Edge> implicit_links(const Project& project, const Node& group) {
       from = {m, port(m, true)};
     }
     links.push_back({from, {group.id, "out"}});
-  } else if (is_switch(group)) {
+  } else if (is_switch_dict(group)) {
     for (NodeId m : group.members) {
       links.push_back({{group.id, "in"}, {m, port(m, false)}});
       links.push_back({{m, port(m, true)}, {group.id, "out"}});

@@ -7,6 +7,7 @@
 //
 //   const NodeType& t = node_type("Linear");
 //   nns::nn::ModulePtr m = t.make_module(t.default_options());   // Linear(in_features=1, ...)
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -27,7 +28,8 @@ using SymShape = std::vector<int64_t>;
 std::string shape_str(const SymShape& shape);
 
 struct OptionSpec {
-  enum class Kind { Int, Float, Bool, String, Choice, IntList, OptionalInt };
+  // OptionalFloat: a number or null (as RMSNorm's eps, where null is the dtype's epsilon).
+  enum class Kind { Int, Float, Bool, String, Choice, IntList, OptionalInt, OptionalFloat };
   std::string name;
   Kind kind = Kind::Int;
   Json default_value;
@@ -50,8 +52,18 @@ struct PortSpec {
   std::string help;
 };
 
+// What a node type is to the builder: a module it makes (Linear), a function it applies
+// (Add), a container of other nodes (Sequential, ModuleList, ModuleDict), the model's inputs
+// and outputs, a Parameter or Buffer tensor of the model, or a Ref (a second call of another
+// node's module). A custom block instance has no NodeType (its ports come from the project).
+enum class NodeKind { Module, Functional, Container, Input, Output, Parameter, Buffer, Ref };
+
 struct NodeType {
-  std::string name;      // "Linear": the PyTorch class (or function) name
+  std::string name;  // "Linear": the PyTorch class (or function) name
+  NodeKind kind = NodeKind::Module;
+  // The plugin that registered the type and its version (engine/plugin); empty for built-ins.
+  std::string plugin;
+  std::string plugin_version;
   std::string category;  // palette group: "Linear / Conv", "Activation", "Normalization",
                          // "Dropout", "Pooling", "Reshape", "Merge", "Math", "Input / Output",
                          // "Parameters"
@@ -79,8 +91,16 @@ struct NodeType {
   std::vector<std::string> input_ports(const Json& options) const;
 };
 
-// Every built-in type, in palette order.
-const std::vector<NodeType>& node_types();
+// Every registered type: the built-ins in palette order, then the plugins' types in the order
+// they were registered. References stay valid when types are added.
+const std::deque<NodeType>& node_types();
+// Adds a plugin's types, all or none: a ValueError naming the type and the plugin (or
+// "a built-in type") that has its name when a name is taken, twice in `types` included, or
+// when a type has no name, no kind's function (a Module without make_module, a Functional
+// without apply) or no infer_shapes. Plugins register at start, before any other thread
+// reads the registry.
+void register_node_types(std::vector<NodeType> types);
+
 // nullptr when unknown.
 const NodeType* find_node_type(const std::string& name);
 // A KeyError listing close names when unknown.
@@ -93,6 +113,17 @@ Tensor initial_tensor(const Json& options);
 // The containers, which are not NodeTypes (the builder makes them from their members).
 bool is_container_type(const std::string& type);  // Sequential, ModuleList, ModuleDict
 
+// What kind of node a type name makes: Container for Sequential, ModuleList and ModuleDict, the
+// registered type's kind otherwise; std::nullopt for a custom block instance or an unknown type.
+// Code asks this instead of comparing names, so that no plugin type passes for a special one.
+//
+//   if (node_kind(node.type) == NodeKind::Input) ...   // false for nullopt
+std::optional<NodeKind> node_kind(const std::string& type);
+
+// A ModuleDict whose option switch is true: it calls its "active" member only, through ports
+// "in" and "out" (a plain ModuleDict has no ports).
+bool is_switch_dict(const Node& node);
+
 // The port names of a node: from its NodeType, "in"/"out" for a Sequential or a switch
 // ModuleDict, none for other groups. std::nullopt for a Ref, a custom block instance or an
 // unknown type, whose ports only the whole project knows (analyze() checks them).
@@ -101,5 +132,43 @@ struct NodePorts {
   std::vector<std::string> outputs;
 };
 std::optional<NodePorts> node_ports(const Node& node);
+
+// ---- Building node types: for the built-in families and for plugins --------------------------
+
+OptionSpec int_option(std::string name, int64_t value, std::string help,
+                      std::optional<double> min = std::nullopt);
+OptionSpec float_option(std::string name, double value, std::string help,
+                        std::optional<double> min = std::nullopt,
+                        std::optional<double> max = std::nullopt);
+// A number or null (null's meaning is the option's help); min/max bound the number.
+OptionSpec optional_float_option(std::string name, std::string help,
+                                 std::optional<double> min = std::nullopt);
+OptionSpec bool_option(std::string name, bool value, std::string help);
+OptionSpec choice_option(std::string name, std::string value, std::vector<std::string> choices,
+                         std::string help);
+// length: the number of elements, 0 for any non-empty length; min bounds each element.
+OptionSpec list_option(std::string name, Json value, std::string help, size_t length,
+                       std::optional<double> min);
+OptionSpec optional_int_option(std::string name, std::string help);
+
+// Reading checked options (NodeType::checked_options has made sure they fit their specs).
+int64_t get_int(const Json& options, const char* name);
+double get_float(const Json& options, const char* name);
+bool get_bool(const Json& options, const char* name);
+std::string get_string(const Json& options, const char* name);
+std::optional<int64_t> get_optional_int(const Json& options, const char* name);
+std::optional<double> get_optional_float(const Json& options, const char* name);
+Shape get_list(const Json& options, const char* name);  // a single integer is a list of one
+
+// A module type with one input "in" and one output "out".
+NodeType module_type(
+    std::string name, std::string category, std::string description,
+    std::vector<OptionSpec> options, std::function<nn::ModulePtr(const Json&)> make,
+    std::function<std::vector<SymShape>(const Json&, const std::vector<SymShape>&)> infer);
+// infer_shapes of a type whose output has its input's shape.
+std::vector<SymShape> same_shape(const Json& options, const std::vector<SymShape>& inputs);
+// The ShapeError of an input that does not fit: "input 'in' has shape [N, 3], expected ...".
+[[noreturn]] void bad_input(const std::string& port, const SymShape& got,
+                            const std::string& expected);
 
 }  // namespace nns::graph

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine/graph/node_types.h"
 #include "engine/serialize/bytes.h"
 #include "engine/tensor/error.h"
 
@@ -380,8 +381,32 @@ Project parse_project(std::string_view json_text, const std::string& source) {
              "expected a parameter's qualified name, got " + frozen[i].dump());
     p.frozen_parameters.push_back(frozen[i].get<std::string>());
   }
+  if (r.has("plugin_types")) {
+    const Json types = r.object("plugin_types");
+    for (const auto& [type, ref] : types.items()) {
+      Reader t(ref, "plugin_types." + type, source);
+      p.plugin_types[type] = PluginRef{t.string("plugin", "", true), t.string("version", "")};
+    }
+  }
   p.extra = r.extra();
   return p;
+}
+
+std::map<std::string, PluginRef> plugin_types_of(const Project& project) {
+  std::map<std::string, PluginRef> out;
+  auto note = [&](const Graph& graph) {
+    for (const Node& n : graph.nodes) {
+      if (out.contains(n.type)) continue;
+      if (const NodeType* t = find_node_type(n.type)) {
+        if (!t->plugin.empty()) out[n.type] = PluginRef{t->plugin, t->plugin_version};
+      } else if (auto it = project.plugin_types.find(n.type); it != project.plugin_types.end()) {
+        out[n.type] = it->second;
+      }
+    }
+  };
+  note(project.graph);
+  for (const BlockDef& b : project.blocks) note(b.graph);
+  return out;
 }
 
 Project load_project(const std::string& path) {
@@ -438,6 +463,14 @@ std::string project_to_json(const Project& p) {
   j["training"] = std::move(tj);
   // Written only when set, so that a project without frozen parameters reads as before.
   if (!p.frozen_parameters.empty()) j["frozen_parameters"] = p.frozen_parameters;
+  // Written only when a plugin type is used, so that other projects read as before.
+  const std::map<std::string, PluginRef> plugin_types = plugin_types_of(p);
+  if (!plugin_types.empty()) {
+    Json pj = Json::object();
+    for (const auto& [type, ref] : plugin_types)
+      pj[type] = Json{{"plugin", ref.plugin}, {"version", ref.version}};
+    j["plugin_types"] = std::move(pj);
+  }
   merge_extra(j, p.extra);
   std::string out;
   write_pretty(j, out, 0);

@@ -11,6 +11,7 @@
 // know are kept and written back unchanged; a file of a newer major version is refused with a
 // message that says which version can open it.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,14 @@ struct TrainingSettings {
   bool operator==(const TrainingSettings&) const = default;
 };
 
+// The plugin that provides a node type (engine/plugin), as a project records it, so that a
+// project opened without the plugin can say which one it needs.
+struct PluginRef {
+  std::string plugin;   // "rmsnorm"
+  std::string version;  // "1.0.0"
+  bool operator==(const PluginRef&) const = default;
+};
+
 struct Project {
   int version = kProjectFormatVersion;
   std::string name = "Net";  // the model's class name (what its repr prints)
@@ -75,6 +84,9 @@ struct Project {
   // Qualified names of the parameters that do not train (requires_grad false), as
   // named_parameters() gives them ("fc1.weight"); kept in the order they were frozen.
   std::vector<std::string> frozen_parameters;
+  // The plugin of each plugin type the file's nodes use ("plugin_types"), as the file has it;
+  // saving writes plugin_types_of(project).
+  std::map<std::string, PluginRef> plugin_types;
   Json extra = Json::object();  // top-level fields of a newer minor version, kept
 
   const BlockDef* find_block(const std::string& name) const;
@@ -89,6 +101,11 @@ Project parse_project(std::string_view json_text, const std::string& source = "<
 Project load_project(const std::string& path);
 std::string project_to_json(const Project& project);  // pretty, stable order
 void save_project(const Project& project, const std::string& path);
+
+// The plugin of each plugin type the project's nodes (blocks included) use: the registry's
+// for a type a loaded plugin provides, the recorded one for a type no loaded plugin provides
+// (a project opened without its plugin saves back unchanged). Built-in types have none.
+std::map<std::string, PluginRef> plugin_types_of(const Project& project);
 
 Json graph_to_json(const Graph& graph);
 Graph graph_from_json(const Json& json, const std::string& where);

@@ -651,6 +651,21 @@ Tensor sqrt(const Tensor& a) {
   return record_fused(out, a, "SqrtBackward0", BinaryOp::SqrtBackward, out, true);
 }
 
+Tensor rsqrt(const Tensor& a) {
+  Tensor out = unary_kernel(UnaryOp::Rsqrt, a, floating_result_type(a), "rsqrt");
+  return record_fused(out, a, "RsqrtBackward0", BinaryOp::RsqrtBackward, out, true);
+}
+
+Tensor sin(const Tensor& a) {
+  Tensor out = unary_kernel(UnaryOp::Sin, a, floating_result_type(a), "sin");
+  return record_fused(out, a, "SinBackward0", BinaryOp::SinBackward, a, false);
+}
+
+Tensor cos(const Tensor& a) {
+  Tensor out = unary_kernel(UnaryOp::Cos, a, floating_result_type(a), "cos");
+  return record_fused(out, a, "CosBackward0", BinaryOp::CosBackward, a, false);
+}
+
 Tensor abs(const Tensor& a) {
   check_not_bool(a, "abs");
   Tensor out = unary_kernel(UnaryOp::Abs, a, a.dtype(), "abs");
@@ -930,6 +945,15 @@ Tensor Tensor::log() const {
 }
 Tensor Tensor::sqrt() const {
   return nns::sqrt(*this);
+}
+Tensor Tensor::rsqrt() const {
+  return nns::rsqrt(*this);
+}
+Tensor Tensor::sin() const {
+  return nns::sin(*this);
+}
+Tensor Tensor::cos() const {
+  return nns::cos(*this);
 }
 Tensor Tensor::abs() const {
   return nns::abs(*this);

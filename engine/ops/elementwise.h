@@ -29,6 +29,9 @@ Tensor pow(const Tensor& a, const Tensor& exponent);
 Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);  // 1 / sqrt(a)
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
 Tensor abs(const Tensor& a);
 Tensor clamp(const Tensor& a, std::optional<double> min, std::optional<double> max);
 Tensor tanh(const Tensor& a);

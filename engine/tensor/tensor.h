@@ -203,6 +203,9 @@ class Tensor {
   Tensor exp() const;
   Tensor log() const;
   Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
   Tensor abs() const;
   Tensor clamp(std::optional<double> min, std::optional<double> max) const;
   Tensor tanh() const;

@@ -149,6 +149,56 @@ TEST(GraphSpecTest, NodeTypeRegistry) {
   EXPECT_FALSE(graph::is_container_type("Linear"));
 }
 
+TEST(GraphSpecTest, BuiltInTypesComeInPaletteOrder) {
+  // Plugins' types follow the built-ins (a test that loaded one may run first).
+  std::vector<std::string> names;
+  for (const graph::NodeType& t : graph::node_types()) {
+    if (t.plugin.empty()) names.push_back(t.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"Linear",      "Conv2d",     "Conv1d",
+                                             "Embedding",   "ReLU",       "LeakyReLU",
+                                             "Tanh",        "Sigmoid",    "GELU",
+                                             "SiLU",        "ELU",        "PReLU",
+                                             "Softmax",     "LogSoftmax", "BatchNorm1d",
+                                             "BatchNorm2d", "LayerNorm",  "Dropout",
+                                             "MaxPool2d",   "AvgPool2d",  "AdaptiveAvgPool2d",
+                                             "Flatten",     "Unflatten",  "Identity",
+                                             "Add",         "Mul",        "Concat",
+                                             "MatMul",      "F.relu",     "Input",
+                                             "Output",      "Parameter",  "Buffer",
+                                             "Ref"}));
+}
+
+TEST(GraphSpecTest, NodeKindOfATypeName) {
+  using graph::NodeKind;
+  EXPECT_EQ(graph::node_kind("Linear"), NodeKind::Module);
+  EXPECT_EQ(graph::node_kind("Add"), NodeKind::Functional);
+  EXPECT_EQ(graph::node_kind("F.relu"), NodeKind::Functional);
+  for (const char* name : {"Sequential", "ModuleList", "ModuleDict"})
+    EXPECT_EQ(graph::node_kind(name), NodeKind::Container) << name;
+  EXPECT_EQ(graph::node_kind("Input"), NodeKind::Input);
+  EXPECT_EQ(graph::node_kind("Output"), NodeKind::Output);
+  EXPECT_EQ(graph::node_kind("Parameter"), NodeKind::Parameter);
+  EXPECT_EQ(graph::node_kind("Buffer"), NodeKind::Buffer);
+  EXPECT_EQ(graph::node_kind("Ref"), NodeKind::Ref);
+  // A custom block's name, or a type nobody registered.
+  EXPECT_EQ(graph::node_kind("ResidualBlock"), std::nullopt);
+  EXPECT_EQ(graph::node_kind("input"), std::nullopt);
+}
+
+TEST(GraphSpecTest, SwitchDictIsAModuleDictWithSwitchOn) {
+  Node dict;
+  dict.type = "ModuleDict";
+  EXPECT_FALSE(graph::is_switch_dict(dict));
+  dict.options = {{"switch", false}, {"active", "a"}};
+  EXPECT_FALSE(graph::is_switch_dict(dict));
+  dict.options["switch"] = true;
+  EXPECT_TRUE(graph::is_switch_dict(dict));
+  Node list = dict;
+  list.type = "ModuleList";
+  EXPECT_FALSE(graph::is_switch_dict(list));
+}
+
 TEST(GraphSpecTest, ShapeInferenceOfEachKind) {
   auto infer = [](const char* type, const Json& options, std::vector<graph::SymShape> in) {
     const graph::NodeType& t = graph::node_type(type);

@@ -213,8 +213,10 @@ std::string node_type_section(const graph::NodeType& t, NodeId id);
 
 // The reference of every node type by category: ports, options, and an example node.
 std::string node_type_reference() {
+  // The built-in types: plugins document their own (a test that loaded one may run first).
   std::vector<std::string> categories;
   for (const graph::NodeType& t : graph::node_types()) {
+    if (!t.plugin.empty()) continue;
     if (std::find(categories.begin(), categories.end(), t.category) == categories.end())
       categories.push_back(t.category);
   }
@@ -223,7 +225,7 @@ std::string node_type_reference() {
   for (const std::string& category : categories) {
     out += "\n### " + category + "\n";
     for (const graph::NodeType& t : graph::node_types()) {
-      if (t.category == category) out += node_type_section(t, id++);
+      if (t.category == category && t.plugin.empty()) out += node_type_section(t, id++);
     }
   }
   return out;

@@ -471,7 +471,7 @@ void NodeItem::paintFrame(QPainter* painter) {
   for (const auto& [link, path] : chain_) {
     const graph::Node* member = scene_.document()->project().graph.find(
         link.from.node == id_ ? link.to.node : link.from.node);
-    const bool solid = node.type != "Sequential" && member && member->name == active;
+    const bool solid = graph::is_switch_dict(node) && member && member->name == active;
     painter->setPen(QPen(t.wire, 1.5, solid ? Qt::SolidLine : Qt::DashLine));
     painter->drawPath(mapFromScene(path));
   }

@@ -14,7 +14,7 @@ bool isGroup(const graph::Node& node) {
 }
 
 std::string freeNodeName(const graph::Graph& graph, const std::string& type) {
-  if (type == "Input") return graph::unique_name(graph, "x");
+  if (graph::node_kind(type) == graph::NodeKind::Input) return graph::unique_name(graph, "x");
   std::string base;
   for (char c : type) {
     if (std::isalnum(static_cast<unsigned char>(c))) {

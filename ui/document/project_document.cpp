@@ -285,7 +285,7 @@ GraphChange ProjectDocument::difference(const graph::Graph& from, const graph::G
   }
   // A Ref shows its target's ports: it changes with its target.
   for (const graph::Node& n : to.nodes) {
-    if (n.type == "Ref" && n.options.contains("target") &&
+    if (graph::node_kind(n.type) == graph::NodeKind::Ref && n.options.contains("target") &&
         n.options["target"].is_number_integer() &&
         change.changed.count(n.options["target"].get<graph::NodeId>())) {
       change.changed.insert(n.id);

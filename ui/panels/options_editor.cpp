@@ -383,7 +383,8 @@ void OptionsEditor::addBlockRows(QFormLayout* layout, const graph::Node& instanc
   // The options of the nodes inside the class.
   for (const graph::Node& inner : block.graph.nodes) {
     const graph::NodeType* type = graph::find_node_type(inner.type);
-    if (!type || type->options.empty() || inner.type == "Input" || inner.type == "Output") {
+    if (!type || type->options.empty() || type->kind == graph::NodeKind::Input ||
+        type->kind == graph::NodeKind::Output) {
       continue;
     }
     layout->addRow(sectionLabel(tr("%1 (%2)").arg(qs(inner.name), qs(inner.type))));

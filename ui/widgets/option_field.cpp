@@ -67,6 +67,11 @@ std::optional<graph::Json> parseOption(const QString& text, Kind kind, bool refe
       const double v = text.toDouble(&ok);
       return ok ? std::optional(graph::Json(v)) : std::nullopt;
     }
+    case Kind::OptionalFloat: {
+      if (text.isEmpty()) return graph::Json(nullptr);
+      const double v = text.toDouble(&ok);
+      return ok ? std::optional(graph::Json(v)) : std::nullopt;
+    }
     case Kind::Bool:
       if (text == "true" || text == "True") return graph::Json(true);
       if (text == "false" || text == "False") return graph::Json(false);
@@ -100,6 +105,8 @@ QString expectation(Kind kind, bool references) {
       return QObject::tr("expected an integer%1 or nothing (None)").arg(ref);
     case Kind::Float:
       return QObject::tr("expected a number%1").arg(ref);
+    case Kind::OptionalFloat:
+      return QObject::tr("expected a number%1 or nothing (None)").arg(ref);
     case Kind::Bool:
       return QObject::tr("expected true or false%1").arg(ref);
     case Kind::IntList:
@@ -123,12 +130,14 @@ QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value
                          std::function<void(const graph::Json&)> commit,
                          std::function<void(const QString&)> refused) {
   const bool typed =
-      spec.kind == Kind::IntList || spec.kind == Kind::OptionalInt || spec.kind == Kind::String ||
+      spec.kind == Kind::IntList || spec.kind == Kind::OptionalInt ||
+      spec.kind == Kind::OptionalFloat || spec.kind == Kind::String ||
       (references && (spec.kind == Kind::Int || spec.kind == Kind::Float || holdsReference(value)));
   QWidget* field = nullptr;
   if (typed) {
     auto* edit = new QLineEdit;
-    if (spec.kind == Kind::OptionalInt) edit->setPlaceholderText(QObject::tr("None"));
+    if (spec.kind == Kind::OptionalInt || spec.kind == Kind::OptionalFloat)
+      edit->setPlaceholderText(QObject::tr("None"));
     if (spec.kind == Kind::IntList) edit->setPlaceholderText(QObject::tr("e.g. 3, 3"));
     const QString name = qs(spec.name);
     const Kind kind = spec.kind;
