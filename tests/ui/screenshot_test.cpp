@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QImage>
 #include <QPalette>
 #include <QPixmap>
@@ -12,12 +13,15 @@
 #include <QTest>
 #include <set>
 
+#include "engine/plugin/loader.h"
 #include "support/generated_projects.h"
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
+#include "ui/app/plugins_dialog.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
 #include "ui/panels/inspector_widget.h"
+#include "ui/panels/palette_widget.h"
 #include "ui/panels/problems_widget.h"
 #include "ui/probes/node_health.h"
 #include "ui/probes/probe_panel.h"
@@ -224,6 +228,26 @@ TEST(Screenshot, CanvasOfA300NodeModelCollapsedAndExpanded) {
   }
   shoot(window, "canvas_300_expanded.png");
   doc->undoStack()->setClean();
+}
+
+// Plugins: a project built of plugin layers, with the palette scrolled to the plugins'
+// sections, and Help > Plugins with the test folder's broken files among the good ones.
+TEST(Screenshot, PluginLayersAndThePluginList) {
+  plugin::load_plugins({NNS_PLUGIN_BUILD_DIR, NNS_TEST_PLUGIN_DIR});
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) + "/tests/cli/plugins_net.nns"));
+  window.document()->setSelection({window.document()->project().graph.find_by_name("rms")->id});
+  for (QDockWidget* dock : window.findChildren<QDockWidget*>()) {
+    if (dock->isAncestorOf(window.palette())) dock->raise();
+  }
+  window.palette()->tree()->scrollToItem(window.palette()->itemFor("RMSNorm"));
+  shoot(window, "plugins_project.png");
+  PluginsDialog dialog(plugin::plugin_report(), &window);
+  dialog.show();
+  test::settle();
+  const QImage image = dialog.grab().toImage();
+  ASSERT_TRUE(image.save(shotPath("plugins_dialog.png")));
+  EXPECT_GT(colourCount(image), 20u);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include <exception>
 
 #include "ui/app/example_project.h"
+#include "ui/app/plugins_dialog.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/canvas/image_export.h"
@@ -313,6 +314,11 @@ void MainWindow::createMenus() {
                      trainingDock_->stepAction(), trainingDock_->resetAction()});
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  pluginsAct_ = help->addAction(tr("&Plugins…"), this, [this] {
+    PluginsDialog dialog(plugin::plugin_report(), this);
+    dialog.exec();
+  });
+  pluginsAct_->setObjectName("pluginsAction");
   help->addAction(tr("&About NN Studio"), this, [this] {
     QMessageBox::about(this, tr("About NN Studio"),
                        tr("<b>NN Studio</b><br>Build, train and inspect neural networks, with "

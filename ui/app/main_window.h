@@ -148,6 +148,7 @@ class MainWindow : public QMainWindow {
       *makeBlockAct_, *inlineBlockAct_;
   QAction *frameAct_, *layoutAct_, *leftToRightAct_, *zoomInAct_, *zoomOutAct_, *resetLayoutAct_;
   QAction *addProbeAct_, *removeProbeAct_;
+  QAction* pluginsAct_ = nullptr;  // Help > Plugins
 };
 
 }  // namespace nns::ui

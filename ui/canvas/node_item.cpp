@@ -314,12 +314,20 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setFont(font);
   painter->setPen(t.dimText);
   const QFontMetricsF fm(font);
-  const QString type = fm.elidedText(typeName_, Qt::ElideRight, box.width() * 0.5);
+  const QFontMetricsF boldFm(bold);
+  // The name comes first: it keeps its full width, up to 60% of the room, before the type
+  // is shortened; a short name is never elided for a long type name (a plugin's).
+  const double room = right - 8 - 10;
+  const double nameWidth = boldFm.horizontalAdvance(title_);
+  const double typeWidth = fm.horizontalAdvance(typeName_);
+  const double nameBudget =
+      nameWidth + typeWidth <= room ? nameWidth
+                                    : std::max(room - typeWidth, std::min(nameWidth, room * 0.6));
+  const QString type = fm.elidedText(typeName_, Qt::ElideRight, room - nameBudget);
   painter->drawText(QRectF(8, 0, right - 8, kHeader), Qt::AlignVCenter | Qt::AlignRight, type);
   painter->setFont(bold);
   painter->setPen(t.text);
-  const QString title = QFontMetricsF(bold).elidedText(title_, Qt::ElideRight,
-                                                       right - 18 - fm.horizontalAdvance(type));
+  const QString title = boldFm.elidedText(title_, Qt::ElideRight, nameBudget + 1);
   painter->drawText(QRectF(8, 0, box.width(), kHeader), Qt::AlignVCenter | Qt::AlignLeft, title);
 
   // The body: what a collapsed group holds, then the output's shape.

@@ -155,7 +155,8 @@ void PaletteWidget::rebuild() {
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsDragEnabled);
   };
   for (const graph::NodeType& t : graph::node_types()) {
-    entry(category(qs(t.category)), qs(t.name), qs(defaultRepr(t)), qs(t.description));
+    if (t.plugin.empty())
+      entry(category(qs(t.category)), qs(t.name), qs(defaultRepr(t)), qs(t.description));
   }
   QTreeWidgetItem* containers = category(tr("Containers"));
   entry(containers, "Sequential",
@@ -173,6 +174,17 @@ void PaletteWidget::rebuild() {
     for (const graph::BlockDef& b : document_->project().blocks) {
       entry(blocks, qs(b.name), blockRepr(b), qs(b.description));
     }
+  }
+  // A section per plugin (engine/plugin), after the built-in layers and containers.
+  for (const graph::NodeType& t : graph::node_types()) {
+    if (t.plugin.empty()) continue;
+    QTreeWidgetItem* section = category(tr("Plugin: %1").arg(qs(t.plugin)));
+    section->setToolTip(0, tr("Node types of the plugin %1 %2 (Help > Plugins)")
+                               .arg(qs(t.plugin), qs(t.plugin_version)));
+    entry(section, qs(t.name),
+          qs(defaultRepr(t)) +
+              tr("\n\nFrom the plugin %1 %2.").arg(qs(t.plugin), qs(t.plugin_version)),
+          qs(t.category + " " + t.description));
   }
   const BlockLibrary& library = BlockLibrary::user();
   if (!library.blocks().empty() || !library.problems().isEmpty()) {
