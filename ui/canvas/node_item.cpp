@@ -320,9 +320,9 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   const double room = right - 8 - 10;
   const double nameWidth = boldFm.horizontalAdvance(title_);
   const double typeWidth = fm.horizontalAdvance(typeName_);
-  const double nameBudget =
-      nameWidth + typeWidth <= room ? nameWidth
-                                    : std::max(room - typeWidth, std::min(nameWidth, room * 0.6));
+  const double nameBudget = nameWidth + typeWidth <= room
+                                ? nameWidth
+                                : std::max(room - typeWidth, std::min(nameWidth, room * 0.6));
   const QString type = fm.elidedText(typeName_, Qt::ElideRight, room - nameBudget);
   painter->drawText(QRectF(8, 0, right - 8, kHeader), Qt::AlignVCenter | Qt::AlignRight, type);
   painter->setFont(bold);
