@@ -45,6 +45,12 @@ OptionSpec list_option(std::string name, Json value, std::string help, size_t le
   spec.length = length;
   return spec;
 }
+OptionSpec float_list_option(std::string name, std::vector<double> value, std::string help,
+                             std::optional<double> min) {
+  OptionSpec spec{std::move(name), Kind::FloatList, value, std::move(help), {}, min, std::nullopt};
+  spec.length = value.size();
+  return spec;
+}
 OptionSpec optional_int_option(std::string name, std::string help) {
   return {std::move(name), Kind::OptionalInt, nullptr, std::move(help), {},
           std::nullopt,    std::nullopt};
@@ -79,6 +85,8 @@ std::string kind_text(const OptionSpec& spec) {
       return "an integer or null";
     case Kind::OptionalFloat:
       return "a number or null";
+    case Kind::FloatList:
+      return "a list of " + std::to_string(spec.length) + " numbers";
   }
   return "";
 }
@@ -119,6 +127,12 @@ bool fits(const OptionSpec& spec, const Json& value) {
         return v.is_number_integer() && in_range(spec, v.get<double>());
       });
     }
+    case Kind::FloatList:
+      return value.is_array() && value.size() == spec.length &&
+             std::all_of(value.begin(), value.end(), [&spec](const Json& v) {
+               return v.is_number() && std::isfinite(v.get<double>()) &&
+                      in_range(spec, v.get<double>());
+             });
     case Kind::OptionalInt:
       return value.is_null() || value.is_number_integer();
     case Kind::OptionalFloat:
@@ -281,27 +295,32 @@ Json NodeType::default_options() const {
   return out;
 }
 
-Json NodeType::checked_options(const Json& given) const {
+Json check_options(const std::string& owner, const std::vector<OptionSpec>& specs,
+                   const Json& given) {
   if (!given.is_object())
-    throw ValueError(name + ": options must be a JSON object, got " + json_text(given));
+    throw ValueError(owner + ": options must be a JSON object, got " + json_text(given));
   for (const auto& [key, value] : given.items()) {
-    const bool known = std::any_of(options.begin(), options.end(),
+    const bool known = std::any_of(specs.begin(), specs.end(),
                                    [&k = key](const OptionSpec& o) { return o.name == k; });
     if (known) continue;
     std::string list;
-    for (const OptionSpec& o : options) list += (list.empty() ? "" : ", ") + o.name;
-    throw KeyError(name + " has no option '" + key + "'" +
+    for (const OptionSpec& o : specs) list += (list.empty() ? "" : ", ") + o.name;
+    throw KeyError(owner + " has no option '" + key + "'" +
                    (list.empty() ? std::string("; it takes none") : "; its options are: " + list));
   }
   Json out = Json::object();
-  for (const OptionSpec& spec : options) {
+  for (const OptionSpec& spec : specs) {
     const Json& value = given.contains(spec.name) ? given.at(spec.name) : spec.default_value;
     if (!fits(spec, value))
-      throw ValueError(name + " option '" + spec.name + "': expected " + kind_text(spec) +
+      throw ValueError(owner + " option '" + spec.name + "': expected " + kind_text(spec) +
                        range_text(spec) + ", got " + json_text(value));
     out[spec.name] = value;
   }
   return out;
+}
+
+Json NodeType::checked_options(const Json& given) const {
+  return check_options(name, options, given);
 }
 
 std::vector<std::string> NodeType::input_ports(const Json& options) const {

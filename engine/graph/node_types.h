@@ -29,7 +29,18 @@ std::string shape_str(const SymShape& shape);
 
 struct OptionSpec {
   // OptionalFloat: a number or null (as RMSNorm's eps, where null is the dtype's epsilon).
-  enum class Kind { Int, Float, Bool, String, Choice, IntList, OptionalInt, OptionalFloat };
+  // FloatList: `length` numbers (Adam's betas).
+  enum class Kind {
+    Int,
+    Float,
+    Bool,
+    String,
+    Choice,
+    IntList,
+    OptionalInt,
+    OptionalFloat,
+    FloatList
+  };
   std::string name;
   Kind kind = Kind::Int;
   Json default_value;
@@ -39,7 +50,16 @@ struct OptionSpec {
   // For IntList: the number of elements (a single integer is then also accepted and stands
   // for all of them, as PyTorch's kernel_size=3 means (3, 3)); 0 for any non-empty length.
   size_t length = 0;
+  // Kept in files and checked, but not shown by editors: PyTorch's switches that change
+  // nothing here (an optimizer's foreach or differentiable).
+  bool hidden = false;
 };
+
+// `given` with defaults filled in, each value checked against its spec: a ValueError naming
+// `owner` ("Adam"), the option and the allowed values; an unknown option name is a KeyError
+// listing the known ones. The one check of node, data set, loss and optimizer options.
+Json check_options(const std::string& owner, const std::vector<OptionSpec>& specs,
+                   const Json& given);
 
 // A data set's option from the catalog (engine/data/catalog.h) as an OptionSpec: Integer is
 // Int, Real is Float, Choice is Choice, with its default, range and description as help. One
@@ -150,6 +170,9 @@ OptionSpec choice_option(std::string name, std::string value, std::vector<std::s
 OptionSpec list_option(std::string name, Json value, std::string help, size_t length,
                        std::optional<double> min);
 OptionSpec optional_int_option(std::string name, std::string help);
+// `length` numbers, each at least min.
+OptionSpec float_list_option(std::string name, std::vector<double> value, std::string help,
+                             std::optional<double> min = std::nullopt);
 
 // Reading checked options (NodeType::checked_options has made sure they fit their specs).
 int64_t get_int(const Json& options, const char* name);

@@ -10,15 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "engine/graph/spec.h"
+#include "engine/graph/node_types.h"
 #include "engine/nn/module.h"
 
 namespace nns::train {
 
 // In the order a loss chooser lists them.
 const std::vector<std::string>& loss_names();
+// The loss's options (any case: "mseloss" is MSELoss) as option specs, the schema of node, data
+// set and optimizer options too; a KeyError listing the losses for an unknown name.
+const std::vector<graph::OptionSpec>& loss_option_specs(const std::string& name);
 // KeyError listing the names (or the loss's options) for an unknown one; ValueError for a
-// value of the wrong kind or out of range.
+// value of the wrong kind or out of range (graph::check_options).
 nn::ModulePtr make_loss(const std::string& name, const graph::Json& options);
 
 }  // namespace nns::train

@@ -9,6 +9,7 @@
 #include "engine/graph/builder.h"
 #include "engine/optim/factory.h"
 #include "engine/train/losses.h"
+#include "engine/train/optimizers.h"
 #include "engine/train/session.h"
 
 namespace nns::train {
@@ -19,30 +20,6 @@ bool same_name(const std::string& a, const std::string& b) {
     return std::tolower(static_cast<unsigned char>(x)) ==
            std::tolower(static_cast<unsigned char>(y));
   });
-}
-
-// optimizer_options JSON -> the optimizer factory's list: flags, numbers, lists of numbers.
-optim::OptionList optimizer_options(const graph::Json& json) {
-  optim::OptionList out;
-  if (json.is_null()) return out;
-  if (!json.is_object()) {
-    throw ValueError("training.optimizer_options must be an object, got " + json.dump());
-  }
-  for (auto it = json.begin(); it != json.end(); ++it) {
-    const graph::Json& v = it.value();
-    if (v.is_boolean()) {
-      out.emplace_back(it.key(), v.get<bool>());
-    } else if (v.is_number()) {
-      out.emplace_back(it.key(), v.get<double>());
-    } else if (v.is_array() && std::all_of(v.begin(), v.end(),
-                                           [](const graph::Json& x) { return x.is_number(); })) {
-      out.emplace_back(it.key(), v.get<std::vector<double>>());
-    } else {
-      throw ValueError("training.optimizer_options." + it.key() +
-                       ": expected a flag, a number or a list of numbers, got " + v.dump());
-    }
-  }
-  return out;
 }
 
 optim::SchedulerValues scheduler_options(const graph::Json& json) {
@@ -122,7 +99,7 @@ std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
   graph::build_model(project);
   parts.make_model = [project] { return graph::build_model(project); };
   parts.loss = make_loss(t.loss, t.loss_options);
-  const optim::OptionList opt = optimizer_options(t.optimizer_options);
+  const optim::OptionList opt = optimizer_option_list(t.optimizer, t.optimizer_options);
   const std::string optimizer = t.optimizer;
   parts.make_optimizer = [optimizer, opt](const std::vector<Tensor>& params) {
     return optim::make_optimizer(optimizer, {optim::ParamGroup(params)}, opt);

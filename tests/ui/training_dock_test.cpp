@@ -26,6 +26,8 @@
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/factories.h"
+#include "engine/train/losses.h"
+#include "engine/train/optimizers.h"
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
 #include "ui/document/project_document.h"
@@ -658,6 +660,72 @@ TEST_F(TrainingDockTest, EveryOptionOfEveryDataSetIsAFieldThatEditsTheProjectInO
       EXPECT_EQ(document->project().dataset, before);
       EXPECT_EQ(fieldValue(dock->datasetOptionField(name)), shown);
     }
+  }
+}
+
+// The loss's and the optimizer's options come from their option specs (the schema node and
+// data set options use): a field each, under Loss and under the learning rate, that edits the
+// project in one undo step; another optimizer brings its own fields.
+TEST_F(TrainingDockTest, EveryOptionOfTheLossAndTheOptimizerIsAFieldThatEditsTheProject) {
+  ProjectDocument* document = window->document();
+  QUndoStack* undo = document->undoStack();
+  const std::vector<std::pair<std::string, std::string>> choices = {{"CrossEntropyLoss", "SGD"},
+                                                                    {"HuberLoss", "Adam"},
+                                                                    {"NLLLoss", "AdamW"},
+                                                                    {"MSELoss", "RMSprop"}};
+  for (const auto& [loss, optimizer] : choices) {
+    SCOPED_TRACE(loss + " + " + optimizer);
+    graph::TrainingSettings t = document->project().training;
+    t.loss = loss;
+    t.loss_options = graph::Json::object();
+    t.optimizer = optimizer;
+    t.optimizer_options = {{"lr", 0.05}};
+    document->setTrainingSettings(t, "choose");
+    settle();
+    std::vector<graph::OptionSpec> specs = train::loss_option_specs(loss);
+    for (const graph::OptionSpec& spec : train::optimizer_option_specs(optimizer))
+      specs.push_back(spec);
+    int fields = 0;
+    for (const graph::OptionSpec& spec : specs) {
+      SCOPED_TRACE(spec.name);
+      QWidget* field = dock->trainingOptionField(QString::fromStdString(spec.name));
+      if (spec.hidden || spec.name == "lr" || spec.name == "weight_decay") {
+        EXPECT_EQ(field, nullptr);
+        continue;
+      }
+      ASSERT_NE(field, nullptr);
+      ++fields;
+      EXPECT_TRUE(field->isVisibleTo(dock));
+      EXPECT_EQ(field->toolTip().toStdString(), spec.help);
+      const graph::TrainingSettings before = document->project().training;
+      const int steps = undo->index();
+      graph::Json changed;
+      if (auto* box = qobject_cast<QCheckBox*>(field)) {
+        EXPECT_EQ(box->isChecked(), spec.default_value.get<bool>());
+        box->click();
+        changed = box->isChecked();
+      } else if (auto* edit = qobject_cast<QLineEdit*>(field)) {
+        EXPECT_EQ(spec.kind, graph::OptionSpec::Kind::FloatList);
+        edit->setText("0.8, 0.99");
+        emit edit->editingFinished();
+        changed = graph::Json::array({0.8, 0.99});
+      } else {
+        changed = changeField(field);
+      }
+      settle();
+      const graph::TrainingSettings& after = document->project().training;
+      const graph::Json& options = spec.name == "reduction" || spec.name == "label_smoothing" ||
+                                           spec.name == "ignore_index" || spec.name == "delta"
+                                       ? after.loss_options
+                                       : after.optimizer_options;
+      ASSERT_TRUE(options.contains(spec.name));
+      EXPECT_EQ(options.at(spec.name), changed);
+      EXPECT_EQ(undo->index(), steps + 1);
+      undo->undo();
+      settle();
+      EXPECT_EQ(document->project().training, before);
+    }
+    EXPECT_GT(fields, 0);
   }
 }
 

@@ -29,6 +29,7 @@
 #include "engine/data/catalog.h"
 #include "engine/optim/factory.h"
 #include "engine/train/losses.h"
+#include "engine/train/optimizers.h"
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
 #include "ui/training/decision_boundary_widget.h"
@@ -309,16 +310,19 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   dataLayout->addLayout(dataForm_);
 
   auto* trainBox = new QGroupBox(tr("Training"));
-  auto* trainForm = new QFormLayout;
-  trainForm->addRow(tr("Loss"), loss_);
-  trainForm->addRow(tr("Optimizer"), optimizer_);
-  trainForm->addRow(tr("Learning rate"), lr_);
-  trainForm->addRow(inputMessage_);
+  trainForm_ = new QFormLayout;
+  trainForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  // The loss's option rows go under Loss, the optimizer's under the learning rate
+  // (showTrainingOptions).
+  trainForm_->addRow(tr("Loss"), loss_);
+  trainForm_->addRow(tr("Optimizer"), optimizer_);
+  trainForm_->addRow(tr("Learning rate"), lr_);
+  trainForm_->addRow(inputMessage_);
   // A row each: side by side, the two spin boxes made the dock ~90 px wider than the canvas
   // can spare.
-  trainForm->addRow(tr("Batch size"), batch_);
-  trainForm->addRow(tr("Weight decay"), weightDecay_);
-  trainBox->setLayout(trainForm);
+  trainForm_->addRow(tr("Batch size"), batch_);
+  trainForm_->addRow(tr("Weight decay"), weightDecay_);
+  trainBox->setLayout(trainForm_);
 
   auto* runBox = new QGroupBox(tr("Run"));
   auto* runLayout = new QVBoxLayout;
@@ -512,6 +516,83 @@ void TrainingDock::showDatasetOptions(const graph::DatasetSettings& d) {
   scroll_->updateGeometry();
 }
 
+void TrainingDock::showTrainingOptions(const graph::TrainingSettings& t) {
+  // The optimizer's learning rate and weight decay have fields of their own; the hidden
+  // options change nothing here.
+  auto shown = [](const graph::OptionSpec& spec) {
+    return !spec.hidden && spec.name != "lr" && spec.name != "weight_decay";
+  };
+  auto valueOf = [](const graph::Json& options, const graph::OptionSpec& spec) {
+    return options.is_object() && options.contains(spec.name) ? options[spec.name]
+                                                              : spec.default_value;
+  };
+  // Rows for `specs` after the row of `above`, replacing `fields`; `set` edits the settings.
+  auto remake =
+      [&](std::vector<std::pair<graph::OptionSpec, QWidget*>>& fields,
+          const std::vector<graph::OptionSpec>& specs, const graph::Json& options, QWidget* above,
+          const QString& prefix,
+          std::function<void(graph::TrainingSettings&, const std::string&, const graph::Json&)>
+              set) {
+        for (const auto& [spec, field] : fields) trainForm_->removeRow(field);
+        fields.clear();
+        int row = 0;
+        QFormLayout::ItemRole role;
+        trainForm_->getWidgetPosition(above, &row, &role);
+        for (const graph::OptionSpec& spec : specs) {
+          if (!shown(spec)) continue;
+          const std::string name = spec.name;
+          QWidget* field = makeOptionField(
+              spec, valueOf(options, spec), false,
+              [this, name, set](const graph::Json& value) {
+                editTraining(tr("Set %1").arg(qs(name)),
+                             [&](graph::TrainingSettings& s) { set(s, name, value); });
+              },
+              [this](const QString& why) {
+                emit controller_->message(why);
+                readProject();
+              });
+          field->setObjectName(prefix + qs(name));
+          trainForm_->insertRow(++row, optionLabel(name), field);
+          fields.emplace_back(spec, field);
+        }
+      };
+  try {
+    if (lossFieldsFor_ != t.loss) {
+      lossFieldsFor_ = t.loss;
+      remake(lossFields_, train::loss_option_specs(t.loss), t.loss_options, loss_, "lossOption:",
+             [](graph::TrainingSettings& s, const std::string& name, const graph::Json& v) {
+               if (!s.loss_options.is_object()) s.loss_options = graph::Json::object();
+               s.loss_options[name] = v;
+             });
+    }
+    if (optimizerFieldsFor_ != t.optimizer) {
+      optimizerFieldsFor_ = t.optimizer;
+      remake(optimizerFields_, train::optimizer_option_specs(t.optimizer), t.optimizer_options,
+             inputMessage_, "optimizerOption:",
+             [](graph::TrainingSettings& s, const std::string& name, const graph::Json& v) {
+               s.optimizer_options[name] = v;
+             });
+    }
+  } catch (const std::exception&) {
+    // An unknown loss or optimizer (a hand-written file): no option rows; starting a run
+    // names the problem.
+  }
+  for (const auto& [spec, field] : lossFields_)
+    setOptionFieldValue(field, valueOf(t.loss_options, spec));
+  for (const auto& [spec, field] : optimizerFields_)
+    setOptionFieldValue(field, valueOf(t.optimizer_options, spec));
+  scroll_->updateGeometry();
+}
+
+QWidget* TrainingDock::trainingOptionField(const QString& option) const {
+  for (const auto* fields : {&lossFields_, &optimizerFields_}) {
+    for (const auto& [spec, field] : *fields) {
+      if (qs(spec.name) == option) return field;
+    }
+  }
+  return nullptr;
+}
+
 void TrainingDock::setDatasetOption(const std::string& name, const graph::Json& value) {
   if (name == kSeed) {
     // One seed makes and splits the data: the settings' (the generator's own option would
@@ -592,6 +673,7 @@ void TrainingDock::readProject() {
                                                      : QString());
     }
   }
+  showTrainingOptions(t);
 }
 
 void TrainingDock::showStatus(const train::SessionStatus& s) {

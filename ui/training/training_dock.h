@@ -61,6 +61,9 @@ class TrainingDock : public QWidget {
   QWidget* dataSection() const;
   // The field of an option of the chosen data set ("noise", "classes", "seed", ...), or nullptr.
   QWidget* datasetOptionField(const QString& option) const;
+  // The field of an option of the loss or the optimizer ("momentum", "label_smoothing"), or
+  // nullptr.
+  QWidget* trainingOptionField(const QString& option) const;
   QLineEdit* learningRateEdit() const { return lr_; }
   QSpinBox* batchSizeBox() const { return batch_; }
   QCheckBox* evalModeBox() const { return evalMode_; }
@@ -82,6 +85,9 @@ class TrainingDock : public QWidget {
   // Remakes the option rows for the data set the project uses now.
   void showDatasetOptions(const graph::DatasetSettings& d);
   void setDatasetOption(const std::string& name, const graph::Json& value);
+  // Remakes the option rows of the loss and the optimizer the project uses now, when they
+  // changed, and shows the project's values in them.
+  void showTrainingOptions(const graph::TrainingSettings& t);
   void showStatus(const train::SessionStatus& status);
   void applyLearningRate();
   void editDataset(const QString& text, const std::function<void(graph::DatasetSettings&)>& fn);
@@ -102,6 +108,11 @@ class TrainingDock : public QWidget {
   QPushButton* regenerate_;
   QComboBox* loss_;
   QComboBox* optimizer_;
+  QFormLayout* trainForm_;
+  // The rows of the loss's options (under Loss) and of the optimizer's (under the learning
+  // rate), from their option specs, and the loss and optimizer they are for.
+  std::vector<std::pair<graph::OptionSpec, QWidget*>> lossFields_, optimizerFields_;
+  std::string lossFieldsFor_, optimizerFieldsFor_;
   QLineEdit* lr_;
   QSpinBox* batch_;
   QDoubleSpinBox* weightDecay_;

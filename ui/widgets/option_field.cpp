@@ -79,6 +79,15 @@ std::optional<graph::Json> parseOption(const QString& text, Kind kind, bool refe
     case Kind::String:
     case Kind::Choice:
       return graph::Json(text.toStdString());
+    case Kind::FloatList: {
+      graph::Json out = graph::Json::array();
+      for (const QString& part : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
+        const double v = part.toDouble(&ok);
+        if (!ok) return std::nullopt;
+        out.push_back(v);
+      }
+      return out.empty() ? std::nullopt : std::optional(out);
+    }
     case Kind::IntList: {
       graph::Json out = graph::Json::array();
       for (const QString& part : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts)) {
@@ -111,6 +120,8 @@ QString expectation(Kind kind, bool references) {
       return QObject::tr("expected true or false%1").arg(ref);
     case Kind::IntList:
       return QObject::tr("expected integers%1 separated by commas").arg(ref);
+    case Kind::FloatList:
+      return QObject::tr("expected numbers separated by commas");
     case Kind::String:
     case Kind::Choice:
       break;
@@ -130,8 +141,9 @@ QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value
                          std::function<void(const graph::Json&)> commit,
                          std::function<void(const QString&)> refused) {
   const bool typed =
-      spec.kind == Kind::IntList || spec.kind == Kind::OptionalInt ||
-      spec.kind == Kind::OptionalFloat || spec.kind == Kind::String ||
+      spec.kind == Kind::IntList || spec.kind == Kind::FloatList ||
+      spec.kind == Kind::OptionalInt || spec.kind == Kind::OptionalFloat ||
+      spec.kind == Kind::String ||
       (references && (spec.kind == Kind::Int || spec.kind == Kind::Float || holdsReference(value)));
   QWidget* field = nullptr;
   if (typed) {
