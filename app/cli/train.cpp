@@ -167,6 +167,9 @@ int run_train(const Options& o) {
   std::vector<train::ProbeSample> samples;
   const bool progress_bar = !quiet && isatty(STDOUT_FILENO) == 1;
   const int64_t total_steps = steps > 0 ? start.step + steps : t.epochs * start.batches_per_epoch;
+  // The epochs the run reaches: with --steps, those its steps cover (the last may be partial).
+  const int64_t batches = std::max<int64_t>(start.batches_per_epoch, 1);
+  const int64_t epochs = steps > 0 ? (total_steps + batches - 1) / batches : t.epochs;
   for (bool done = false; !done;) {
     done = session->wait_idle(100ms);
     if (progress_bar) std::printf("\r\033[K");  // the epoch lines print over the bar
@@ -176,7 +179,7 @@ int run_train(const Options& o) {
       const train::EpochMetrics& e = history[printed];
       if (quiet) continue;
       std::printf("epoch %3lld/%lld  train %s  test %s  %.0f steps/s\n",
-                  static_cast<long long>(e.epoch), static_cast<long long>(t.epochs),
+                  static_cast<long long>(e.epoch), static_cast<long long>(epochs),
                   loss_and_accuracy(e.train_loss, e.train_accuracy).c_str(),
                   loss_and_accuracy(e.test_loss, e.test_accuracy).c_str(), e.steps_per_second);
       std::fflush(stdout);
