@@ -6,10 +6,12 @@
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QFile>
 #include <QImage>
 #include <QPalette>
 #include <QPixmap>
 #include <QTabWidget>
+#include <QTemporaryDir>
 #include <QTest>
 #include <set>
 
@@ -242,6 +244,24 @@ TEST(Screenshot, PluginLayersAndThePluginList) {
   }
   window.palette()->tree()->scrollToItem(window.palette()->itemFor("RMSNorm"));
   shoot(window, "plugins_project.png");
+  // A project whose plugin is not installed: its node and wires stay, marked with the problem.
+  QTemporaryDir dir;
+  QFile missing(dir.filePath("missing_plugin.nns"));
+  ASSERT_TRUE(missing.open(QIODevice::WriteOnly));
+  missing.write(R"({"format": "nnstudio-project", "version": 1, "name": "Fancy",
+    "graph": {"nodes": [{"id": 1, "type": "Input", "name": "x", "options": {"shape": [4]}},
+                        {"id": 2, "type": "FancyNorm", "name": "norm", "options": {"groups": 2}},
+                        {"id": 3, "type": "Linear", "name": "fc",
+                         "options": {"in_features": 4, "out_features": 2}},
+                        {"id": 4, "type": "Output", "name": "y"}],
+              "edges": [{"from": {"node": 1, "port": "out"}, "to": {"node": 2, "port": "in"}},
+                        {"from": {"node": 2, "port": "out"}, "to": {"node": 3, "port": "in"}},
+                        {"from": {"node": 3, "port": "out"}, "to": {"node": 4, "port": "in"}}]},
+    "plugin_types": {"FancyNorm": {"plugin": "fancy", "version": "2.1.0"}}})");
+  missing.close();
+  MainWindow other;
+  ASSERT_TRUE(other.openFile(missing.fileName()));
+  shoot(other, "plugin_missing.png");
   PluginsDialog dialog(plugin::plugin_report(), &window);
   dialog.show();
   test::settle();
