@@ -25,5 +25,6 @@ Command summary_command();
 Command forward_command();
 Command layout_command();
 Command plugins_command();
+Command export_command();
 
 }  // namespace nns::cli

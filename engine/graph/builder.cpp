@@ -119,6 +119,9 @@ class Builder {
 
   std::map<NodeId, std::map<std::string, SymShape>> shapes;
 
+  // After analyze(): the nodes forward runs, in the order it runs them.
+  const std::vector<NodeId>& run_order() const { return order_; }
+
   // Only after analyze() found nothing wrong.
   std::shared_ptr<GraphModule> build(const std::string& class_name);
 
@@ -905,6 +908,24 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
     throw GraphError(message, std::move(problems.list));
   }
   return b.build(project.name);
+}
+
+std::vector<NodeId> forward_order(const Project& project, const Graph& graph) {
+  std::string block;
+  Json args = Json::object();
+  for (const BlockDef& b : project.blocks) {
+    if (&b.graph == &graph) {
+      block = b.name;
+      args = b.arguments;
+    }
+  }
+  // A block's graph on its own: its Input shapes come from each instance, so the problems
+  // found here (of shapes) are not the block's; the order is.
+  Problems problems;
+  Builder b(project, graph, block, args,
+            block.empty() ? std::vector<std::string>{} : std::vector<std::string>{block}, problems);
+  b.analyze(nullptr);
+  return b.run_order();
 }
 
 NodePorts block_ports(const BlockDef& block) {

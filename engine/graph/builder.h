@@ -83,6 +83,11 @@ class GraphModule : public nn::Module {
 
 std::shared_ptr<GraphModule> build_model(const Project& project);
 
+// The nodes of `graph` (the project's own, or one of its blocks' graphs) that forward runs, in
+// the order it runs them: topological, ties in node order. Group members that their group runs
+// (a Sequential's) and portless groups are not among them. For a graph that builds.
+std::vector<NodeId> forward_order(const Project& project, const Graph& graph);
+
 // What carry_state() copied, by node of the new graph that has a module.
 struct CarriedState {
   std::vector<NodeId> kept;   // every state entry came from the old model

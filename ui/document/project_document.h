@@ -43,6 +43,12 @@ struct GraphSnapshot {
 // `everything` when the change is too broad to list (another project, other blocks, a group's
 // members or collapse, another direction, probes): redraw it all.
 struct GraphChange {
+  // A change of everything: the scene redraws all.
+  static GraphChange all() {
+    GraphChange c;
+    c.everything = true;
+    return c;
+  }
   bool everything = false;
   std::set<graph::NodeId> added, removed;
   std::set<graph::NodeId> changed;  // type, name, options, or the analysis's shapes or problems
@@ -209,7 +215,7 @@ class ProjectDocument : public QObject {
   void logMessage(const QString& text);
 
  private:
-  void graphChanged(GraphChange change = {.everything = true});
+  void graphChanged(GraphChange change = GraphChange::all());
   // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
   // layout engine fails.
   bool relayout() const;

@@ -1,0 +1,477 @@
+#include "engine/export/pytorch_code.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/graph/builder.h"
+#include "engine/graph/node_types.h"
+#include "engine/nn/layers.h"
+#include "engine/serialize/bytes.h"
+#include "engine/serialize/serialize.h"
+#include "engine/tensor/error.h"
+
+namespace nns::exporting {
+namespace {
+
+using graph::BlockDef;
+using graph::Graph;
+using graph::Json;
+using graph::Node;
+using graph::NodeId;
+using graph::NodeKind;
+using graph::NodeType;
+using graph::OptionSpec;
+using graph::PortRef;
+using graph::Project;
+
+const std::set<std::string>& python_keywords() {
+  static const std::set<std::string> words = {
+      "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+      "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+  return words;
+}
+
+// A node name as a Python local: keywords get a trailing underscore.
+std::string local_name(const std::string& name) {
+  return python_keywords().contains(name) ? name + "_" : name;
+}
+
+// A Python string literal (JSON's escapes are Python's too).
+std::string quoted(const std::string& text) {
+  return Json(text).dump();
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep = ", ") {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// An option value as Python source; a block argument ("$hidden") is the constructor argument
+// of that name.
+std::string py(const Json& v) {
+  if (v.is_null()) return "None";
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number()) return nn::python_float(v.get<double>());
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    return s.size() > 1 && s[0] == '$' ? local_name(s.substr(1)) : quoted(s);
+  }
+  if (v.is_array()) {
+    std::vector<std::string> items;
+    for (const Json& x : v) items.push_back(py(x));
+    return "(" + join(items) + (items.size() == 1 ? ",)" : ")");
+  }
+  return v.dump();
+}
+
+// A list option as PyTorch takes it: one number where a fixed-length list repeats it
+// (kernel_size=3 for (3, 3)) or a list holds one (LayerNorm(16)).
+std::string py_option(const OptionSpec& spec, const Json& v) {
+  if (spec.kind == OptionSpec::Kind::IntList && v.is_array() && !v.empty() &&
+      std::all_of(v.begin(), v.end(), [&v](const Json& x) { return x == v[0]; }) &&
+      (v.size() == 1 || spec.length > 1))
+    return py(v[0]);
+  return py(v);
+}
+
+// How many leading options PyTorch's constructor requires: they are written positionally.
+size_t required_options(const std::string& type) {
+  static const std::map<std::string, size_t> required = {
+      {"Linear", 2},      {"Conv1d", 3},
+      {"Conv2d", 3},      {"BatchNorm1d", 1},
+      {"BatchNorm2d", 1}, {"LayerNorm", 1},
+      {"Embedding", 2},   {"MaxPool2d", 1},
+      {"AvgPool2d", 1},   {"AdaptiveAvgPool2d", 1},
+      {"Unflatten", 2}};
+  auto it = required.find(type);
+  return it == required.end() ? 0 : it->second;
+}
+
+// nn.Linear(2, 64), nn.Dropout(p=0.2): the required options, then those not at their default.
+std::string module_constructor(const NodeType& type, const Json& options) {
+  std::vector<std::string> args;
+  const size_t required = required_options(type.name);
+  for (size_t i = 0; i < type.options.size(); ++i) {
+    const OptionSpec& spec = type.options[i];
+    const bool given = options.is_object() && options.contains(spec.name);
+    const Json& value = given ? options[spec.name] : spec.default_value;
+    if (i < required) {
+      args.push_back(py_option(spec, value));
+    } else if (given && value != spec.default_value) {
+      args.push_back(spec.name + "=" + py_option(spec, value));
+    }
+  }
+  return "nn." + type.name + "(" + join(args) + ")";
+}
+
+// torch.zeros(3, 4), nn.init.xavier_uniform_(torch.empty(3, 4)): a Parameter or Buffer node's
+// initial tensor, as engine/graph/node_types.h's initial_tensor draws it.
+std::string initial_tensor(const Json& options, std::set<std::string>& imports) {
+  std::vector<std::string> dims;
+  const Json& shape = options.at("shape");
+  if (shape.is_array()) {
+    for (const Json& d : shape) dims.push_back(py(d));
+  } else {
+    dims.push_back(py(shape));
+  }
+  const std::string size = join(dims);
+  const std::string init = options.at("init").get<std::string>();
+  if (init == "zeros" || init == "ones" || init == "randn" || init == "rand")
+    return "torch." + init + "(" + size + ")";
+  if (init == "uniform") return "torch.empty(" + size + ").uniform_(-1, 1)";
+  if (init == "kaiming_uniform") {
+    imports.insert("math");
+    return "nn.init.kaiming_uniform_(torch.empty(" + size + "), a=math.sqrt(5))";
+  }
+  return "nn.init." + init + "_(torch.empty(" + size + "))";
+}
+
+// The options with the spec's defaults for those not given, unchecked: inside a block they may
+// hold $arguments, which the code names.
+Json with_defaults(const NodeType& type, const Json& options) {
+  Json out = Json::object();
+  for (const OptionSpec& spec : type.options)
+    out[spec.name] = options.is_object() && options.contains(spec.name) ? options[spec.name]
+                                                                        : spec.default_value;
+  return out;
+}
+
+// One class: a block's or the model's.
+class ClassWriter {
+ public:
+  ClassWriter(const Project& project, const Graph& graph, std::string class_name, Json arguments,
+              std::set<std::string>& imports)
+      : project_(project),
+        graph_(graph),
+        class_name_(std::move(class_name)),
+        arguments_(std::move(arguments)),
+        parents_(graph::parent_index(graph)),
+        imports_(imports) {
+    for (const Node& n : graph_.nodes) {
+      if (graph::is_switch_dict(n)) switches_.push_back(n.id);
+    }
+  }
+
+  std::string write(const std::vector<std::string>& frozen) {
+    std::string out = "class " + class_name_ + "(nn.Module):\n";
+    std::vector<std::string> params{"self"};
+    if (arguments_.is_object()) {
+      for (const auto& [name, value] : arguments_.items())
+        params.push_back(local_name(name) + "=" + py(value));
+    }
+    out += "    def __init__(" + join(params) + "):\n        super().__init__()\n";
+    for (const Node& n : graph_.nodes) {
+      if (parents_.contains(n.id)) continue;
+      out += registration(n);
+    }
+    for (const std::string& name : frozen)
+      out += "        self.get_parameter(" + quoted(name) + ").requires_grad_(False)\n";
+    out += "\n" + forward();
+    return out;
+  }
+
+ private:
+  // self.fc1, getattr(self, "lambda"), self.blocks[0], self.act["relu"]: a node's module.
+  std::string path(NodeId id) const {
+    const Node& n = graph_.at(id);
+    auto parent = parents_.find(id);
+    if (parent == parents_.end())
+      return python_keywords().contains(n.name) ? "getattr(self, " + quoted(n.name) + ")"
+                                                : "self." + n.name;
+    const Node& group = graph_.at(parent->second);
+    if (group.type == "ModuleDict") return path(group.id) + "[" + quoted(n.name) + "]";
+    const auto index =
+        std::find(group.members.begin(), group.members.end(), id) - group.members.begin();
+    return path(group.id) + "[" + std::to_string(index) + "]";
+  }
+
+  // The attribute that holds a switch ModuleDict's active key: self.active when the class has
+  // one switch.
+  std::string active_attribute(const Node& dict) const {
+    return switches_.size() == 1 ? "active" : dict.name + "_active";
+  }
+
+  // The module a member or attribute holds, as an expression (containers over several lines).
+  std::string module_expression(const Node& n, const std::string& indent) const {
+    if (n.type == "Sequential" || n.type == "ModuleList" || n.type == "ModuleDict") {
+      const std::string inner = indent + "    ";
+      std::string items;
+      for (NodeId id : n.members) {
+        const Node& m = graph_.at(id);
+        items += inner + (n.type == "ModuleDict" ? quoted(m.name) + ": " : "") +
+                 module_expression(m, inner) + ",\n";
+      }
+      if (n.type == "Sequential") return "nn.Sequential(\n" + items + indent + ")";
+      if (n.type == "ModuleList") return "nn.ModuleList([\n" + items + indent + "])";
+      return "nn.ModuleDict({\n" + items + indent + "})";
+    }
+    if (const BlockDef* block = project_.find_block(n.type)) {
+      std::vector<std::string> args;
+      if (n.options.is_object()) {
+        for (const auto& [name, value] : n.options.items())
+          args.push_back(local_name(name) + "=" + py(value));
+      }
+      return block->name + "(" + join(args) + ")";
+    }
+    const NodeType& type = graph::node_type(n.type);
+    if (!type.plugin.empty())
+      throw ValueError("node '" + n.name + "': its type " + n.type + " comes from the plugin '" +
+                       type.plugin + "', which has no PyTorch code to export");
+    return module_constructor(type, n.options);
+  }
+
+  // __init__'s line(s) for a top-level node.
+  std::string registration(const Node& n) {
+    const std::string ind = "        ";
+    const bool keyword = python_keywords().contains(n.name);
+    const std::optional<NodeKind> kind = graph::node_kind(n.type);
+    if (kind == NodeKind::Parameter) {
+      const Json& o = n.options;
+      const bool trains = !o.contains("requires_grad") || o["requires_grad"] != false;
+      const Json filled = with_defaults(graph::node_type("Parameter"), o);
+      const std::string value = "nn.Parameter(" + initial_tensor(filled, imports_) +
+                                (trains ? "" : ", requires_grad=False") + ")";
+      return ind +
+             (keyword ? "self.register_parameter(" + quoted(n.name) + ", " + value + ")"
+                      : "self." + n.name + " = " + value) +
+             "\n";
+    }
+    if (kind == NodeKind::Buffer) {
+      const Json filled = with_defaults(graph::node_type("Buffer"), n.options);
+      const bool persistent = filled.at("persistent") != false;
+      return ind + "self.register_buffer(" + quoted(n.name) + ", " +
+             initial_tensor(filled, imports_) + (persistent ? "" : ", persistent=False") + ")\n";
+    }
+    const bool module = (kind == NodeKind::Module || kind == NodeKind::Container ||
+                         (!kind && project_.find_block(n.type)));
+    if (!module) return "";
+    const std::string value = module_expression(n, ind);
+    std::string out = ind +
+                      (keyword ? "self.add_module(" + quoted(n.name) + ", " + value + ")"
+                               : "self." + n.name + " = " + value) +
+                      "\n";
+    if (graph::is_switch_dict(n)) {
+      const std::string active = n.options.contains("active") && n.options["active"].is_string()
+                                     ? n.options["active"].get<std::string>()
+                                     : graph_.at(n.members.front()).name;
+      out += ind + "self." + active_attribute(n) + " = " + quoted(active) + "\n";
+    }
+    return out;
+  }
+
+  // forward: the nodes in the order the builder runs them, one line each. A value's variable is
+  // reused by the node that consumes it last (x = self.fc1(x), h = h + r).
+  std::string forward() {
+    const std::vector<NodeId> order = graph::forward_order(project_, graph_);
+    std::map<std::pair<NodeId, std::string>, int> uses;
+    for (const graph::Edge& e : graph_.edges) ++uses[{e.from.node, e.from.port}];
+    std::map<std::pair<NodeId, std::string>, std::string> value;  // (node, port) -> expression
+    std::multiset<std::string> live;
+    std::vector<std::string> inputs;
+    std::map<NodeId, std::string> returned;
+    std::string body;
+    auto fresh = [&live, &inputs](const std::string& preferred) {
+      auto taken = [&](const std::string& n) {
+        return live.contains(n) || std::find(inputs.begin(), inputs.end(), n) != inputs.end();
+      };
+      if (!preferred.empty() && !taken(preferred)) return preferred;
+      for (const std::string n : {"h", "r"}) {
+        if (!taken(n)) return std::string(n);
+      }
+      for (int i = 2;; ++i) {
+        if (!taken("h" + std::to_string(i))) return "h" + std::to_string(i);
+      }
+    };
+    for (const Node& n : graph_.nodes) {
+      if (graph::node_kind(n.type) == NodeKind::Input) inputs.push_back(local_name(n.name));
+    }
+    for (NodeId id : order) {
+      const Node& n = graph_.at(id);
+      const std::optional<NodeKind> kind = graph::node_kind(n.type);
+      const graph::NodePorts ports = graph::project_node_ports(project_, n);
+      if (kind == NodeKind::Input) {
+        value[{id, "out"}] = local_name(n.name);
+        live.insert(local_name(n.name));
+        continue;
+      }
+      if (kind == NodeKind::Parameter || kind == NodeKind::Buffer) {
+        value[{id, "out"}] = python_keywords().contains(n.name)
+                                 ? "getattr(self, " + quoted(n.name) + ")"
+                                 : "self." + n.name;
+        continue;
+      }
+      std::vector<std::string> args;
+      std::string reusable;
+      for (const std::string& port : ports.inputs) {
+        const graph::Edge* e = graph_.edge_into({id, port});
+        const std::pair<NodeId, std::string> from{e->from.node, e->from.port};
+        const std::string arg = value.at(from);
+        args.push_back(arg);
+        if (--uses[from] == 0 && live.contains(arg)) {
+          live.erase(live.find(arg));
+          if (reusable.empty() && !live.contains(arg)) reusable = arg;
+        }
+      }
+      if (kind == NodeKind::Output) {
+        returned[id] = args.at(0);
+        continue;
+      }
+      const std::string call = expression(n, kind, args);
+      std::vector<std::string> outs;
+      for (const std::string& port : ports.outputs) {
+        std::string name;
+        if (ports.outputs.size() == 1) {
+          name = !reusable.empty() ? reusable : fresh("");
+        } else {
+          name = fresh(local_name(port));
+        }
+        live.insert(name);
+        value[{id, port}] = name;
+        outs.push_back(name);
+        if (uses[{id, port}] == 0) live.erase(live.find(name));
+      }
+      body += "        " + (outs.empty() ? std::string() : join(outs) + " = ") + call + "\n";
+    }
+    std::vector<std::string> results;
+    for (const Node& n : graph_.nodes) {
+      if (graph::node_kind(n.type) == NodeKind::Output) results.push_back(returned.at(n.id));
+    }
+    std::vector<std::string> params{"self"};
+    params.insert(params.end(), inputs.begin(), inputs.end());
+    return "    def forward(" + join(params) + "):\n" + body + "        return " + join(results) +
+           "\n";
+  }
+
+  // The call a running node makes on its arguments.
+  std::string expression(const Node& n, std::optional<NodeKind> kind,
+                         const std::vector<std::string>& args) {
+    if (kind == NodeKind::Functional) {
+      if (n.type == "Add") return join(args, " + ");
+      if (n.type == "Mul") return join(args, " * ");
+      if (n.type == "MatMul") return args.at(0) + " @ " + args.at(1);
+      if (n.type == "Concat") {
+        const Json o = with_defaults(graph::node_type("Concat"), n.options);
+        return "torch.cat([" + join(args) + "], dim=" + py(o.at("dim")) + ")";
+      }
+      if (n.type == "F.relu") {
+        imports_.insert("F");
+        return "F.relu(" + args.at(0) + ")";
+      }
+      const NodeType& type = graph::node_type(n.type);
+      throw ValueError("node '" + n.name + "': the function " + n.type +
+                       (type.plugin.empty() ? std::string(" has no PyTorch code")
+                                            : " comes from the plugin '" + type.plugin +
+                                                  "', which has no PyTorch code to export"));
+    }
+    if (kind == NodeKind::Ref) {
+      const NodeId target = n.options.at("target").get<NodeId>();
+      return expression(graph_.at(target), graph::node_kind(graph_.at(target).type), args);
+    }
+    if (graph::is_switch_dict(n))
+      return path(n.id) + "[self." + active_attribute(n) + "](" + join(args) + ")";
+    return path(n.id) + "(" + join(args) + ")";
+  }
+
+  const Project& project_;
+  const Graph& graph_;
+  std::string class_name_;
+  Json arguments_;
+  std::unordered_map<NodeId, NodeId> parents_;
+  std::vector<NodeId> switches_;
+  std::set<std::string>& imports_;
+};
+
+}  // namespace
+
+std::string pytorch_model_code(const Project& project) {
+  graph::build_model(project);  // the builder's own check: a GraphError naming every problem
+  std::set<std::string> imports;
+  std::string classes;
+  for (const BlockDef& b : project.blocks)
+    classes += "\n\n" + ClassWriter(project, b.graph, b.name, b.arguments, imports).write({});
+  classes += "\n\n" + ClassWriter(project, project.graph, project.name, Json::object(), imports)
+                          .write(project.frozen_parameters);
+  std::string out = "\"\"\"" + project.name +
+                    ", exported from NN Studio.\n\n"
+                    "Its state_dict() has NN Studio's keys in NN Studio's order, so the weights "
+                    "saved there\nload here with model.load_state_dict(torch.load(\"weights.pt\"), "
+                    "strict=True).\n\"\"\"\n";
+  if (imports.contains("math")) out += "import math\n\n";
+  out += "import torch\n";
+  if (imports.contains("F")) out += "import torch.nn.functional as F\n";
+  out += "from torch import nn\n";
+  return out + classes;
+}
+
+namespace {
+
+std::string export_readme(const Project& project, bool with_weights) {
+  std::string out = "# " + project.name + ", exported from NN Studio\n\n";
+  out += "`model.py` holds `" + project.name +
+         "`, an `nn.Module` with NN Studio's module names: its\n"
+         "`state_dict()` has the keys, in the order, of the model NN Studio builds, so the weight "
+         "files\nNN Studio saves (`.pt`) load into it with `strict=True`.\n\n"
+         "```python\nimport torch\nfrom model import " +
+         project.name + "\n\nmodel = " + project.name + "()\n";
+  if (with_weights)
+    out +=
+        "model.load_state_dict(torch.load(\"weights.pt\"), strict=True)  # the exported weights\n";
+  out += "```\n\nIt runs on PyTorch 1.13 and 2.x.\n";
+  return out;
+}
+
+}  // namespace
+
+void write_pytorch_export(const Project& project, const std::string& dir,
+                          const nn::StateDict* weights, bool replace) {
+  namespace fs = std::filesystem;
+  const fs::path target(dir);
+  std::error_code ec;
+  if (fs::exists(target, ec) && !replace)
+    throw ValueError("'" + dir + "' exists; choose a new folder, or replace it (--force)");
+  // Made and checked in memory first: a project that does not build writes nothing.
+  const std::string model_py = pytorch_model_code(project);
+  if (weights) {
+    const auto model = graph::build_model(project);
+    serialize::load_into(*model, *weights, /*strict=*/true);
+  }
+  const std::string readme = export_readme(project, weights != nullptr);
+
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string stem = target.filename().string();
+  const fs::path staging = parent / ("." + stem + ".export-" + std::to_string(::getpid()));
+  const fs::path old = parent / ("." + stem + ".replaced-" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  try {
+    fs::create_directories(staging);
+    auto write = [&staging](const std::string& name, const std::string& text) {
+      serialize::write_file_atomically((staging / name).string(),
+                                       [&text](serialize::ByteSink& sink) { sink.write(text); });
+    };
+    write("model.py", model_py);
+    write("README.md", readme);
+    if (weights) serialize::save_state_dict_file(*weights, (staging / "weights.pt").string());
+    if (fs::exists(target)) fs::rename(target, old);
+    fs::rename(staging, target);
+    fs::remove_all(old, ec);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(staging, ec);
+    throw ValueError("cannot write the export folder '" + dir + "': " + e.code().message());
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+}
+
+}  // namespace nns::exporting

@@ -1,0 +1,30 @@
+#pragma once
+// A project's model as PyTorch code (model.py): one nn.Module class per custom block and one
+// for the model, named as the project, that registers its submodules, parameters and buffers
+// in the builder's order under the builder's names (nn.Sequential, nn.ModuleList,
+// nn.ModuleDict included), so that its state_dict() has the keys, in the order, of the model
+// nnstudio builds (engine/graph/builder.h), and the files NN Studio saves load into it with
+// strict=True. forward is the graph in the order the builder runs it, one line per node.
+//
+//   const std::string code = nns::exporting::pytorch_model_code(project);
+//
+// The code runs on PyTorch 1.13 and 2.x.
+#include <string>
+
+#include "engine/graph/project.h"
+#include "engine/nn/module.h"
+
+namespace nns::exporting {
+
+// A GraphError with the builder's message when the project does not build; a ValueError
+// naming the node for a plugin type (a plugin has no PyTorch code).
+std::string pytorch_model_code(const graph::Project& project);
+
+// Writes the export folder `dir`: model.py, README.md and, with `weights` (checked against the
+// model: strict, every key and shape), weights.pt. Everything is made before anything is
+// written, in a folder beside `dir` that is renamed into place, so a failure leaves no half
+// folder. An existing `dir` is a ValueError unless `replace`.
+void write_pytorch_export(const graph::Project& project, const std::string& dir,
+                          const nn::StateDict* weights, bool replace);
+
+}  // namespace nns::exporting

@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""The PyTorch code NN Studio exports, run by real PyTorch (ctest torch.export):
+
+For every example project and the test models, `nnstudio-cli export --weights` writes
+model.py and weights.pt; model.py's class, made with no arguments, has NN Studio's state-dict
+keys in NN Studio's order, loads weights.pt with strict=True, and gives the output and the
+gradients (of output.sum(), w.r.t. the input and every parameter) that `nnstudio-cli forward
+--grad` gives, rtol 1e-5. A project that does not build, and an existing folder without
+--force, are refused and write nothing.
+
+    /usr/bin/python3 tests/torch/export_roundtrip.py path/to/nnstudio-cli
+
+Skipped without torch (exit 77), except in CI, where it fails (as roundtrip.py).
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+except ImportError:
+    print("torch.export: torch is not installed for /usr/bin/python3", file=sys.stderr)
+    sys.exit(1 if os.environ.get("CI") else 77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures", "state_dict"))
+from make_state_dict_fixtures import safetensors_bytes  # noqa: E402
+
+EXAMPLES = os.path.join(ROOT, "resources", "examples")
+PROJECTS = [os.path.join(EXAMPLES, f) for f in sorted(os.listdir(EXAMPLES)) if f.endswith(".nns")]
+PROJECTS.append(os.path.join(ROOT, "tests", "cli", "spirals_mlp.nns"))
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILURES.append(what)
+
+
+def cli(*args, code=0):
+    run = subprocess.run([CLI, *args], capture_output=True, text=True)
+    if run.returncode != code:
+        raise SystemExit(f"nnstudio-cli {' '.join(args)}: exit {run.returncode}, expected {code}:\n"
+                         f"{run.stdout}{run.stderr}")
+    return run.stdout + run.stderr
+
+
+def load_model_class(folder, class_name):
+    spec = importlib.util.spec_from_file_location(f"model_{class_name}",
+                                                  os.path.join(folder, "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, class_name)
+
+
+def input_for(project_path):
+    """A batch of 5 inputs of the project's (first) Input node's shape."""
+    project = json.load(open(project_path))
+    node = next(n for n in project["graph"]["nodes"] if n["type"] == "Input")
+    torch.manual_seed(0)
+    return torch.randn(5, *node["options"]["shape"])
+
+
+def check_project(tmp, path):
+    name = os.path.splitext(os.path.basename(path))[0]
+    project = json.load(open(path))
+    weights = os.path.join(tmp, name + ".pt")
+    cli("train", path, "--steps", "3", "--quiet", "--save", weights)  # trained, not as built
+    state = os.path.join(tmp, name + "_state.pt")
+    cli("convert", weights, state)
+    folder = os.path.join(tmp, name)
+    cli("export", path, "--format", "pytorch", "--out", folder, "--weights", state)
+    Model = load_model_class(folder, project["name"])
+    model = Model()
+    sd = torch.load(os.path.join(folder, "weights.pt"), weights_only=True)
+    check(list(model.state_dict().keys()) == list(sd.keys()),
+          f"{name}: model.py's state_dict keys are NN Studio's, in order")
+    model.load_state_dict(sd, strict=True)
+    model.eval()
+
+    x = input_for(path)
+    inp, out, out_pt = (os.path.join(tmp, name + n) for n in ("_x.safetensors", "_y.safetensors",
+                                                              "_y.pt"))
+    with open(inp, "wb") as f:
+        f.write(safetensors_bytes({"input": x}))
+    cli("forward", path, "--weights", state, "--input", inp, "--output", out, "--grad", "--eval")
+    cli("convert", out, out_pt)
+    ours = torch.load(out_pt, weights_only=True)
+    xg = x.clone().requires_grad_(True)
+    y = model(xg)
+    y.sum().backward()
+    check(torch.allclose(y.detach(), ours["output"], rtol=1e-5, atol=1e-6),
+          f"{name}: the output matches")
+    check(torch.allclose(xg.grad, ours["grad.input"], rtol=1e-5, atol=1e-6),
+          f"{name}: the input's gradient matches")
+    grads = [k for k, p in model.named_parameters() if p.grad is not None]
+    check(all(torch.allclose(dict(model.named_parameters())[k].grad, ours["grad." + k],
+                             rtol=1e-5, atol=1e-6) for k in grads) and len(grads) > 0,
+          f"{name}: the gradients of {len(grads)} parameters match")
+
+
+def check_refusals(tmp):
+    # A project that does not build: the builder's message, and no folder.
+    bad = os.path.join(ROOT, "tests", "fixtures", "projects", "bad_shape.nns")
+    folder = os.path.join(tmp, "bad")
+    message = cli("export", bad, "--out", folder, code=1)
+    check("the graph has 1 problem" in message and not os.path.exists(folder),
+          "a project that does not build is refused and writes nothing")
+    # A missing plugin: named, and nothing written.
+    faulty = os.path.join(ROOT, "tests", "cli", "faulty_layer.nns")
+    message = cli("export", faulty, "--out", folder, code=1)
+    check("plugin 'faulty' 0.1.0 is not installed" in message and not os.path.exists(folder),
+          "a project whose plugin is missing is refused and writes nothing")
+    # An existing folder is kept unless --force.
+    folder = os.path.join(tmp, "existing")
+    os.makedirs(folder)
+    open(os.path.join(folder, "keep.txt"), "w").write("mine")
+    message = cli("export", PROJECTS[0], "--out", folder, code=1)
+    check("exists" in message and os.listdir(folder) == ["keep.txt"],
+          "an existing folder is not overwritten without --force")
+    cli("export", PROJECTS[0], "--out", folder, "--force")
+    check(sorted(os.listdir(folder)) == ["README.md", "model.py"],
+          "--force replaces the folder")
+    check(not [f for f in os.listdir(tmp) if f.startswith(".existing")],
+          "no staging folder is left behind")
+
+
+def main():
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in PROJECTS:
+            check_project(tmp, path)
+        check_refusals(tmp)
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    CLI = sys.argv[1]
+    sys.exit(main())
