@@ -34,6 +34,9 @@ from make_state_dict_fixtures import safetensors_bytes  # noqa: E402
 EXAMPLES = os.path.join(ROOT, "resources", "examples")
 PROJECTS = [os.path.join(EXAMPLES, f) for f in sorted(os.listdir(EXAMPLES)) if f.endswith(".nns")]
 PROJECTS.append(os.path.join(ROOT, "tests", "cli", "spirals_mlp.nns"))
+# Every kind of node at once: containers, a Sequential's LayerNorm/GELU/Dropout, Parameter and
+# non-persistent Buffer nodes, Mul, Concat, MatMul, Add, a Ref, a frozen parameter.
+PROJECTS.append(os.path.join(HERE, "export_models.nns"))
 FAILURES = []
 
 

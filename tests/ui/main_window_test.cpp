@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModel>
+#include <QAction>
 #include <QDir>
 #include <QDockWidget>
 #include <QDropEvent>
+#include <QFile>
+#include <QFileInfo>
 #include <QLineEdit>
 #include <QMimeData>
 #include <QPlainTextEdit>
@@ -370,6 +373,31 @@ TEST(MainWindow, ResetLayoutBringsBackEveryDockInItsPlace) {
   EXPECT_EQ(window.dockWidgetArea(boundary), Qt::BottomDockWidgetArea);
   // The canvas keeps most of the width.
   EXPECT_GT(window.view()->width(), window.width() / 2);
+}
+
+// File > Export PyTorch Code: model.py and the weights as the window has them now, in a new
+// folder; the weights load back into the model they came from.
+TEST_F(MainWindowTest, ExportPyTorchCodeWritesTheModelAndItsWeights) {
+  auto* action = window->findChild<QAction*>("exportPyTorchAction");
+  ASSERT_TRUE(action);
+  EXPECT_TRUE(action->isEnabled());
+  QTemporaryDir tmp;
+  const QString dir = tmp.filePath("spirals_pytorch");
+  ASSERT_TRUE(window->exportPyTorchTo(dir, false));
+  QFile model(dir + "/model.py");
+  ASSERT_TRUE(model.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(model.readAll().contains("class SpiralNet(nn.Module):"));
+  const nn::StateDict weights =
+      serialize::load_state_dict_file((dir + "/weights.pt").toStdString());
+  const nn::StateDict now = doc()->model()->state_dict();
+  ASSERT_EQ(weights.keys(), now.keys());
+  for (const std::string& key : now.keys())
+    EXPECT_EQ(weights[key].contiguous().to_vector<float>(),
+              now[key].contiguous().to_vector<float>())
+        << key;
+  // Replacing: the same folder again.
+  EXPECT_TRUE(window->exportPyTorchTo(dir, true));
+  EXPECT_TRUE(QFileInfo::exists(dir + "/README.md"));
 }
 
 }  // namespace

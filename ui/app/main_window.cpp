@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/export/pytorch_code.h"
 #include "ui/app/example_project.h"
 #include "ui/app/plugins_dialog.h"
 #include "ui/canvas/graph_scene.h"
@@ -177,6 +178,12 @@ void MainWindow::createActions() {
       s->standardIcon(QStyle::SP_DialogSaveButton));
   saveAsAct_ = make(tr("Save &As…"), QKeySequence::SaveAs, [this] { saveAsDialog(); });
   exportImageAct_ = make(tr("&Export Image…"), QKeySequence(), [this] { exportImageDialog(); });
+  exportPyTorchAct_ =
+      make(tr("Export &PyTorch Code…"), QKeySequence(), [this] { exportPyTorchDialog(); });
+  exportPyTorchAct_->setObjectName("exportPyTorchAction");
+  exportPyTorchAct_->setToolTip(
+      tr("Write the model as PyTorch code (model.py) with its weights as trained now, into a "
+         "new folder"));
   exportImageAct_->setToolTip(
       tr("The canvas (or the selected nodes' area) as an SVG or PNG picture"));
   loadStateAct_ = make(
@@ -284,7 +291,7 @@ void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addActions({newAct_, openAct_});
   recentMenu_ = file->addMenu(tr("Open &Recent"));
-  file->addActions({saveAct_, saveAsAct_, exportImageAct_});
+  file->addActions({saveAct_, saveAsAct_, exportImageAct_, exportPyTorchAct_});
   file->addSeparator();
   file->addActions({loadStateAct_, saveStateAct_, strictAct_});
   file->addSeparator();
@@ -698,6 +705,44 @@ bool MainWindow::saveStateDictTo(const QString& path) {
   } catch (const std::exception& e) {
     appendLog(tr("Could not save %1: %2").arg(path, e.what()));
     QMessageBox::critical(this, tr("Could not save the state dict"), QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::exportPyTorchDialog() {
+  const QString start = QSettings().value("files/lastDir", QDir::homePath()).toString() + "/" +
+                        qs(document_->project().name) + "_pytorch";
+  const QString dir =
+      QFileDialog::getSaveFileName(this, tr("Export PyTorch Code to a New Folder"), start,
+                                   QString(), nullptr, QFileDialog::ShowDirsOnly);
+  if (dir.isEmpty()) return;
+  bool replace = false;
+  if (QFileInfo::exists(dir)) {
+    if (QMessageBox::question(this, tr("Replace the Folder?"),
+                              tr("%1 exists. Replace it and everything in it with the export?")
+                                  .arg(QDir::toNativeSeparators(dir))) != QMessageBox::Yes)
+      return;
+    replace = true;
+  }
+  exportPyTorchTo(dir, replace);
+}
+
+bool MainWindow::exportPyTorchTo(const QString& dir, bool replace) {
+  try {
+    // The weights as trained so far, not as they were at the last pause.
+    training_->syncDocumentModel();
+    const std::shared_ptr<graph::GraphModule> model = document_->model();
+    if (!model) throw ValueError(document_->modelError().toStdString());
+    const nn::StateDict weights = model->state_dict();
+    exporting::write_pytorch_export(document_->project(), dir.toStdString(), &weights, replace);
+    appendLog(tr("Exported PyTorch code to %1: model.py (class %2), weights.pt, README.md")
+                  .arg(QDir::toNativeSeparators(dir), qs(document_->project().name)));
+    statusBar()->showMessage(tr("Exported PyTorch code to %1").arg(QDir::toNativeSeparators(dir)),
+                             5000);
+    return true;
+  } catch (const std::exception& e) {
+    appendLog(tr("Could not export PyTorch code to %1: %2").arg(dir, e.what()));
+    QMessageBox::critical(this, tr("Could not export PyTorch code"), QString::fromUtf8(e.what()));
     return false;
   }
 }

@@ -65,6 +65,10 @@ class MainWindow : public QMainWindow {
   // File > Export Image: the canvas, or with selectionOnly the selection's area, as SVG or PNG
   // (by the name); shows the error and returns false when it cannot.
   bool exportImageTo(const QString& path, bool selectionOnly);
+  // File > Export > PyTorch Code: model.py, README.md and the weights as trained now
+  // (weights.pt) in the folder `dir` (engine/export/pytorch_code.h); `replace` an existing
+  // one. Shows the error and returns false when it cannot.
+  bool exportPyTorchTo(const QString& dir, bool replace);
 
   // This window's recovery file: autosave writes it while there is unsaved work and a clean
   // close removes it. Every window has its own, named by process id and a counter, and holds
@@ -114,6 +118,7 @@ class MainWindow : public QMainWindow {
   void loadStateDictDialog();
   void saveStateDictDialog();
   void exportImageDialog();
+  void exportPyTorchDialog();
   void showContextMenu(QPoint screenPos);
   void appendLog(const QString& text);
   void centerOnNode(qint64 id);
@@ -141,8 +146,8 @@ class MainWindow : public QMainWindow {
   QMenu* recentMenu_ = nullptr;
   QMenu* viewMenu_ = nullptr;
 
-  QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *exportImageAct_, *loadStateAct_,
-      *saveStateAct_, *strictAct_, *quitAct_;
+  QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *exportImageAct_, *exportPyTorchAct_,
+      *loadStateAct_, *saveStateAct_, *strictAct_, *quitAct_;
   QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
   QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
       *makeBlockAct_, *inlineBlockAct_;
