@@ -1,6 +1,8 @@
 // nnstudio-cli export PROJECT --format pytorch --out DIR [--weights FILE] [--force]: the
 // project's model as PyTorch code (engine/export/pytorch_code.h) in the folder DIR: model.py,
-// README.md, and with --weights the weights as weights.pt.
+// train.py (one process or DDP under torchrun), data.pt, README.md, and with --weights the
+// weights as weights.pt.
+#include <filesystem>
 #include <iostream>
 
 #include "app/cli/commands.h"
@@ -16,10 +18,11 @@ int run_export(const Options& o) {
   const graph::Project project = graph::load_project(o.positional(0));
   std::optional<nn::StateDict> weights;
   if (o.has("weights")) weights = serialize::load_state_dict_file(o.text("weights"));
-  exporting::write_pytorch_export(project, o.text("out"), weights ? &*weights : nullptr,
+  const std::string base_dir = std::filesystem::path(o.positional(0)).parent_path().string();
+  exporting::write_pytorch_export(project, o.text("out"), base_dir, weights ? &*weights : nullptr,
                                   o.flag("force"));
-  std::cout << "export: wrote " << o.text("out") << "/model.py (class " << project.name << ")"
-            << (weights ? ", weights.pt" : "") << " and README.md\n";
+  std::cout << "export: wrote " << o.text("out") << ": model.py (class " << project.name
+            << "), train.py, data.pt" << (weights ? ", weights.pt" : "") << ", README.md\n";
   return 0;
 }
 
@@ -28,7 +31,7 @@ int run_export(const Options& o) {
 Command export_command() {
   return {
       "export",
-      "write a project's model as PyTorch code (model.py) into a folder",
+      "write a project's model and training as PyTorch code into a folder",
       {{"PROJECT", "the project file (.nns)"}},
       {{"format", "FORMAT", "pytorch", "pytorch: model.py with NN Studio's module names"},
        {"out", "DIR", "", "the folder to write (it must not exist, unless --force)"},

@@ -10,12 +10,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/export/train_template.h"
 #include "engine/graph/builder.h"
 #include "engine/graph/node_types.h"
 #include "engine/nn/layers.h"
 #include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/error.h"
+#include "engine/train/losses.h"
+#include "engine/train/optimizers.h"
+#include "engine/train/session.h"
 
 namespace nns::exporting {
 namespace {
@@ -151,13 +155,14 @@ Json with_defaults(const NodeType& type, const Json& options) {
 class ClassWriter {
  public:
   ClassWriter(const Project& project, const Graph& graph, std::string class_name, Json arguments,
-              std::set<std::string>& imports)
+              std::set<std::string>& imports, std::set<std::string>& plugin_sources)
       : project_(project),
         graph_(graph),
         class_name_(std::move(class_name)),
         arguments_(std::move(arguments)),
         parents_(graph::parent_index(graph)),
-        imports_(imports) {
+        imports_(imports),
+        plugin_sources_(plugin_sources) {
     for (const Node& n : graph_.nodes) {
       if (graph::is_switch_dict(n)) switches_.push_back(n.id);
     }
@@ -225,9 +230,18 @@ class ClassWriter {
       return block->name + "(" + join(args) + ")";
     }
     const NodeType& type = graph::node_type(n.type);
-    if (!type.plugin.empty())
-      throw ValueError("node '" + n.name + "': its type " + n.type + " comes from the plugin '" +
-                       type.plugin + "', which has no PyTorch code to export");
+    if (!type.plugin.empty()) {
+      if (type.pytorch_source.empty())
+        throw ValueError("node '" + n.name + "': its type " + n.type + " comes from the plugin '" +
+                         type.plugin + "', which has no PyTorch code to export");
+      // The plugin's own twin class, written into model.py once, made with every option.
+      plugin_sources_.insert(type.name);
+      std::vector<std::string> args;
+      const Json options = with_defaults(type, n.options);
+      for (const OptionSpec& spec : type.options)
+        args.push_back(spec.name + "=" + py(options.at(spec.name)));
+      return type.name + "(" + join(args) + ")";
+    }
     return module_constructor(type, n.options);
   }
 
@@ -390,18 +404,41 @@ class ClassWriter {
   std::unordered_map<NodeId, NodeId> parents_;
   std::vector<NodeId> switches_;
   std::set<std::string>& imports_;
+  std::set<std::string>& plugin_sources_;  // the plugin types whose twin classes model.py needs
 };
 
 }  // namespace
 
 std::string pytorch_model_code(const Project& project) {
   graph::build_model(project);  // the builder's own check: a GraphError naming every problem
-  std::set<std::string> imports;
+  std::set<std::string> imports, plugin_types;
   std::string classes;
   for (const BlockDef& b : project.blocks)
-    classes += "\n\n" + ClassWriter(project, b.graph, b.name, b.arguments, imports).write({});
-  classes += "\n\n" + ClassWriter(project, project.graph, project.name, Json::object(), imports)
+    classes += "\n\n" +
+               ClassWriter(project, b.graph, b.name, b.arguments, imports, plugin_types).write({});
+  classes += "\n\n" + ClassWriter(project, project.graph, project.name, Json::object(), imports,
+                                  plugin_types)
                           .write(project.frozen_parameters);
+  // The plugins' twin classes first, as their plugins wrote them; the import lines they start
+  // with join the file's.
+  std::string twins;
+  std::set<std::string> twin_imports;
+  for (const std::string& type : plugin_types) {
+    const NodeType& t = graph::node_type(type);
+    std::string source = t.pytorch_source;
+    while (source.rfind("import ", 0) == 0 || source.rfind("from ", 0) == 0 ||
+           source.rfind("\n", 0) == 0) {
+      const size_t end = source.find('\n');
+      const std::string line = source.substr(0, end);
+      if (!line.empty()) twin_imports.insert(line);
+      source = end == std::string::npos ? std::string() : source.substr(end + 1);
+    }
+    twins +=
+        "\n\n# " + type + ", from the plugin " + t.plugin + " " + t.plugin_version + ".\n" + source;
+    if (twins.back() != '\n') twins += "\n";
+  }
+  if (twin_imports.erase("import math")) imports.insert("math");
+  classes = twins + classes;
   std::string out = "\"\"\"" + project.name +
                     ", exported from NN Studio.\n\n"
                     "Its state_dict() has NN Studio's keys in NN Studio's order, so the weights "
@@ -411,30 +448,97 @@ std::string pytorch_model_code(const Project& project) {
   out += "import torch\n";
   if (imports.contains("F")) out += "import torch.nn.functional as F\n";
   out += "from torch import nn\n";
+  for (const std::string& line : twin_imports) out += line + "\n";
   return out + classes;
 }
 
 namespace {
 
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// name(a=1, b=2) from a settings object's entries, as the project has them.
+std::string call(const std::string& name, std::vector<std::string> args, const Json& options) {
+  if (options.is_object()) {
+    for (const auto& [key, value] : options.items()) args.push_back(key + "=" + py(value));
+  }
+  return name + "(" + join(args) + ")";
+}
+
 std::string export_readme(const Project& project, bool with_weights) {
-  std::string out = "# " + project.name + ", exported from NN Studio\n\n";
-  out += "`model.py` holds `" + project.name +
-         "`, an `nn.Module` with NN Studio's module names: its\n"
-         "`state_dict()` has the keys, in the order, of the model NN Studio builds, so the weight "
-         "files\nNN Studio saves (`.pt`) load into it with `strict=True`.\n\n"
-         "```python\nimport torch\nfrom model import " +
-         project.name + "\n\nmodel = " + project.name + "()\n";
-  if (with_weights)
-    out +=
-        "model.load_state_dict(torch.load(\"weights.pt\"), strict=True)  # the exported weights\n";
-  out += "```\n\nIt runs on PyTorch 1.13 and 2.x.\n";
+  const std::string& name = project.name;
+  std::string out = "# " + name + ", exported from NN Studio\n\n";
+  out += "- `model.py`: `" + name +
+         "`, an `nn.Module` with NN Studio's module names. Its `state_dict()` has the\n"
+         "  keys, in the order, of the model NN Studio builds, so the weight files NN Studio "
+         "saves (`.pt`)\n  load into it with `strict=True`.\n"
+         "- `train.py`: trains it with the project's settings on `data.pt`, the project's data "
+         "with its\n  exact train/test split.\n";
+  if (with_weights) out += "- `weights.pt`: the weights NN Studio had when it exported.\n";
+  out += "\n## Use the model\n\n```python\nimport torch\nfrom model import " + name +
+         "\n\nmodel = " + name + "()\n";
+  if (with_weights) out += "model.load_state_dict(torch.load(\"weights.pt\"), strict=True)\n";
+  out +=
+      "```\n\n## Train it\n\n"
+      "```sh\npython3 train.py                             # one process\n"
+      "python3 train.py --steps 100 --save ckpt.pt  # a checkpoint NN Studio opens\n"
+      "torchrun --nproc_per_node 4 train.py         # DistributedDataParallel, 4 processes\n"
+      "torchrun --nnodes 2 --node_rank 0 --master_addr HOST --nproc_per_node 8 train.py "
+      "--device cuda\n```\n\n"
+      "Under `torchrun` it trains with `DistributedDataParallel` and a `DistributedSampler` "
+      "(gloo on the\nCPU, nccl on GPUs); each process takes its share of every batch, so a "
+      "step sees the batch one\nprocess would. Rank 0 prints the progress and writes `--save` "
+      "as a checkpoint in NN Studio's\nlayout: `nnstudio-cli train PROJECT --resume ckpt.pt` "
+      "and the window's Load Checkpoint\ncontinue from it.\n\n"
+      "The code runs on PyTorch 1.13 and 2.x. (Debian's PyTorch 1.13 `torchrun` fails under "
+      "Python 3.11;\nstart the processes with the variables it sets instead: RANK, WORLD_SIZE, "
+      "LOCAL_RANK,\nMASTER_ADDR, MASTER_PORT.)\n";
   return out;
 }
 
 }  // namespace
 
+std::string pytorch_train_code(const Project& project, bool classification) {
+  const graph::TrainingSettings& t = project.training;
+  // Checked as a session checks them, so that the code gets only options PyTorch takes.
+  train::make_loss(t.loss, t.loss_options);
+  train::optimizer_option_list(t.optimizer, t.optimizer_options);
+  std::string scheduler = "None";
+  bool per_step = false;
+  if (!t.scheduler.empty()) {
+    std::vector<std::string> args{"optimizer"};
+    per_step = t.scheduler == "OneCycleLR";
+    const bool has_length =
+        t.scheduler_options.is_object() &&
+        (t.scheduler_options.contains("total_steps") || t.scheduler_options.contains("epochs"));
+    Json options = t.scheduler_options;
+    if (per_step && !has_length) {
+      // As NN Studio runs it: without a length of its own, it spans the whole run.
+      options["epochs"] = "$epochs";
+      options["steps_per_epoch"] = "$steps_per_epoch";
+    }
+    scheduler = call("torch.optim.lr_scheduler." + t.scheduler, args, options);
+  }
+  std::string out = kTrainTemplate;
+  out = replace_all(out, "{{CLASS}}", project.name);
+  out = replace_all(out, "{{BATCH}}", std::to_string(t.batch_size));
+  out = replace_all(out, "{{EPOCHS}}", std::to_string(t.epochs));
+  out = replace_all(out, "{{SEED}}", std::to_string(t.seed));
+  out = replace_all(out, "{{CLIP}}", nn::python_float(t.clip_grad_norm));
+  out = replace_all(out, "{{CLASSIFICATION}}", classification ? "True" : "False");
+  out = replace_all(out, "{{PER_STEP}}", per_step ? "True" : "False");
+  out = replace_all(out, "{{LOSS}}", call("nn." + t.loss, {}, t.loss_options));
+  out = replace_all(out, "{{OPTIMIZER}}",
+                    call("torch.optim." + t.optimizer, {"parameters"}, t.optimizer_options));
+  out = replace_all(out, "{{SCHEDULER}}", scheduler);
+  return out;
+}
+
 void write_pytorch_export(const Project& project, const std::string& dir,
-                          const nn::StateDict* weights, bool replace) {
+                          const std::string& base_dir, const nn::StateDict* weights, bool replace) {
   namespace fs = std::filesystem;
   const fs::path target(dir);
   std::error_code ec;
@@ -446,6 +550,14 @@ void write_pytorch_export(const Project& project, const std::string& dir,
     const auto model = graph::build_model(project);
     serialize::load_into(*model, *weights, /*strict=*/true);
   }
+  const data::DatasetSplit split = train::project_split(project, base_dir);
+  const std::string train_py =
+      pytorch_train_code(project, split.train.task == data::TaskKind::Classification);
+  nn::StateDict data;
+  data.insert("x_train", split.train.inputs);
+  data.insert("y_train", split.train.targets);
+  data.insert("x_test", split.test.inputs);
+  data.insert("y_test", split.test.targets);
   const std::string readme = export_readme(project, weights != nullptr);
 
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -460,7 +572,9 @@ void write_pytorch_export(const Project& project, const std::string& dir,
                                        [&text](serialize::ByteSink& sink) { sink.write(text); });
     };
     write("model.py", model_py);
+    write("train.py", train_py);
     write("README.md", readme);
+    serialize::save_state_dict_file(data, (staging / "data.pt").string());
     if (weights) serialize::save_state_dict_file(*weights, (staging / "weights.pt").string());
     if (fs::exists(target)) fs::rename(target, old);
     fs::rename(staging, target);

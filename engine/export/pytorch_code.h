@@ -20,11 +20,17 @@ namespace nns::exporting {
 // naming the node for a plugin type (a plugin has no PyTorch code).
 std::string pytorch_model_code(const graph::Project& project);
 
-// Writes the export folder `dir`: model.py, README.md and, with `weights` (checked against the
-// model: strict, every key and shape), weights.pt. Everything is made before anything is
-// written, in a folder beside `dir` that is renamed into place, so a failure leaves no half
-// folder. An existing `dir` is a ValueError unless `replace`.
+// train.py: trains the model class of model.py as NN Studio's session does (the project's loss,
+// optimizer, scheduler, batch size, epochs, seed and clipping) on data.pt, in one process or
+// under torchrun with DistributedDataParallel; `classification`: the targets are class indices.
+std::string pytorch_train_code(const graph::Project& project, bool classification);
+
+// Writes the export folder `dir`: model.py, train.py, data.pt (the project's data and its
+// train/test split; a CSV path is relative to base_dir), README.md and, with `weights` (checked
+// against the model: strict, every key and shape), weights.pt. Everything is made before
+// anything is written, in a folder beside `dir` that is renamed into place, so a failure
+// leaves no half folder. An existing `dir` is a ValueError unless `replace`.
 void write_pytorch_export(const graph::Project& project, const std::string& dir,
-                          const nn::StateDict* weights, bool replace);
+                          const std::string& base_dir, const nn::StateDict* weights, bool replace);
 
 }  // namespace nns::exporting

@@ -80,12 +80,15 @@ data::Dataset project_dataset(const graph::DatasetSettings& d, const std::string
 
 }  // namespace
 
+data::DatasetSplit project_split(const graph::Project& project, const std::string& base_dir) {
+  return project_dataset(project.dataset, base_dir)
+      .split(project.dataset.test_fraction, static_cast<uint64_t>(project.dataset.seed));
+}
+
 std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
                                               const std::string& base_dir) {
   const graph::TrainingSettings& t = project.training;
-  const data::Dataset all = project_dataset(project.dataset, base_dir);
-  data::DatasetSplit split =
-      all.split(project.dataset.test_fraction, static_cast<uint64_t>(project.dataset.seed));
+  data::DatasetSplit split = project_split(project, base_dir);
 
   SessionConfig config;
   config.batch_size = t.batch_size;

@@ -288,4 +288,8 @@ class TrainingSession {
 std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
                                               const std::string& base_dir);
 
+// The train and test sets a project's session trains and tests on: its dataset settings' data
+// (a CSV path relative to base_dir), split by its test fraction and seed.
+data::DatasetSplit project_split(const graph::Project& project, const std::string& base_dir);
+
 }  // namespace nns::train

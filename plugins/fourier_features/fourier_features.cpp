@@ -75,6 +75,21 @@ void register_types(nns::plugin::Registrar& registrar) {
                                                  get_int(o, "out_features"), get_float(o, "sigma"));
       },
       infer_fourier_features));
+  // The PyTorch twin the code export writes into model.py.
+  registrar.types().back().pytorch_source = R"PY(import math
+
+
+class FourierFeatures(nn.Module):
+    """Random Fourier features: cat(sin(2 pi x B^T), cos(2 pi x B^T)), B ~ N(0, sigma^2)."""
+
+    def __init__(self, in_features, out_features, sigma=1.0):
+        super().__init__()
+        self.register_buffer("B", torch.randn(out_features // 2, in_features) * sigma)
+
+    def forward(self, x):
+        projected = (x @ self.B.t()) * (2 * math.pi)
+        return torch.cat([torch.sin(projected), torch.cos(projected)], dim=-1)
+)PY";
 }
 
 }  // namespace

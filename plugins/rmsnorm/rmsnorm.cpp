@@ -94,6 +94,27 @@ void register_types(nns::plugin::Registrar& registrar) {
                                          get_bool(o, "elementwise_affine"));
       },
       infer_rms_norm));
+  // The PyTorch twin the code export writes into model.py: torch 2.4 has nn.RMSNorm, 1.13 not.
+  registrar.types().back().pytorch_source = R"PY(class RMSNorm(nn.Module):
+    """torch.nn.RMSNorm (PyTorch 2.4), for any PyTorch version."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.ones(self.normalized_shape))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        dims = tuple(range(-len(self.normalized_shape), 0))
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        y = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+        return y * self.weight if self.weight is not None else y
+)PY";
 }
 
 }  // namespace

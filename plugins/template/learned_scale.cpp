@@ -47,6 +47,15 @@ void register_types(nns::plugin::Registrar& registrar) {
         return std::make_shared<LearnedScale>(get_int(o, "features"), get_float(o, "init"));
       },
       infer_shapes));
+  // Its PyTorch twin, for the PyTorch code export (plugins/README.md).
+  registrar.types().back().pytorch_source = R"PY(class LearnedScale(nn.Module):
+    def __init__(self, features, init=1.0):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(features) * init)
+
+    def forward(self, x):
+        return x * self.scale
+)PY";
 }
 
 }  // namespace

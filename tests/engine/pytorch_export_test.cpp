@@ -51,16 +51,27 @@ TEST(PyTorchExport, TheCodeIsWhatAPersonWouldWrite) {
   EXPECT_NE(residual.find("        x = x + h\n"), std::string::npos) << residual;
 }
 
-TEST(PyTorchExport, APluginTypeOrABrokenGraphIsRefused) {
-  plugin::load_plugins({fs::path(NNS_PLUGIN_BUILD_DIR)});
-  const graph::Project plugins =
-      graph::load_project(std::string(NNS_SOURCE_DIR) + "/tests/cli/plugins_net.nns");
+TEST(PyTorchExport, PluginTypesBringTheirTwinsAndOneWithoutIsRefused) {
+  plugin::load_plugins({fs::path(NNS_PLUGIN_BUILD_DIR), fs::path(NNS_TEST_PLUGIN_DIR)});
+  const std::string code = exporting::pytorch_model_code(
+      graph::load_project(std::string(NNS_SOURCE_DIR) + "/tests/cli/plugins_net.nns"));
+  for (const char* line :
+       {"import math\n", "# FourierFeatures, from the plugin fourier_features 1.0.0.\n",
+        "class RMSNorm(nn.Module):\n",
+        "        self.ff = FourierFeatures(in_features=2, out_features=16, sigma=0.5)\n",
+        "        self.rms = RMSNorm(normalized_shape=(16,), eps=None, "
+        "elementwise_affine=True)\n"}) {
+    EXPECT_NE(code.find(line), std::string::npos) << line << "\nin:\n" << code;
+  }
+  // FaultyLayer's plugin gives no twin.
+  const graph::Project faulty =
+      graph::load_project(std::string(NNS_SOURCE_DIR) + "/tests/cli/faulty_layer.nns");
   try {
-    exporting::pytorch_model_code(plugins);
+    exporting::pytorch_model_code(faulty);
     FAIL();
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'ff': its type FourierFeatures comes from the "
-                                         "plugin 'fourier_features', which has no PyTorch code"),
+    EXPECT_NE(std::string(e.what()).find("node 'bad': its type FaultyLayer comes from the plugin "
+                                         "'faulty', which has no PyTorch code"),
               std::string::npos)
         << e.what();
   }
@@ -76,23 +87,25 @@ TEST(PyTorchExport, TheFolderIsWrittenWholeOrNotAtAll) {
   // Weights that do not fit the model: refused before anything is written.
   nn::StateDict wrong;
   wrong.insert("fc1.weight", zeros({3, 3}));
-  EXPECT_THROW(exporting::write_pytorch_export(p, dir.string(), &wrong, false), Error);
+  EXPECT_THROW(exporting::write_pytorch_export(p, dir.string(), "", &wrong, false), Error);
   EXPECT_FALSE(fs::exists(dir));
   nn::StateDict weights = graph::build_model(p)->state_dict();
-  exporting::write_pytorch_export(p, dir.string(), &weights, false);
+  exporting::write_pytorch_export(p, dir.string(), "", &weights, false);
   EXPECT_TRUE(fs::exists(dir / "model.py"));
   EXPECT_TRUE(fs::exists(dir / "weights.pt"));
+  EXPECT_TRUE(fs::exists(dir / "train.py"));
+  EXPECT_TRUE(fs::exists(dir / "data.pt"));
   EXPECT_NE(read(dir / "README.md").find("model.load_state_dict(torch.load(\"weights.pt\")"),
             std::string::npos);
   // An existing folder stays as it is unless replaced.
   try {
-    exporting::write_pytorch_export(p, dir.string(), nullptr, false);
+    exporting::write_pytorch_export(p, dir.string(), "", nullptr, false);
     FAIL();
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("exists"), std::string::npos);
   }
   EXPECT_TRUE(fs::exists(dir / "weights.pt"));
-  exporting::write_pytorch_export(p, dir.string(), nullptr, true);
+  exporting::write_pytorch_export(p, dir.string(), "", nullptr, true);
   EXPECT_FALSE(fs::exists(dir / "weights.pt"));
   EXPECT_TRUE(fs::exists(dir / "model.py"));
   fs::remove_all(dir);

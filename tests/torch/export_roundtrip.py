@@ -37,6 +37,8 @@ PROJECTS.append(os.path.join(ROOT, "tests", "cli", "spirals_mlp.nns"))
 # Every kind of node at once: containers, a Sequential's LayerNorm/GELU/Dropout, Parameter and
 # non-persistent Buffer nodes, Mul, Concat, MatMul, Add, a Ref, a frozen parameter.
 PROJECTS.append(os.path.join(HERE, "export_models.nns"))
+# Plugin types: model.py holds the plugins' own PyTorch twins (RMSNorm, FourierFeatures).
+PROJECTS.append(os.path.join(ROOT, "tests", "cli", "plugins_net.nns"))
 FAILURES = []
 
 
@@ -128,7 +130,7 @@ def check_refusals(tmp):
     check("exists" in message and os.listdir(folder) == ["keep.txt"],
           "an existing folder is not overwritten without --force")
     cli("export", PROJECTS[0], "--out", folder, "--force")
-    check(sorted(os.listdir(folder)) == ["README.md", "model.py"],
+    check(sorted(os.listdir(folder)) == ["README.md", "data.pt", "model.py", "train.py"],
           "--force replaces the folder")
     check(not [f for f in os.listdir(tmp) if f.startswith(".existing")],
           "no staging folder is left behind")

@@ -162,10 +162,14 @@ TEST_F(ExportImageTest, FailuresWriteNothing) {
 }
 
 TEST_F(ExportImageTest, FileMenuExportsAndReportsErrors) {
+  // File > Export > Image…
   bool inMenu = false;
   for (QAction* menu : window->menuBar()->actions()) {
-    if (!menu->menu()) continue;
-    for (QAction* a : menu->menu()->actions()) inMenu = inMenu || a->text() == "&Export Image…";
+    if (!menu->menu() || menu->text() != "&File") continue;
+    for (QAction* sub : menu->menu()->actions()) {
+      if (!sub->menu() || sub->text() != "&Export") continue;
+      for (QAction* a : sub->menu()->actions()) inMenu = inMenu || a->text() == "&Image…";
+    }
   }
   EXPECT_TRUE(inMenu);
 

@@ -381,12 +381,15 @@ TEST_F(MainWindowTest, ExportPyTorchCodeWritesTheModelAndItsWeights) {
   auto* action = window->findChild<QAction*>("exportPyTorchAction");
   ASSERT_TRUE(action);
   EXPECT_TRUE(action->isEnabled());
+  EXPECT_EQ(action->text(), "&PyTorch Code…");
   QTemporaryDir tmp;
   const QString dir = tmp.filePath("spirals_pytorch");
   ASSERT_TRUE(window->exportPyTorchTo(dir, false));
   QFile model(dir + "/model.py");
   ASSERT_TRUE(model.open(QIODevice::ReadOnly));
   EXPECT_TRUE(model.readAll().contains("class SpiralNet(nn.Module):"));
+  EXPECT_TRUE(QFileInfo::exists(dir + "/train.py"));
+  EXPECT_TRUE(QFileInfo::exists(dir + "/data.pt"));
   const nn::StateDict weights =
       serialize::load_state_dict_file((dir + "/weights.pt").toStdString());
   const nn::StateDict now = doc()->model()->state_dict();

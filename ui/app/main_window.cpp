@@ -177,12 +177,12 @@ void MainWindow::createActions() {
       tr("&Save"), QKeySequence::Save, [this] { save(); },
       s->standardIcon(QStyle::SP_DialogSaveButton));
   saveAsAct_ = make(tr("Save &As…"), QKeySequence::SaveAs, [this] { saveAsDialog(); });
-  exportImageAct_ = make(tr("&Export Image…"), QKeySequence(), [this] { exportImageDialog(); });
-  exportPyTorchAct_ =
-      make(tr("Export &PyTorch Code…"), QKeySequence(), [this] { exportPyTorchDialog(); });
+  exportImageAct_ = make(tr("&Image…"), QKeySequence(), [this] { exportImageDialog(); });
+  exportPyTorchAct_ = make(tr("&PyTorch Code…"), QKeySequence(), [this] { exportPyTorchDialog(); });
   exportPyTorchAct_->setObjectName("exportPyTorchAction");
   exportPyTorchAct_->setToolTip(
-      tr("Write the model as PyTorch code (model.py) with its weights as trained now, into a "
+      tr("Write the model as PyTorch code (model.py), a training script for one process or "
+         "DistributedDataParallel (train.py), the data and the weights as trained now, into a "
          "new folder"));
   exportImageAct_->setToolTip(
       tr("The canvas (or the selected nodes' area) as an SVG or PNG picture"));
@@ -291,7 +291,9 @@ void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addActions({newAct_, openAct_});
   recentMenu_ = file->addMenu(tr("Open &Recent"));
-  file->addActions({saveAct_, saveAsAct_, exportImageAct_, exportPyTorchAct_});
+  file->addActions({saveAct_, saveAsAct_});
+  QMenu* exportMenu = file->addMenu(tr("&Export"));
+  exportMenu->addActions({exportImageAct_, exportPyTorchAct_});
   file->addSeparator();
   file->addActions({loadStateAct_, saveStateAct_, strictAct_});
   file->addSeparator();
@@ -734,8 +736,13 @@ bool MainWindow::exportPyTorchTo(const QString& dir, bool replace) {
     const std::shared_ptr<graph::GraphModule> model = document_->model();
     if (!model) throw ValueError(document_->modelError().toStdString());
     const nn::StateDict weights = model->state_dict();
-    exporting::write_pytorch_export(document_->project(), dir.toStdString(), &weights, replace);
-    appendLog(tr("Exported PyTorch code to %1: model.py (class %2), weights.pt, README.md")
+    const QString base = document_->filePath().isEmpty()
+                             ? QString()
+                             : QFileInfo(document_->filePath()).absolutePath();
+    exporting::write_pytorch_export(document_->project(), dir.toStdString(), base.toStdString(),
+                                    &weights, replace);
+    appendLog(tr("Exported PyTorch code to %1: model.py (class %2), train.py, data.pt, "
+                 "weights.pt, README.md")
                   .arg(QDir::toNativeSeparators(dir), qs(document_->project().name)));
     statusBar()->showMessage(tr("Exported PyTorch code to %1").arg(QDir::toNativeSeparators(dir)),
                              5000);

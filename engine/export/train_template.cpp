@@ -1,0 +1,163 @@
+// The train.py that `nnstudio-cli export` writes beside model.py (pytorch_code.cpp fills the
+// {{PLACEHOLDERS}} with the project's settings). Kept as one Python file here so that it reads
+// as what it writes.
+#include "engine/export/train_template.h"
+
+namespace nns::exporting {
+
+const char* const kTrainTemplate =
+    R"PY("""Trains {{CLASS}} as NN Studio trains it: the project's data (data.pt, its exact train/test
+split), loss, optimizer, scheduler, batch size, epochs, seed and gradient clipping.
+
+    python3 train.py                        # one process
+    torchrun --nproc_per_node 2 train.py    # DistributedDataParallel: gloo on CPU, nccl on GPU
+
+--steps N stops after N steps, --epochs N runs N epochs, --weights FILE.pt starts from a
+state dict, --save CKPT.pt writes a checkpoint in NN Studio's layout (`nnstudio-cli train
+--resume CKPT.pt` and the window's Load Checkpoint continue from it), --device cpu|cuda|cuda:N.
+Under DDP each of the N processes takes BATCH_SIZE / N samples of every batch, so a step sees
+the batch one process would.
+"""
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+from model import {{CLASS}}
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BATCH_SIZE = {{BATCH}}
+EPOCHS = {{EPOCHS}}
+SEED = {{SEED}}
+CLIP_GRAD_NORM = {{CLIP}}  # 0: off
+CLASSIFICATION = {{CLASSIFICATION}}  # the targets are class indices (else real values)
+SCHEDULER_PER_STEP = {{PER_STEP}}  # OneCycleLR steps after every batch, the others per epoch
+
+
+def make_loss():
+    return {{LOSS}}
+
+
+def make_optimizer(parameters):
+    return {{OPTIMIZER}}
+
+
+def make_scheduler(optimizer, epochs, steps_per_epoch):
+    return {{SCHEDULER}}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description="Train {{CLASS}}, exported from NN Studio.")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="stop after this many steps (default: run the epochs)")
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help=f"default {EPOCHS}")
+    parser.add_argument("--weights", help="start from this state dict (.pt)")
+    parser.add_argument("--save", help="write a checkpoint here at the end (.pt)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    return parser.parse_args()
+
+
+def evaluate(model, loss_fn, x, y):
+    """The loss and accuracy on (x, y) in eval mode, as NN Studio's test figures."""
+    model.eval()
+    with torch.no_grad():
+        out = model(x)
+        loss = loss_fn(out, y).item()
+        correct = (out.argmax(dim=1) == y).sum().item() if CLASSIFICATION else 0
+    model.train()
+    return describe(loss, correct / len(y))
+
+
+def describe(loss, accuracy):
+    text = f"loss {loss:.4f}"
+    return text + (f" accuracy {100 * accuracy:.1f}%" if CLASSIFICATION else "")
+
+
+def main():
+    args = parse_args()
+    # torchrun (or any launcher) sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT.
+    distributed = "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    device = torch.device(args.device)
+    rank, world_size = 0, 1
+    if distributed:
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend)
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        if rank == 0:
+            print(f"DDP: {world_size} processes, {backend}, {device.type}", flush=True)
+
+    torch.manual_seed(SEED)
+    model = {{CLASS}}().to(device)
+    if args.weights:
+        model.load_state_dict(torch.load(args.weights, map_location=device), strict=True)
+    data = torch.load(os.path.join(HERE, "data.pt"), map_location=device)
+    x_train, y_train, x_test, y_test = (data[k] for k in ("x_train", "y_train", "x_test", "y_test"))
+    train_set = TensorDataset(x_train, y_train)
+    sampler = DistributedSampler(train_set, shuffle=True, seed=SEED) if distributed else None
+    loader = DataLoader(train_set, batch_size=max(BATCH_SIZE // world_size, 1),
+                        shuffle=sampler is None, sampler=sampler,
+                        generator=torch.Generator().manual_seed(SEED))
+    trained = DistributedDataParallel(model) if distributed else model
+    loss_fn = make_loss()
+    optimizer = make_optimizer(model.parameters())
+    scheduler = make_scheduler(optimizer, args.epochs, len(loader))
+
+    # An epoch's train figures are its batches' running means, as NN Studio reports them.
+    step, epoch, done = 0, 0, False
+    while not done and (args.steps or epoch < args.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        totals = torch.zeros(3, dtype=torch.float64)  # loss * samples, correct, samples
+        for x, y in loader:
+            out = trained(x)
+            loss = loss_fn(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            if CLIP_GRAD_NORM > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), CLIP_GRAD_NORM)
+            optimizer.step()
+            if scheduler is not None and SCHEDULER_PER_STEP:
+                scheduler.step()
+            step += 1
+            correct = (out.argmax(dim=1) == y).sum().item() if CLASSIFICATION else 0
+            totals += torch.tensor([loss.item() * len(y), correct, len(y)], dtype=torch.float64)
+            if args.steps and step >= args.steps:
+                done = True
+                break
+        else:
+            epoch += 1
+            if scheduler is not None and not SCHEDULER_PER_STEP:
+                scheduler.step()
+            if distributed:
+                dist.all_reduce(totals)  # every process's share of the epoch
+            if rank == 0:
+                total = f"/{args.epochs}" if not args.steps else ""
+                train = describe(totals[0].item() / totals[2].item(),
+                                 totals[1].item() / totals[2].item())
+                print(f"epoch {epoch:3d}{total}  train {train}"
+                      f"  test {evaluate(model, loss_fn, x_test, y_test)}", flush=True)
+
+    if rank == 0:
+        print(f"test: {evaluate(model, loss_fn, x_test, y_test)}")
+        print(f"{step} steps")
+        if args.save:
+            torch.save({"model_state_dict": model.state_dict(),
+                        "optimizer_state_dict": optimizer.state_dict(),
+                        "epoch": epoch, "step": step}, args.save)
+            print(f"saved {args.save}")
+    if distributed:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+)PY";
+
+}  // namespace nns::exporting

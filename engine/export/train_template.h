@@ -1,0 +1,8 @@
+#pragma once
+// The template of the exported train.py (train_template.cpp).
+
+namespace nns::exporting {
+
+extern const char* const kTrainTemplate;
+
+}  // namespace nns::exporting

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""The exported train.py, run by real PyTorch (ctest torch.export_train):
+
+  1. One process, a few steps: exits 0 and writes a checkpoint that `nnstudio-cli train
+     --resume` continues from.
+  2. Two processes with DistributedDataParallel over gloo on localhost, started with the
+     variables torchrun sets (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; Debian's
+     torch 1.13 torchrun itself fails under Python 3.11): both exit 0, rank 0 says
+     "DDP: 2 processes, gloo, cpu", and the checkpoint resumes in the CLI.
+  3. The same weights and settings, 50 steps of full-batch training: the models train.py and
+     `nnstudio-cli train` end with have the same loss on the training set (rtol 1e-4).
+
+    /usr/bin/python3 tests/torch/export_train.py path/to/nnstudio-cli
+
+Skipped without torch (exit 77), except in CI, where it fails (as roundtrip.py).
+"""
+
+import importlib.util
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+except ImportError:
+    print("torch.export_train: torch is not installed for /usr/bin/python3", file=sys.stderr)
+    sys.exit(1 if os.environ.get("CI") else 77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+SPIRALS = os.path.join(ROOT, "resources", "examples", "spirals.nns")
+FAILURES = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILURES.append(what)
+
+
+def run(command, env=None, timeout=300):
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(command)}: exit {result.returncode}:\n"
+                         f"{result.stdout}{result.stderr}")
+    return result.stdout + result.stderr
+
+
+def steps_run(output):
+    found = re.search(r"^([0-9]+) steps", output, re.M)
+    return int(found.group(1)) if found else None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "spirals")
+        run([CLI, "export", SPIRALS, "--format", "pytorch", "--out", folder])
+        train_py = os.path.join(folder, "train.py")
+
+        # 1. One process.
+        ckpt = os.path.join(tmp, "one.pt")
+        out = run([sys.executable, train_py, "--steps", "5", "--save", ckpt])
+        check(steps_run(out) == 5 and os.path.exists(ckpt), "one process trains 5 steps and saves")
+        out = run([CLI, "train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet"])
+        check(steps_run(out) == 8, "nnstudio-cli train --resume goes on from step 5 to step 8")
+
+        # 2. Two processes, DDP over gloo.
+        ckpt = os.path.join(tmp, "ddp.pt")
+        port = str(free_port())
+        procs = []
+        for rank in range(2):
+            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            procs.append(subprocess.Popen(
+                [sys.executable, train_py, "--steps", "5", "--save", ckpt], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outputs = [p.communicate(timeout=300)[0] for p in procs]
+        check(all(p.returncode == 0 for p in procs),
+              "both DDP processes exit 0" + "".join("\n" + o for o in outputs
+                                                    if procs[outputs.index(o)].returncode))
+        check("DDP: 2 processes, gloo, cpu" in outputs[0], "rank 0 says how it trains")
+        check("DDP:" not in outputs[1] and "steps" not in outputs[1], "rank 1 prints nothing")
+        out = run([CLI, "train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet"])
+        check(steps_run(out) == 8, "the DDP checkpoint resumes in nnstudio-cli (step 5 to 8)")
+
+        # 3. Full batch, the same start: the same loss after 50 steps.
+        project = json.load(open(SPIRALS))
+        samples = project["dataset"]["options"]["samples"]
+        project["training"]["batch_size"] = samples  # every batch is the whole training set
+        full = os.path.join(tmp, "full.nns")
+        json.dump(project, open(full, "w"))
+        folder = os.path.join(tmp, "full")
+        run([CLI, "export", full, "--out", folder])
+        spec = importlib.util.spec_from_file_location("model", os.path.join(folder, "model.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch.manual_seed(7)
+        weights = os.path.join(tmp, "start.pt")
+        torch.save(getattr(module, project["name"])().state_dict(), weights)
+        theirs_ckpt, ours_ckpt = os.path.join(tmp, "theirs.pt"), os.path.join(tmp, "ours.pt")
+        run([sys.executable, os.path.join(folder, "train.py"), "--steps", "50", "--weights",
+             weights, "--save", theirs_ckpt])
+        run([CLI, "train", full, "--weights", weights, "--steps", "50", "--quiet", "--save",
+             ours_ckpt])
+        data = torch.load(os.path.join(folder, "data.pt"))
+        losses = []
+        for ckpt in (theirs_ckpt, ours_ckpt):
+            model = getattr(module, project["name"])()
+            model.load_state_dict(torch.load(ckpt)["model_state_dict"], strict=True)
+            with torch.no_grad():
+                losses.append(torch.nn.functional.cross_entropy(model(data["x_train"]),
+                                                                data["y_train"]).item())
+        check(abs(losses[0] - losses[1]) <= 1e-4 * losses[1],
+              f"50 full-batch steps end at the same training loss: train.py {losses[0]:.6f}, "
+              f"nnstudio-cli {losses[1]:.6f}")
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    CLI = sys.argv[1]
+    sys.exit(main())
