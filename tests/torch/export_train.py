@@ -9,6 +9,7 @@
      "DDP: 2 processes, gloo, cpu", and the checkpoint resumes in the CLI.
   3. The same weights and settings, 50 steps of full-batch training: the models train.py and
      `nnstudio-cli train` end with have the same loss on the training set (rtol 1e-4).
+  4. The same for a regression project with SGD (Nesterov), clipping and a cosine schedule.
 
     /usr/bin/python3 tests/torch/export_train.py path/to/nnstudio-cli
 
@@ -122,6 +123,55 @@ def main():
                                                                 data["y_train"]).item())
         check(abs(losses[0] - losses[1]) <= 1e-4 * losses[1],
               f"50 full-batch steps end at the same training loss: train.py {losses[0]:.6f}, "
+              f"nnstudio-cli {losses[1]:.6f}")
+        # 4. Regression with the other settings a project has: SGD with Nesterov momentum,
+        # gradient clipping, a cosine schedule stepped per epoch, MSELoss. Full batch again:
+        # 20 steps are 20 epochs, and the two end at the same loss.
+        regression = {
+            "format": "nnstudio-project", "version": 1, "name": "CurveNet",
+            "graph": {"nodes": [
+                {"id": 1, "type": "Input", "name": "x", "options": {"shape": [1]}},
+                {"id": 2, "type": "Linear", "name": "fc1",
+                 "options": {"in_features": 1, "out_features": 16}},
+                {"id": 3, "type": "Tanh", "name": "act"},
+                {"id": 4, "type": "Linear", "name": "fc2",
+                 "options": {"in_features": 16, "out_features": 1}},
+                {"id": 5, "type": "Output", "name": "y"}],
+                "edges": [{"from": {"node": i, "port": "out"}, "to": {"node": i + 1, "port": "in"}}
+                          for i in range(1, 5)]},
+            "dataset": {"name": "curve", "options": {"samples": 200}, "test_fraction": 0.2,
+                        "seed": 3},
+            "training": {"loss": "MSELoss", "loss_options": {}, "optimizer": "SGD",
+                         "optimizer_options": {"lr": 0.05, "momentum": 0.9, "nesterov": True},
+                         "scheduler": "CosineAnnealingLR", "scheduler_options": {"T_max": 20},
+                         "batch_size": 200, "epochs": 20, "seed": 0, "clip_grad_norm": 0.5}}
+        curve = os.path.join(tmp, "curve.nns")
+        json.dump(regression, open(curve, "w"))
+        folder = os.path.join(tmp, "curve")
+        run([CLI, "export", curve, "--out", folder])
+        spec = importlib.util.spec_from_file_location("curve_model",
+                                                      os.path.join(folder, "model.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch.manual_seed(3)
+        weights = os.path.join(tmp, "curve_start.pt")
+        torch.save(module.CurveNet().state_dict(), weights)
+        theirs_ckpt, ours_ckpt = os.path.join(tmp, "c_theirs.pt"), os.path.join(tmp, "c_ours.pt")
+        out = run([sys.executable, os.path.join(folder, "train.py"), "--weights", weights,
+                   "--save", theirs_ckpt])
+        check(re.search(r"^epoch  20/20  train loss [0-9.]+  test loss", out, re.M) is not None,
+              "a regression project's train.py reports losses without accuracy")
+        run([CLI, "train", curve, "--weights", weights, "--quiet", "--save", ours_ckpt])
+        data = torch.load(os.path.join(folder, "data.pt"))
+        losses = []
+        for ckpt in (theirs_ckpt, ours_ckpt):
+            model = module.CurveNet()
+            model.load_state_dict(torch.load(ckpt)["model_state_dict"], strict=True)
+            with torch.no_grad():
+                losses.append(torch.nn.functional.mse_loss(model(data["x_train"]),
+                                                           data["y_train"]).item())
+        check(abs(losses[0] - losses[1]) <= 1e-4 * losses[1],
+              f"SGD + Nesterov + clipping + cosine schedule, 20 epochs: train.py {losses[0]:.6f}, "
               f"nnstudio-cli {losses[1]:.6f}")
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
