@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QFile>
 #include <QImage>
+#include <QPlainTextEdit>
 #include <QTemporaryDir>
 #include <QTreeWidget>
 #include <memory>
@@ -86,6 +87,11 @@ TEST(PluginsUi, HelpPluginsListsWhatLoadedAndWhatFailed) {
       << text.toStdString();
   EXPECT_TRUE(text.contains("not_a_library.so | failed | cannot be loaded as a shared library"))
       << text.toStdString();
+  // A new window says so without being asked: the log names every skipped file.
+  const QString log = window.log()->toPlainText();
+  EXPECT_TRUE(log.contains("Plugins loaded: ")) << log.toStdString();
+  EXPECT_TRUE(log.contains("wrong_abi.so was skipped: built for plugin ABI version 999"))
+      << log.toStdString();
 }
 
 TEST(PluginsUi, AProjectWhosePluginIsMissingOpensMarksItsNodeAndSavesBackUnchanged) {

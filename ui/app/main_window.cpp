@@ -143,6 +143,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   updateTitle();
   updateActions();
   statusZoom_->setText(tr("Zoom %1%").arg(qRound(view_->zoom() * 100)));
+  reportPlugins();
+}
+
+void MainWindow::reportPlugins() {
+  // What the program loaded at start, in the log; a failure also in the status bar, so that a
+  // plugin that did not load is never silent.
+  const plugin::PluginReport& report = plugin::plugin_report();
+  QStringList names;
+  for (const plugin::LoadedPlugin& p : report.loaded) names << qs(p.name + " " + p.version);
+  if (!names.isEmpty()) appendLog(tr("Plugins loaded: %1").arg(names.join(", ")));
+  const int failed = static_cast<int>(report.failed.size());
+  if (failed == 0) return;
+  for (const plugin::PluginFailure& f : report.failed)
+    appendLog(tr("Plugin file %1 was skipped: %2").arg(qs(f.file), qs(f.reason)));
+  statusBar()->showMessage(
+      tr("%n plugin file(s) could not be loaded: see Help > Plugins", "", failed), 15000);
 }
 
 MainWindow::~MainWindow() {

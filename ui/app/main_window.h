@@ -119,6 +119,8 @@ class MainWindow : public QMainWindow {
   void saveStateDictDialog();
   void exportImageDialog();
   void exportPyTorchDialog();
+  // The plugins loaded at start and the files that failed, in the log and the status bar.
+  void reportPlugins();
   void showContextMenu(QPoint screenPos);
   void appendLog(const QString& text);
   void centerOnNode(qint64 id);
