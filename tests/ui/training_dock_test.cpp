@@ -573,6 +573,23 @@ TEST_F(TrainingDockTest, CheckpointSaveAndLoadFromTheDock) {
   ASSERT_TRUE(waitFor([&] { return controller->status().step > 20; }));
 }
 
+// A checkpoint that the exported train.py wrote with PyTorch (tests/fixtures/state_dict/
+// make_exported_train_checkpoint.py: the spirals example, 5 steps) opens in the window and
+// training goes on from its step.
+TEST_F(TrainingDockTest, ACheckpointFromTheExportedTrainScriptOpensAndTrainsOn) {
+  const QString path =
+      QString(NNS_SOURCE_DIR) + "/tests/fixtures/state_dict/exported_train_spirals.pt";
+  ASSERT_TRUE(dock->loadCheckpointFrom(path));
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 5; }));
+  const serialize::Checkpoint ckpt = serialize::load_checkpoint(path.toStdString());
+  const nn::StateDict loaded = ckpt.model;
+  for (const auto& item : loaded) {
+    EXPECT_EQ(stateOf(controller->session(), item.key()), values(item.value())) << item.key();
+  }
+  dock->stepAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 6; }));
+}
+
 // What a field of the data section shows, as the project stores it.
 graph::Json fieldValue(QWidget* field) {
   if (auto* box = qobject_cast<QSpinBox*>(field)) return box->value();
