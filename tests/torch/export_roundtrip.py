@@ -10,26 +10,14 @@ gradients (of output.sum(), w.r.t. the input and every parameter) that `nnstudio
 
     /usr/bin/python3 tests/torch/export_roundtrip.py path/to/nnstudio-cli
 
-Skipped without torch (exit 77), except in CI, where it fails (as roundtrip.py).
+Skipped without torch (exit 77), except in CI, where it fails (torch_checks.py).
 """
 
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
-try:
-    import torch
-except ImportError:
-    print("torch.export: torch is not installed for /usr/bin/python3", file=sys.stderr)
-    sys.exit(1 if os.environ.get("CI") else 77)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures", "state_dict"))
-from make_state_dict_fixtures import safetensors_bytes  # noqa: E402
+from torch_checks import HERE, ROOT, check, cli, engine_forward, load_module, main, torch
 
 EXAMPLES = os.path.join(ROOT, "resources", "examples")
 PROJECTS = [os.path.join(EXAMPLES, f) for f in sorted(os.listdir(EXAMPLES)) if f.endswith(".nns")]
@@ -39,29 +27,6 @@ PROJECTS.append(os.path.join(ROOT, "tests", "cli", "spirals_mlp.nns"))
 PROJECTS.append(os.path.join(HERE, "export_models.nns"))
 # Plugin types: model.py holds the plugins' own PyTorch twins (RMSNorm, FourierFeatures).
 PROJECTS.append(os.path.join(ROOT, "tests", "cli", "plugins_net.nns"))
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
-
-
-def cli(*args, code=0):
-    run = subprocess.run([CLI, *args], capture_output=True, text=True)
-    if run.returncode != code:
-        raise SystemExit(f"nnstudio-cli {' '.join(args)}: exit {run.returncode}, expected {code}:\n"
-                         f"{run.stdout}{run.stderr}")
-    return run.stdout + run.stderr
-
-
-def load_model_class(folder, class_name):
-    spec = importlib.util.spec_from_file_location(f"model_{class_name}",
-                                                  os.path.join(folder, "model.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, class_name)
 
 
 def input_for(project_path):
@@ -81,7 +46,8 @@ def check_project(tmp, path):
     cli("convert", weights, state)
     folder = os.path.join(tmp, name)
     cli("export", path, "--format", "pytorch", "--out", folder, "--weights", state)
-    Model = load_model_class(folder, project["name"])
+    Model = getattr(load_module(os.path.join(folder, "model.py"), "model_" + name),
+                    project["name"])
     model = Model()
     sd = torch.load(os.path.join(folder, "weights.pt"), weights_only=True)
     check(list(model.state_dict().keys()) == list(sd.keys()),
@@ -90,13 +56,7 @@ def check_project(tmp, path):
     model.eval()
 
     x = input_for(path)
-    inp, out, out_pt = (os.path.join(tmp, name + n) for n in ("_x.safetensors", "_y.safetensors",
-                                                              "_y.pt"))
-    with open(inp, "wb") as f:
-        f.write(safetensors_bytes({"input": x}))
-    cli("forward", path, "--weights", state, "--input", inp, "--output", out, "--grad", "--eval")
-    cli("convert", out, out_pt)
-    ours = torch.load(out_pt, weights_only=True)
+    ours = engine_forward(tmp, path, state, x, "--eval")
     xg = x.clone().requires_grad_(True)
     y = model(xg)
     y.sum().backward()
@@ -136,20 +96,13 @@ def check_refusals(tmp):
           "no staging folder is left behind")
 
 
-def main():
+def checks():
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for path in PROJECTS:
             check_project(tmp, path)
         check_refusals(tmp)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
-    CLI = sys.argv[1]
-    sys.exit(main())
+    main(checks, __doc__)

@@ -13,10 +13,9 @@
 
     /usr/bin/python3 tests/torch/export_train.py path/to/nnstudio-cli
 
-Skipped without torch (exit 77), except in CI, where it fails (as roundtrip.py).
+Skipped without torch (exit 77), except in CI, where it fails (torch_checks.py).
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -25,30 +24,9 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    import torch
-except ImportError:
-    print("torch.export_train: torch is not installed for /usr/bin/python3", file=sys.stderr)
-    sys.exit(1 if os.environ.get("CI") else 77)
+from torch_checks import ROOT, check, cli, load_module, main, run, torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SPIRALS = os.path.join(ROOT, "resources", "examples", "spirals.nns")
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
-
-
-def run(command, env=None, timeout=300):
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
-    if result.returncode != 0:
-        raise SystemExit(f"{' '.join(command)}: exit {result.returncode}:\n"
-                         f"{result.stdout}{result.stderr}")
-    return result.stdout + result.stderr
 
 
 def steps_run(output):
@@ -62,17 +40,46 @@ def free_port():
         return s.getsockname()[1]
 
 
-def main():
+def same_training(tmp, name, project, loss_fn, train_args, what):
+    """Exports `project`, trains it from one start with train.py and with nnstudio-cli (both
+    with train_args), and checks the two models end at the same loss on the training set;
+    returns train.py's output."""
+    path = os.path.join(tmp, name + ".nns")
+    json.dump(project, open(path, "w"))
+    folder = os.path.join(tmp, name)
+    cli("export", path, "--out", folder)
+    module = load_module(os.path.join(folder, "model.py"), "model_" + name)
+    Model = getattr(module, project["name"])
+    torch.manual_seed(7)
+    weights = os.path.join(tmp, name + "_start.pt")
+    torch.save(Model().state_dict(), weights)
+    theirs, ours = os.path.join(tmp, name + "_theirs.pt"), os.path.join(tmp, name + "_ours.pt")
+    out = run([sys.executable, os.path.join(folder, "train.py"), "--weights", weights, "--save",
+               theirs, *train_args])
+    cli("train", path, "--weights", weights, "--quiet", "--save", ours, *train_args)
+    data = torch.load(os.path.join(folder, "data.pt"))
+    losses = []
+    for ckpt in (theirs, ours):
+        model = Model()
+        model.load_state_dict(torch.load(ckpt)["model_state_dict"], strict=True)
+        with torch.no_grad():
+            losses.append(loss_fn(model(data["x_train"]), data["y_train"]).item())
+    check(abs(losses[0] - losses[1]) <= 1e-4 * losses[1],
+          f"{what}: train.py {losses[0]:.6f}, nnstudio-cli {losses[1]:.6f}")
+    return out
+
+
+def checks():
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "spirals")
-        run([CLI, "export", SPIRALS, "--format", "pytorch", "--out", folder])
+        cli("export", SPIRALS, "--format", "pytorch", "--out", folder)
         train_py = os.path.join(folder, "train.py")
 
         # 1. One process.
         ckpt = os.path.join(tmp, "one.pt")
         out = run([sys.executable, train_py, "--steps", "5", "--save", ckpt])
         check(steps_run(out) == 5 and os.path.exists(ckpt), "one process trains 5 steps and saves")
-        out = run([CLI, "train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet"])
+        out = cli("train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet")
         check(steps_run(out) == 8, "nnstudio-cli train --resume goes on from step 5 to step 8")
 
         # 2. Two processes, DDP over gloo.
@@ -91,39 +98,16 @@ def main():
                                                     if procs[outputs.index(o)].returncode))
         check("DDP: 2 processes, gloo, cpu" in outputs[0], "rank 0 says how it trains")
         check("DDP:" not in outputs[1] and "steps" not in outputs[1], "rank 1 prints nothing")
-        out = run([CLI, "train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet"])
+        out = cli("train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet")
         check(steps_run(out) == 8, "the DDP checkpoint resumes in nnstudio-cli (step 5 to 8)")
 
         # 3. Full batch, the same start: the same loss after 50 steps.
         project = json.load(open(SPIRALS))
-        samples = project["dataset"]["options"]["samples"]
-        project["training"]["batch_size"] = samples  # every batch is the whole training set
-        full = os.path.join(tmp, "full.nns")
-        json.dump(project, open(full, "w"))
-        folder = os.path.join(tmp, "full")
-        run([CLI, "export", full, "--out", folder])
-        spec = importlib.util.spec_from_file_location("model", os.path.join(folder, "model.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        torch.manual_seed(7)
-        weights = os.path.join(tmp, "start.pt")
-        torch.save(getattr(module, project["name"])().state_dict(), weights)
-        theirs_ckpt, ours_ckpt = os.path.join(tmp, "theirs.pt"), os.path.join(tmp, "ours.pt")
-        run([sys.executable, os.path.join(folder, "train.py"), "--steps", "50", "--weights",
-             weights, "--save", theirs_ckpt])
-        run([CLI, "train", full, "--weights", weights, "--steps", "50", "--quiet", "--save",
-             ours_ckpt])
-        data = torch.load(os.path.join(folder, "data.pt"))
-        losses = []
-        for ckpt in (theirs_ckpt, ours_ckpt):
-            model = getattr(module, project["name"])()
-            model.load_state_dict(torch.load(ckpt)["model_state_dict"], strict=True)
-            with torch.no_grad():
-                losses.append(torch.nn.functional.cross_entropy(model(data["x_train"]),
-                                                                data["y_train"]).item())
-        check(abs(losses[0] - losses[1]) <= 1e-4 * losses[1],
-              f"50 full-batch steps end at the same training loss: train.py {losses[0]:.6f}, "
-              f"nnstudio-cli {losses[1]:.6f}")
+        # Every batch is the whole training set.
+        project["training"]["batch_size"] = project["dataset"]["options"]["samples"]
+        same_training(tmp, "full", project, torch.nn.functional.cross_entropy,
+                      ["--steps", "50"], "50 full-batch steps end at the same training loss")
+
         # 4. Regression with the other settings a project has: SGD with Nesterov momentum,
         # gradient clipping, a cosine schedule stepped per epoch, MSELoss. Full batch again:
         # 20 steps are 20 epochs, and the two end at the same loss.
@@ -145,42 +129,11 @@ def main():
                          "optimizer_options": {"lr": 0.05, "momentum": 0.9, "nesterov": True},
                          "scheduler": "CosineAnnealingLR", "scheduler_options": {"T_max": 20},
                          "batch_size": 200, "epochs": 20, "seed": 0, "clip_grad_norm": 0.5}}
-        curve = os.path.join(tmp, "curve.nns")
-        json.dump(regression, open(curve, "w"))
-        folder = os.path.join(tmp, "curve")
-        run([CLI, "export", curve, "--out", folder])
-        spec = importlib.util.spec_from_file_location("curve_model",
-                                                      os.path.join(folder, "model.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        torch.manual_seed(3)
-        weights = os.path.join(tmp, "curve_start.pt")
-        torch.save(module.CurveNet().state_dict(), weights)
-        theirs_ckpt, ours_ckpt = os.path.join(tmp, "c_theirs.pt"), os.path.join(tmp, "c_ours.pt")
-        out = run([sys.executable, os.path.join(folder, "train.py"), "--weights", weights,
-                   "--save", theirs_ckpt])
+        out = same_training(tmp, "curve", regression, torch.nn.functional.mse_loss, [],
+                            "SGD + Nesterov + clipping + cosine schedule, 20 epochs")
         check(re.search(r"^epoch  20/20  train loss [0-9.]+  test loss", out, re.M) is not None,
               "a regression project's train.py reports losses without accuracy")
-        run([CLI, "train", curve, "--weights", weights, "--quiet", "--save", ours_ckpt])
-        data = torch.load(os.path.join(folder, "data.pt"))
-        losses = []
-        for ckpt in (theirs_ckpt, ours_ckpt):
-            model = module.CurveNet()
-            model.load_state_dict(torch.load(ckpt)["model_state_dict"], strict=True)
-            with torch.no_grad():
-                losses.append(torch.nn.functional.mse_loss(model(data["x_train"]),
-                                                           data["y_train"]).item())
-        check(abs(losses[0] - losses[1]) <= 1e-4 * losses[1],
-              f"SGD + Nesterov + clipping + cosine schedule, 20 epochs: train.py {losses[0]:.6f}, "
-              f"nnstudio-cli {losses[1]:.6f}")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
-    CLI = sys.argv[1]
-    sys.exit(main())
+    main(checks, __doc__)

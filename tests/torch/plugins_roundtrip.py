@@ -10,68 +10,29 @@
 
     /usr/bin/python3 tests/torch/plugins_roundtrip.py path/to/nnstudio-cli
 
-Skipped without torch (exit 77), except in CI, where it fails (as roundtrip.py).
+Skipped without torch (exit 77), except in CI, where it fails (torch_checks.py).
 """
 
 import os
 import runpy
-import subprocess
-import sys
 import tempfile
 
-try:
-    import torch
-except ImportError:
-    print("torch.plugins: torch is not installed for /usr/bin/python3", file=sys.stderr)
-    sys.exit(1 if os.environ.get("CI") else 77)
+from torch_checks import ROOT, check, cli, engine_forward, main, torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 PROJECT = os.path.join(ROOT, "tests", "cli", "plugins_net.nns")
-sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures", "state_dict"))
-from make_state_dict_fixtures import safetensors_bytes  # noqa: E402
 
 # The twins, from the fixture area that defines them (its decorator is not needed here).
 TWINS = runpy.run_path(os.path.join(ROOT, "tests", "fixtures", "areas", "plugins.py"),
                        init_globals={"torch": torch, "area": lambda name: (lambda f: f),
                                      "op_case": None})
 PluginNet = TWINS["PluginNet"]
-FAILURES = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILURES.append(what)
-
-
-def cli(*args):
-    run = subprocess.run([CLI, *args], capture_output=True, text=True)
-    if run.returncode != 0:
-        raise SystemExit(f"nnstudio-cli {' '.join(args)} failed ({run.returncode}):\n"
-                         f"{run.stdout}{run.stderr}")
-    return run.stdout
-
-
-def load_pt(path):
-    return torch.load(path, weights_only=True)
-
-
-def engine_forward(tmp, weights, x):
-    """The CLI's output and gradients of output.sum() for input x, as a dict of tensors."""
-    inp, out, out_pt = (os.path.join(tmp, n) for n in ("x.safetensors", "y.safetensors", "y.pt"))
-    with open(inp, "wb") as f:
-        f.write(safetensors_bytes({"input": x}))
-    cli("forward", PROJECT, "--weights", weights, "--input", inp, "--output", out, "--grad")
-    cli("convert", out, out_pt)
-    return load_pt(out_pt)
 
 
 def close(a, b, rtol=1e-4, atol=1e-5):
     return a.shape == b.shape and torch.allclose(a, b, rtol=rtol, atol=atol)
 
 
-def main():
+def checks():
     torch.manual_seed(0)
     x = torch.randn(6, 2)
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,7 +45,7 @@ def main():
         xg = x.clone().requires_grad_(True)
         out = net(xg)
         out.sum().backward()
-        got = engine_forward(tmp, torch_pt, x)
+        got = engine_forward(tmp, PROJECT, torch_pt, x)
         check(close(got["output"], out.detach()), "torch.save'd weights: the output matches")
         check(close(got["grad.input"], xg.grad), "the input's gradient matches")
         for name, p in net.named_parameters():
@@ -100,23 +61,16 @@ def main():
         check(list(torch.load(checkpoint)["model_state_dict"].keys())
               == ["ff.B", "rms.weight", "fc.weight", "fc.bias"], "the checkpoint loads in torch")
         cli("convert", checkpoint, weights_pt)
-        state = load_pt(weights_pt)
+        state = torch.load(weights_pt, weights_only=True)
         check(list(state.keys()) == ["ff.B", "rms.weight", "fc.weight", "fc.bias"],
               f"the state dict's keys are PyTorch's: {list(state.keys())}")
         twin = PluginNet()
         twin.load_state_dict(state, strict=True)
         check(not torch.equal(state["rms.weight"], torch.ones(16)), "rms.weight was trained")
-        got = engine_forward(tmp, weights_pt, x)
+        got = engine_forward(tmp, PROJECT, weights_pt, x)
         check(close(got["output"], twin(x).detach()),
               "NN Studio's trained weights give its output in PyTorch")
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
-    CLI = sys.argv[1]
-    sys.exit(main())
+    main(checks, __doc__)
