@@ -409,8 +409,10 @@ class ClassWriter {
 
 }  // namespace
 
-std::string pytorch_model_code(const Project& project) {
-  graph::build_model(project);  // the builder's own check: a GraphError naming every problem
+namespace {
+
+// model.py for a project that builds.
+std::string model_code(const Project& project) {
   std::set<std::string> imports, plugin_types;
   std::string classes;
   for (const BlockDef& b : project.blocks)
@@ -450,6 +452,13 @@ std::string pytorch_model_code(const Project& project) {
   out += "from torch import nn\n";
   for (const std::string& line : twin_imports) out += line + "\n";
   return out + classes;
+}
+
+}  // namespace
+
+std::string pytorch_model_code(const Project& project) {
+  graph::build_model(project);  // the builder's own check: a GraphError naming every problem
+  return model_code(project);
 }
 
 namespace {
@@ -545,11 +554,9 @@ void write_pytorch_export(const Project& project, const std::string& dir,
   if (fs::exists(target, ec) && !replace)
     throw ValueError("'" + dir + "' exists; choose a new folder, or replace it (--force)");
   // Made and checked in memory first: a project that does not build writes nothing.
-  const std::string model_py = pytorch_model_code(project);
-  if (weights) {
-    const auto model = graph::build_model(project);
-    serialize::load_into(*model, *weights, /*strict=*/true);
-  }
+  const std::shared_ptr<graph::GraphModule> model = graph::build_model(project);
+  if (weights) serialize::load_into(*model, *weights, /*strict=*/true);
+  const std::string model_py = model_code(project);
   const data::DatasetSplit split = train::project_split(project, base_dir);
   const std::string train_py =
       pytorch_train_code(project, split.train.task == data::TaskKind::Classification);

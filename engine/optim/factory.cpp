@@ -51,9 +51,13 @@ const std::vector<std::string>& scheduler_names() {
   return names;
 }
 
+const std::string& canonical_optimizer_name(const std::string& name) {
+  return canonical("optimizer", name, optimizer_names());
+}
+
 std::unique_ptr<OptimizerOptions> make_optimizer_options(const std::string& name,
                                                          const OptionList& options) {
-  const std::string& n = canonical("optimizer", name, optimizer_names());
+  const std::string& n = canonical_optimizer_name(name);
   if (n == "SGD") {
     const bool has_lr = std::any_of(options.begin(), options.end(),
                                     [](const auto& item) { return item.first == "lr"; });

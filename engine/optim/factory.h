@@ -23,6 +23,9 @@ namespace nns::optim {
 // The optimizers' names, in PyTorch's spelling.
 const std::vector<std::string>& optimizer_names();
 const std::vector<std::string>& scheduler_names();
+// `name` in PyTorch's spelling ("adamw" -> "AdamW"); a KeyError listing the optimizers when
+// unknown.
+const std::string& canonical_optimizer_name(const std::string& name);
 
 // The options of the optimizer `name`: its defaults, then each of `options` set by name (SGD
 // has no default lr, as in PyTorch: it must be given). For groups with their own options.

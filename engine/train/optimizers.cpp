@@ -1,11 +1,8 @@
 #include "engine/train/optimizers.h"
 
-#include <algorithm>
-#include <cctype>
 #include <map>
 
 #include "engine/optim/factory.h"
-#include "engine/tensor/error.h"
 
 namespace nns::train {
 namespace {
@@ -81,18 +78,7 @@ namespace {
 
 // The optimizer's entry: its name in PyTorch's spelling and its specs.
 const std::pair<const std::string, std::vector<OptionSpec>>& entry(const std::string& name) {
-  auto same = [&name](const std::string& known) {
-    return std::equal(known.begin(), known.end(), name.begin(), name.end(), [](char a, char b) {
-      return std::tolower(static_cast<unsigned char>(a)) ==
-             std::tolower(static_cast<unsigned char>(b));
-    });
-  };
-  for (const auto& item : all_specs()) {
-    if (same(item.first)) return item;
-  }
-  std::string list;
-  for (const std::string& n : optim::optimizer_names()) list += (list.empty() ? "" : ", ") + n;
-  throw KeyError("unknown optimizer '" + name + "' (known: " + list + ")");
+  return *all_specs().find(optim::canonical_optimizer_name(name));
 }
 
 }  // namespace
