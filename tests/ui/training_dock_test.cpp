@@ -722,10 +722,18 @@ TEST_F(TrainingDockTest, EveryOptionOfTheLossAndTheOptimizerIsAFieldThatEditsThe
         box->click();
         changed = box->isChecked();
       } else if (auto* edit = qobject_cast<QLineEdit*>(field)) {
-        EXPECT_EQ(spec.kind, graph::OptionSpec::Kind::FloatList);
-        edit->setText("0.8, 0.99");
+        if (spec.kind == graph::OptionSpec::Kind::FloatList) {
+          edit->setText("0.8, 0.99");
+          changed = graph::Json::array({0.8, 0.99});
+        } else {
+          // A small number (eps) is typed: the spin box would show 1e-8 as 0.000000.
+          EXPECT_EQ(spec.kind, graph::OptionSpec::Kind::Float);
+          EXPECT_EQ(graph::Json::parse(edit->property("optionValue").toString().toStdString()),
+                    spec.default_value);
+          edit->setText("1e-07");
+          changed = 1e-07;
+        }
         emit edit->editingFinished();
-        changed = graph::Json::array({0.8, 0.99});
       } else {
         changed = changeField(field);
       }

@@ -8,6 +8,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -140,10 +141,15 @@ int spinBoxInt(double v) {
 QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value, bool references,
                          std::function<void(const graph::Json&)> commit,
                          std::function<void(const QString&)> refused) {
+  // A small number (an eps of 1e-8) would show as 0.000000 in a spin box and one step would
+  // make it 0.1: it is typed instead, as the learning rate is.
+  const bool small = spec.kind == Kind::Float && spec.default_value.is_number() &&
+                     spec.default_value.get<double>() != 0 &&
+                     std::abs(spec.default_value.get<double>()) < 1e-3;
   const bool typed =
       spec.kind == Kind::IntList || spec.kind == Kind::FloatList ||
       spec.kind == Kind::OptionalInt || spec.kind == Kind::OptionalFloat ||
-      spec.kind == Kind::String ||
+      spec.kind == Kind::String || small ||
       (references && (spec.kind == Kind::Int || spec.kind == Kind::Float || holdsReference(value)));
   QWidget* field = nullptr;
   if (typed) {
@@ -153,11 +159,19 @@ QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value
     if (spec.kind == Kind::IntList) edit->setPlaceholderText(QObject::tr("e.g. 3, 3"));
     const QString name = qs(spec.name);
     const Kind kind = spec.kind;
+    const std::optional<double> min = spec.min, max = spec.max;
     QObject::connect(edit, &QLineEdit::editingFinished, edit, [=] {
       const QString text = edit->text().trimmed();
       const std::optional<graph::Json> v = parseOption(text, kind, references);
+      const bool inRange =
+          !v || !v->is_number() ||
+          ((!min || v->get<double>() >= *min) && (!max || v->get<double>() <= *max));
       if (!v) {
         refused(QObject::tr("%1: %2, got '%3'").arg(name, expectation(kind, references), text));
+      } else if (!inRange) {
+        refused(QObject::tr("%1: expected a number in [%2, %3], got '%4'")
+                    .arg(name, min ? QString::number(*min) : QString("-inf"),
+                         max ? QString::number(*max) : QString("inf"), text));
       } else if (*v !=
                  graph::Json::parse(edit->property(kValueProperty).toString().toStdString())) {
         edit->setProperty(kValueProperty, qs(v->dump()));
