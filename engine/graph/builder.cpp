@@ -82,6 +82,24 @@ bool valid_attribute(const std::string& name) {
   return !name.empty() && name.find('.') == std::string::npos;
 }
 
+// Replaces the "$name" strings in `value` by arguments[name]; returns the first "$name" that
+// `arguments` lacks, or "" when every one was replaced.
+std::string substitute_arguments(Json& value, const Json& arguments) {
+  if (value.is_array() || value.is_object()) {
+    for (auto& v : value) {
+      std::string missing = substitute_arguments(v, arguments);
+      if (!missing.empty()) return missing;
+    }
+    return "";
+  }
+  if (!value.is_string()) return "";
+  const std::string s = value.get<std::string>();
+  if (s.size() < 2 || s[0] != '$') return "";
+  if (!arguments.is_object() || !arguments.contains(s.substr(1))) return s;
+  value = arguments.at(s.substr(1));
+  return "";
+}
+
 }  // namespace
 
 // Checks one graph (the top level, or a block's inside for one instance's arguments) and
@@ -137,19 +155,8 @@ class Builder {
 
   // Replaces "$name" strings by the block's arguments.
   bool substitute(Json& value, const Node& node, const std::string& option) {
-    if (value.is_array() || value.is_object()) {
-      for (auto& v : value) {
-        if (!substitute(v, node, option)) return false;
-      }
-      return true;
-    }
-    if (!value.is_string()) return true;
-    const std::string s = value.get<std::string>();
-    if (s.size() < 2 || s[0] != '$') return true;
-    if (args_.is_object() && args_.contains(s.substr(1))) {
-      value = args_.at(s.substr(1));
-      return true;
-    }
+    const std::string s = substitute_arguments(value, args_);
+    if (s.empty()) return true;
     std::vector<std::string> names;
     if (args_.is_object())
       for (const auto& [k, v] : args_.items()) names.push_back(k);
@@ -908,6 +915,27 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
     throw GraphError(message, std::move(problems.list));
   }
   return b.build(project.name);
+}
+
+Json resolved_options(const Project& project, const Node& node, const Json& arguments) {
+  Json options = node.options;
+  if (options.is_object()) {
+    for (auto& [key, value] : options.items()) {
+      const std::string missing = substitute_arguments(value, arguments);
+      if (!missing.empty())
+        throw ValueError(describe(node) + ": option '" + key + "' refers to '" + missing +
+                         "', which is no argument");
+    }
+  }
+  if (is_container_type(node.type)) return options;
+  if (const NodeType* type = find_node_type(node.type)) return type->checked_options(options);
+  const BlockDef* block = project.find_block(node.type);
+  if (!block) node_type(node.type);  // the KeyError naming the unknown type
+  Json out = block->arguments.is_object() ? block->arguments : Json::object();
+  if (options.is_object()) {
+    for (const auto& [key, value] : options.items()) out[key] = value;
+  }
+  return out;
 }
 
 std::vector<NodeId> forward_order(const Project& project, const Graph& graph) {

@@ -88,6 +88,13 @@ std::shared_ptr<GraphModule> build_model(const Project& project);
 // (a Sequential's) and portless groups are not among them. For a graph that builds.
 std::vector<NodeId> forward_order(const Project& project, const Graph& graph);
 
+// The options a node of `graph` runs with, as the builder resolves them: each block argument
+// ("$hidden") replaced by its value in `arguments` (the resolved options of the block instance
+// whose graph holds the node; an empty object at the top level), then for a layer or function
+// its options checked with the defaults filled in, and for a block instance the block's
+// arguments with the instance's values. For a node of a project that builds.
+Json resolved_options(const Project& project, const Node& node, const Json& arguments);
+
 // What carry_state() copied, by node of the new graph that has a module.
 struct CarriedState {
   std::vector<NodeId> kept;   // every state entry came from the old model
