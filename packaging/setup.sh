@@ -19,6 +19,7 @@ packages=(
   libgraphviz-dev                          # the canvas layout (cgraph + gvc, the dot engine)
   libeigen3-dev libopenblas-dev            # the engine's CPU kernels and BLAS
   nlohmann-json3-dev                       # project files, fixtures
+  libonnx-dev libprotobuf-dev              # ONNX import/export (the onnx protobuf schema, checker)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   xvfb xauth fonts-dejavu-core             # window tests without a screen
   clang-format                             # the formatting check
@@ -26,7 +27,7 @@ packages=(
 
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=(python3-torch libopenblas0-pthread clang libclang-rt-14-dev) ;;
+    --tests) packages+=(python3-torch python3-onnx libopenblas0-pthread clang libclang-rt-14-dev) ;;
     -h | --help)
       sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
       exit 0

@@ -26,5 +26,6 @@ Command forward_command();
 Command layout_command();
 Command plugins_command();
 Command export_command();
+Command import_command();
 
 }  // namespace nns::cli

@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+"""ONNX files that torch.onnx.export (torch 1.13) writes, opened by NN Studio (ctest
+torch.onnx_import):
+
+Each PyTorch model below is exported to ONNX, `nnstudio-cli import` makes a project and its
+weights from the file, and `nnstudio-cli forward` on the project gives torch's output (rtol
+1e-4). Where the exporter keeps PyTorch's modules (no BatchNorm folded into a Conv), the
+imported weights have the PyTorch model's state-dict keys, shapes and values, and `nnstudio-cli
+summary` prints the PyTorch module tree. An imported model trains and probes like a built one.
+A model with operators NN Studio has no node for is refused with those operators and their node
+names, a file that is not ONNX, truncated, with an initializer of the wrong size or an opset
+outside 13..17 is a clear error, and none of them writes a file.
+
+    /usr/bin/python3 tests/torch/onnx_import.py path/to/nnstudio-cli
+
+Skipped without torch (exit 77), except in CI, where it fails (torch_checks.py).
+"""
+
+import os
+import tempfile
+import warnings
+
+from torch_checks import check, cli, main, torch
+from make_state_dict_fixtures import safetensors_bytes  # noqa: E402 (torch_checks adds the path)
+
+import onnx
+from onnx import helper, TensorProto
+
+nn = torch.nn
+warnings.filterwarnings("ignore")
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(2, 16)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class CNN(nn.Module):
+    """Conv, BatchNorm, pooling; a Sequential with a Dropout the exporter leaves out."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(4, 8, 3, stride=1, padding=1, groups=2, bias=False), nn.BatchNorm2d(8),
+            nn.LeakyReLU(0.2), nn.AvgPool2d(2))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flat = nn.Flatten()
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(self.drop(self.flat(self.pool(self.features(x)))))
+
+
+class Residual(nn.Module):
+    """A residual block with Add, then a Concat of two branches."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 3, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(3)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(3, 3, 3, padding=1, dilation=1)
+        self.bn2 = nn.BatchNorm2d(3)
+        self.side = nn.Conv2d(3, 2, 1)
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(5 * 6 * 6, 4))
+
+    def forward(self, x):
+        h = self.relu(self.bn1(self.conv1(x)))
+        h = self.bn2(self.conv2(h))
+        h = self.relu(h + x)
+        return self.head(torch.cat([h, self.side(x)], dim=1))
+
+
+class LayerNormGELU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.norm = nn.LayerNorm(16)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.norm(self.fc1(x))))
+
+
+class Activations(nn.Module):
+    """The other activations, Conv1d, Unsqueeze and a static Reshape, a module called twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(1, 4, 3, padding=1)
+        self.prelu = nn.PReLU(4)
+        self.elu = nn.ELU(0.5)
+        self.fc = nn.Linear(32, 8)
+        self.shared = nn.Linear(8, 8)
+        self.tanh = nn.Tanh()
+        self.sigmoid = nn.Sigmoid()
+        self.out = nn.Linear(8, 4)
+        self.softmax = nn.LogSoftmax(dim=1)
+
+    def forward(self, x):
+        h = self.elu(self.prelu(self.conv(x.unsqueeze(1))))
+        h = self.fc(h.reshape(-1, 32))
+        h = self.tanh(self.shared(h))
+        h = self.sigmoid(self.shared(h))
+        return self.softmax(self.out(h))
+
+
+class Tokens(nn.Module):
+    """Embedding's Gather, Linear on rank 3 (MatMul + Add), a Softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 6)
+        self.proj = nn.Linear(6, 5)
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, x):
+        return self.softmax(self.proj(self.embed(x)))
+
+
+def randomize_batchnorm(model):
+    """Running statistics that are not 0 and 1, so that they matter and are not deduplicated
+    with the weights."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
+
+
+def export(model, x, path, opset, preserve):
+    torch.onnx.export(
+        model, x, path, input_names=["x"], output_names=["y"],
+        dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=opset,
+        training=torch.onnx.TrainingMode.PRESERVE if preserve else torch.onnx.TrainingMode.EVAL)
+
+
+def engine_output(tmp, project, weights, x):
+    inp, out, out_pt = (os.path.join(tmp, n) for n in ("x.safetensors", "y.safetensors", "y.pt"))
+    with open(inp, "wb") as f:
+        f.write(safetensors_bytes({"input": x}))
+    cli("forward", project, "--weights", weights, "--input", inp, "--output", out, "--eval")
+    cli("convert", out, out_pt)
+    return torch.load(out_pt)["output"]
+
+
+# name, model, input, opsets, whether PyTorch's modules survive the export (their state dict)
+CASES = [
+    ("mlp", MLP, lambda: torch.randn(7, 2), (13, 17), True),
+    ("cnn_folded", CNN, lambda: torch.randn(3, 1, 8, 8), (13,), False),
+    ("cnn", CNN, lambda: torch.randn(3, 1, 8, 8), (13, 17), True),
+    ("residual", Residual, lambda: torch.randn(2, 3, 6, 6), (13,), True),
+    ("residual_folded", Residual, lambda: torch.randn(2, 3, 6, 6), (17,), False),
+    ("layernorm_gelu", LayerNormGELU, lambda: torch.randn(5, 6), (13, 14, 15, 16, 17), True),
+    ("activations", Activations, lambda: torch.randn(4, 8), (13, 17), True),
+    ("tokens", Tokens, lambda: torch.randint(0, 10, (3, 7)), (13, 17), True),
+]
+
+
+def check_case(tmp, name, make, make_input, opset, preserve):
+    torch.manual_seed(0)
+    model = make()
+    randomize_batchnorm(model)
+    model.eval()
+    x = make_input()
+    with torch.no_grad():
+        want = model(x)
+    what = f"{name} (opset {opset})"
+    path = os.path.join(tmp, f"{name}_{opset}.onnx")
+    export(model, x, path, opset, preserve)
+    project = os.path.join(tmp, f"{name}_{opset}.nns")
+    weights = os.path.join(tmp, f"{name}_{opset}.safetensors")
+    cli("import", path, project)
+    got = engine_output(tmp, project, weights, x)
+    check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-5),
+          f"{what}: the imported model's output is torch's (max diff "
+          f"{(got - want).abs().max().item() if got.shape == want.shape else 'shape'})")
+    if preserve:
+        weights_pt = os.path.join(tmp, "weights.pt")
+        cli("convert", weights, weights_pt)
+        imported = torch.load(weights_pt)
+        state = model.state_dict()
+        check(sorted(imported) == sorted(state),
+              f"{what}: the weights have the PyTorch model's state-dict keys "
+              f"({sorted(set(imported) ^ set(state))} differ)")
+        same = all(k in imported and imported[k].shape == v.shape and torch.equal(
+            imported[k].to(v.dtype), v) for k, v in state.items() if "num_batches" not in k)
+        check(same, f"{what}: every weight has the PyTorch model's shape and values")
+        summary = cli("summary", project)
+        # Less the Dropout modules, which the exporter leaves out of an eval-mode model.
+        lines = [line for line in repr(model).splitlines()[1:] if "Dropout(" not in line]
+        check(all(line in summary for line in lines),
+              f"{what}: `summary` prints the PyTorch model's module tree")
+    return project, weights
+
+
+def check_training(tmp):
+    """The imported MLP trains on its data set (spirals fits: 2 inputs, 3 classes) and its
+    probes report."""
+    project, weights = check_case(tmp, "train_mlp", MLP, lambda: torch.randn(4, 2), 17, True)
+    out = cli("train", project, "--weights", weights, "--steps", "30", "--probe", "fc1,act",
+              "--save", os.path.join(tmp, "trained.safetensors"))
+    check("fc1" in out and "act" in out and "loss" in out.lower(),
+          "an imported model trains from its weights and its probes report")
+
+
+def refused(args, expect, what, tmp, written):
+    out = cli(*args, code=1)
+    ok = all(e in out for e in expect)
+    check(ok and not any(os.path.exists(p) for p in written), f"{what} (message: {out.strip()})")
+
+
+def check_bad_input(tmp):
+    # Operators without a node: each named with its nodes; nothing written.
+    class Unsupported(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.sin(self.fc(x)) + torch.cos(x).abs()
+
+    path = os.path.join(tmp, "unsupported.onnx")
+    export(Unsupported().eval(), torch.randn(2, 4), path, 13, True)
+    out_nns = os.path.join(tmp, "unsupported.nns")
+    written = [out_nns, os.path.join(tmp, "unsupported.safetensors")]
+    refused(["import", path, out_nns], ["operators NN Studio has no node for", "Sin (1): /Sin",
+                                        "Cos (1): /Cos", "Abs (1): /Abs"],
+            "a model with unsupported operators is refused, listing each with its nodes", tmp,
+            written)
+    # Not ONNX, truncated.
+    junk = os.path.join(tmp, "junk.onnx")
+    with open(junk, "wb") as f:
+        f.write(b"\x00\x01this is not a protobuf\xff\xff\xff")
+    refused(["import", junk, out_nns], ["not an ONNX model"], "a file that is not ONNX is refused",
+            tmp, written)
+    good = os.path.join(tmp, "good.onnx")
+    export(MLP().eval(), torch.randn(2, 2), good, 13, True)
+    data = open(good, "rb").read()
+    cut = os.path.join(tmp, "cut.onnx")
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) * 2 // 3])
+    refused(["import", cut, out_nns], ["not an ONNX model"], "a truncated file is refused", tmp,
+            written)
+    # An initializer whose data does not fit its dims.
+    m = onnx.load(good)
+    w = m.graph.initializer[0]
+    w.dims[0] += 1
+    bad = os.path.join(tmp, "bad_size.onnx")
+    onnx.save(m, bad)
+    refused(["import", bad, out_nns], [f"tensor '{w.name}'", "bytes of data"],
+            "an initializer of the wrong size is refused, naming it", tmp, written)
+    # Opsets outside 13..17.
+    for opset in (11, 18):
+        m = onnx.load(good)
+        m.opset_import[0].version = opset
+        path = os.path.join(tmp, f"opset{opset}.onnx")
+        onnx.save(m, path)
+        refused(["import", path, out_nns], [f"opset {opset} is not supported", "13 to 17"],
+                f"opset {opset} is refused, naming the supported range", tmp, written)
+    # A dynamic size after the batch.
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    g = helper.make_graph([node], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "L"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "L"])])
+    path = os.path.join(tmp, "dynamic.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    refused(["import", path, out_nns], ["input 'x'", "dim 1 has no fixed size"],
+            "an input with a dynamic size after the batch is refused", tmp, written)
+    # An existing project is not replaced without --force.
+    project = os.path.join(tmp, "exists.nns")
+    open(project, "w").write("{}")
+    out = cli("import", good, project, code=1)
+    check("exists" in out and open(project).read() == "{}",
+          "an existing project is not replaced without --force")
+
+
+def run_checks():
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make, make_input, opsets, preserve in CASES:
+            for opset in opsets:
+                check_case(tmp, name, make, make_input, opset, preserve)
+        check_training(tmp)
+        check_bad_input(tmp)
+
+
+if __name__ == "__main__":
+    main(run_checks, __doc__)
