@@ -17,6 +17,7 @@
 #include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/error.h"
+#include "engine/tensor/generator.h"
 
 namespace nns::onnx {
 namespace {
@@ -140,8 +141,7 @@ class Exporter {
     // that no ONNX operator reads are left out.
     for (const auto& item : state_) {
       const std::string& key = item.key();
-      const bool counter = key == "num_batches_tracked" ||
-                           (key.size() > 20 && key.ends_with(".num_batches_tracked"));
+      const bool counter = key == "num_batches_tracked" || key.ends_with(".num_batches_tracked");
       if (counter && !used_.contains(key)) continue;
       *graph_->add_initializer() = to_tensor_proto(item.value(), key);
     }
@@ -284,6 +284,9 @@ class Exporter {
 
   // A model's Input node: a graph input of its shape with the batch as "N".
   Value graph_input(const Level& level, const Node& n) {
+    if (state_.contains(n.name) || buffers_.contains(n.name))
+      throw ValueError("ONNX export: the Input node '" + n.name +
+                       "' has the name of a weight; ONNX needs distinct names (rename it)");
     const Json options = graph::resolved_options(project_, n, level.arguments);
     Value v{
         n.name,
@@ -692,6 +695,8 @@ class Exporter {
 
 std::string export_model(const Project& project, const nn::StateDict* weights, int64_t opset) {
   check_opset(opset, "ONNX export");
+  // Without weights, those a training run starts from: drawn after the project's seed.
+  if (!weights) manual_seed(static_cast<uint64_t>(project.training.seed));
   const std::shared_ptr<GraphModule> model = graph::build_model(project);
   if (weights) serialize::load_into(*model, *weights, /*strict=*/true);
   ::onnx::ModelProto proto = Exporter(project, *model, opset).run();

@@ -30,6 +30,8 @@
 #include <exception>
 
 #include "engine/export/pytorch_code.h"
+#include "engine/onnx/onnx_export.h"
+#include "engine/onnx/onnx_import.h"
 #include "ui/app/example_project.h"
 #include "ui/app/plugins_dialog.h"
 #include "ui/canvas/graph_scene.h"
@@ -200,8 +202,18 @@ void MainWindow::createActions() {
       tr("Write the model as PyTorch code (model.py), a training script for one process or "
          "DistributedDataParallel (train.py), the data and the weights as trained now, into a "
          "new folder"));
+  exportOnnxAct_ = make(tr("&ONNX Model…"), QKeySequence(), [this] { exportOnnxDialog(); });
+  exportOnnxAct_->setObjectName("exportOnnxAction");
+  exportOnnxAct_->setToolTip(
+      tr("Write the model with the weights as trained now as an ONNX file (eval mode, a dynamic "
+         "batch), for ONNX Runtime and other tools"));
   exportImageAct_->setToolTip(
       tr("The canvas (or the selected nodes' area) as an SVG or PNG picture"));
+  importOnnxAct_ = make(tr("&ONNX Model…"), QKeySequence(), [this] { importOnnxDialog(); });
+  importOnnxAct_->setObjectName("importOnnxAction");
+  importOnnxAct_->setToolTip(
+      tr("Open an ONNX model (torch.onnx.export, opsets 13 to 17) as a new project with its "
+         "weights, under PyTorch's module names"));
   loadStateAct_ = make(
       tr("&Load State Dict…"), QKeySequence(), [this] { loadStateDictDialog(); },
       s->standardIcon(QStyle::SP_ArrowDown));
@@ -308,8 +320,10 @@ void MainWindow::createMenus() {
   file->addActions({newAct_, openAct_});
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addActions({saveAct_, saveAsAct_});
+  QMenu* importMenu = file->addMenu(tr("&Import"));
+  importMenu->addAction(importOnnxAct_);
   QMenu* exportMenu = file->addMenu(tr("&Export"));
-  exportMenu->addActions({exportImageAct_, exportPyTorchAct_});
+  exportMenu->addActions({exportImageAct_, exportPyTorchAct_, exportOnnxAct_});
   file->addSeparator();
   file->addActions({loadStateAct_, saveStateAct_, strictAct_});
   file->addSeparator();
@@ -766,6 +780,105 @@ bool MainWindow::exportPyTorchTo(const QString& dir, bool replace) {
   } catch (const std::exception& e) {
     appendLog(tr("Could not export PyTorch code to %1: %2").arg(dir, e.what()));
     QMessageBox::critical(this, tr("Could not export PyTorch code"), QString::fromUtf8(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::importOnnxDialog() {
+  if (!maybeSave()) return;
+  const QString dir = QSettings().value("files/lastDir", QDir::homePath()).toString();
+  const QString model =
+      QFileDialog::getOpenFileName(this, tr("Import ONNX Model"), dir, tr("ONNX models (*.onnx)"));
+  if (model.isEmpty()) return;
+  // Where the project goes: beside the model by default; its weights go beside the project.
+  const QFileInfo info(model);
+  QString project = QFileDialog::getSaveFileName(
+      this, tr("Save the Imported Project As"),
+      info.absolutePath() + "/" + info.completeBaseName() + ".nns", kProjectFilter);
+  if (project.isEmpty()) return;
+  if (QFileInfo(project).suffix() != "nns") project += ".nns";
+  const QString weights = QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+  if (QFileInfo::exists(weights) &&
+      QMessageBox::question(this, tr("Replace the Weights?"),
+                            tr("%1 exists. Replace it with the imported model's weights?")
+                                .arg(QDir::toNativeSeparators(weights))) != QMessageBox::Yes)
+    return;
+  importOnnxTo(model, project);
+}
+
+bool MainWindow::importOnnxTo(const QString& model, const QString& project) {
+  onnx::Imported imported;
+  try {
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    imported = onnx::import_model_file(model.toStdString());
+    onnx::write_imported(imported, project.toStdString());
+    QApplication::restoreOverrideCursor();
+  } catch (const std::exception& e) {
+    QApplication::restoreOverrideCursor();
+    appendLog(tr("Could not import %1: %2").arg(model, e.what()));
+    QMessageBox::critical(this, tr("Could not import the ONNX model"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  if (!openFile(project)) return false;
+  const QString weights = QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+  try {
+    document_->loadStateDict(weights, /*strict=*/true);
+  } catch (const std::exception& e) {
+    appendLog(tr("Could not load the imported weights %1: %2").arg(weights, e.what()));
+    QMessageBox::critical(this, tr("Could not load the imported weights"),
+                          QString::fromUtf8(e.what()));
+    return false;
+  }
+  appendLog(tr("Imported %1 as %2 (%3 nodes) with its weights %4")
+                .arg(QDir::toNativeSeparators(model), QDir::toNativeSeparators(project))
+                .arg(imported.project.graph.nodes.size())
+                .arg(QDir::toNativeSeparators(weights)));
+  for (const std::string& note : imported.notes) appendLog(tr("Note: %1").arg(qs(note)));
+  statusBar()->showMessage(
+      tr("Imported %1 with its weights").arg(QFileInfo(model).fileName()) +
+          (imported.notes.empty()
+               ? QString()
+               : tr(" (see the log for %n note(s))", "", static_cast<int>(imported.notes.size()))),
+      8000);
+  return true;
+}
+
+void MainWindow::exportOnnxDialog() {
+  const QString start = QSettings().value("files/lastDir", QDir::homePath()).toString() + "/" +
+                        qs(document_->project().name) + ".onnx";
+  QString path =
+      QFileDialog::getSaveFileName(this, tr("Export ONNX Model"), start, tr("ONNX model (*.onnx)"));
+  if (path.isEmpty()) return;
+  if (QFileInfo(path).suffix().toLower() != "onnx") path += ".onnx";
+  bool ok = false;
+  const int opset = QInputDialog::getInt(
+      this, tr("ONNX Opset"),
+      tr("The ONNX opset to write (%1 to %2; 17 is the first with LayerNormalization):")
+          .arg(onnx::kMinOpset)
+          .arg(onnx::kMaxOpset),
+      static_cast<int>(onnx::kDefaultOpset), static_cast<int>(onnx::kMinOpset),
+      static_cast<int>(onnx::kMaxOpset), 1, &ok);
+  if (!ok) return;
+  exportOnnxTo(path, opset);
+}
+
+bool MainWindow::exportOnnxTo(const QString& path, int opset) {
+  try {
+    // The weights as trained so far, not as they were at the last pause.
+    training_->syncDocumentModel();
+    const std::shared_ptr<graph::GraphModule> model = document_->model();
+    if (!model) throw ValueError(document_->modelError().toStdString());
+    const nn::StateDict weights = model->state_dict();
+    onnx::write_model_file(document_->project(), path.toStdString(), &weights, opset);
+    appendLog(tr("Exported the ONNX model (opset %1) to %2")
+                  .arg(opset)
+                  .arg(QDir::toNativeSeparators(path)));
+    statusBar()->showMessage(
+        tr("Exported the ONNX model to %1").arg(QDir::toNativeSeparators(path)), 5000);
+    return true;
+  } catch (const std::exception& e) {
+    appendLog(tr("Could not export the ONNX model to %1: %2").arg(path, e.what()));
+    QMessageBox::critical(this, tr("Could not export the ONNX model"), QString::fromUtf8(e.what()));
     return false;
   }
 }
