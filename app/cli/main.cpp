@@ -18,9 +18,9 @@ namespace nns::cli {
 namespace {
 
 std::vector<Command> commands() {
-  return {example_command(), train_command(),   inspect_command(),
-          convert_command(), summary_command(), forward_command(),
-          layout_command(),  plugins_command(), export_command(), import_command()};
+  return {example_command(), train_command(),   inspect_command(), convert_command(),
+          summary_command(), forward_command(), layout_command(),  plugins_command(),
+          export_command(),  import_command()};
 }
 
 std::string usage() {

@@ -86,6 +86,9 @@ double shortest(double value) {
 
 double attr_float(const NodeProto& node, const std::string& name, double fallback) {
   const AttributeProto* a = find_attribute(node, name);
+  if (a && !std::isfinite(a->f()))
+    throw ValueError("node '" + node.name() + "': its attribute " + name +
+                     " is not a finite number");
   return a ? shortest(a->f()) : fallback;
 }
 
@@ -121,7 +124,8 @@ std::string sanitized(const std::string& name) {
 }
 
 bool is_index(const std::string& s) {
-  return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit) &&
+  return !s.empty() && s.size() < 10 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
          (s == "0" || s[0] != '0');
 }
 
@@ -258,6 +262,7 @@ class Importer {
     }
     for (int i = 0; i < graph_.node_size(); ++i) {
       const NodeProto& n = graph_.node(i);
+      check_arity(i);
       for (const std::string& in : n.input()) {
         if (in.empty()) continue;
         if (!known_.contains(in) && !constants_.contains(in))
@@ -290,6 +295,53 @@ class Importer {
     }
   }
 
+  // The inputs an operator needs are there, so that no later step reads one that is not.
+  void check_arity(int i) const {
+    static const std::map<std::string, int> needed = {{"Gemm", 2},
+                                                      {"MatMul", 2},
+                                                      {"Conv", 2},
+                                                      {"BatchNormalization", 5},
+                                                      {"LayerNormalization", 2},
+                                                      {"Relu", 1},
+                                                      {"LeakyRelu", 1},
+                                                      {"PRelu", 2},
+                                                      {"Elu", 1},
+                                                      {"Sigmoid", 1},
+                                                      {"Tanh", 1},
+                                                      {"Softmax", 1},
+                                                      {"LogSoftmax", 1},
+                                                      {"MaxPool", 1},
+                                                      {"AveragePool", 1},
+                                                      {"GlobalAveragePool", 1},
+                                                      {"Flatten", 1},
+                                                      {"Reshape", 2},
+                                                      {"Unsqueeze", 2},
+                                                      {"Squeeze", 1},
+                                                      {"Concat", 1},
+                                                      {"Add", 2},
+                                                      {"Mul", 2},
+                                                      {"Identity", 1},
+                                                      {"Dropout", 1},
+                                                      {"Gather", 2},
+                                                      {"Constant", 0},
+                                                      {"Pad", 2},
+                                                      {"ReduceMean", 1},
+                                                      {"Sub", 2},
+                                                      {"Pow", 2},
+                                                      {"Sqrt", 1},
+                                                      {"Div", 2},
+                                                      {"Erf", 1}};
+    const NodeProto& n = node(i);
+    if (n.output_size() < 1 || n.output(0).empty()) fail(label(i) + " has no output");
+    auto it = needed.find(n.op_type());
+    if (it == needed.end()) return;  // not read: check_supported lists it
+    for (int k = 0; k < it->second; ++k) {
+      if (k >= n.input_size() || n.input(k).empty())
+        fail(label(i) + " lacks its input " + std::to_string(k + 1) + " (it needs " +
+             std::to_string(it->second) + ")");
+    }
+  }
+
   void read_input(const ::onnx::ValueInfoProto& input) {
     const std::string what = "input '" + input.name() + "'";
     if (!input.type().has_tensor_type()) fail(what + " is not a tensor");
@@ -309,12 +361,17 @@ class Importer {
       fail(what + " has no shape; NN Studio needs [batch, ...] with fixed sizes after the batch");
     SymShape shape{-1};
     Json sample = Json::array();
+    int64_t elements = 1;
     for (int d = 1; d < t.shape().dim_size(); ++d) {
       const auto& dim = t.shape().dim(d);
       if (!dim.has_dim_value() || dim.dim_value() <= 0)
         fail(what + ": dim " + std::to_string(d) +
              " has no fixed size; NN Studio's inputs have fixed sizes apart from the batch (dim "
              "0)");
+      // Bounds that keep every size computed from them far from overflowing.
+      elements *= std::min<int64_t>(dim.dim_value(), int64_t{1} << 31);
+      if (dim.dim_value() > (int64_t{1} << 31) || elements > (int64_t{1} << 40))
+        fail(what + " has more than 2^40 elements in a sample");
       shape.push_back(dim.dim_value());
       sample.push_back(dim.dim_value());
     }
@@ -405,7 +462,8 @@ class Importer {
   std::optional<double> scalar(const std::string& value) const {
     auto it = constants_.find(value);
     if (it == constants_.end() || it->second.numel() != 1) return std::nullopt;
-    return it->second.to(kFloat64).contiguous().data_ptr<double>()[0];
+    const double v = it->second.to(kFloat64).contiguous().data_ptr<double>()[0];
+    return std::isfinite(v) ? std::optional(v) : std::nullopt;
   }
 
   // For a binary node with one constant operand: the other operand and the constant's name.
@@ -586,6 +644,8 @@ class Importer {
     auto it = shapes_.find(v);
     if (it != shapes_.end()) return it->second;
     // A constant operand becomes a Parameter (an initializer) or Buffer (a Constant's value).
+    if (!constants_.contains(v))
+      fail("the value '" + v + "' is read but no node it maps to makes it");
     return shapes_[constant_unit(v)];
   }
 
@@ -623,7 +683,9 @@ class Importer {
     }
     try {
       const Json options = type.checked_options(u.options);
-      shapes_[u.output] = type.infer_shapes(options, in).at(0);
+      const std::vector<SymShape> out = type.infer_shapes(options, in);
+      if (out.empty()) fail(u.label + ": its node gives no output");
+      shapes_[u.output] = out[0];
     } catch (const Error& e) {
       fail(u.label + ": " + e.what());
     }
@@ -806,6 +868,7 @@ class Importer {
       pads.resize(spatial);
       const std::string in = take_padding(input(0), pads);
       const int64_t groups = attr_int(n, "group", 1);
+      if (groups < 1 || groups > w.shape()[0]) unsupported_form(i, "its group is out of range");
       Unit u = unit_for(i, spatial == 1 ? "Conv1d" : "Conv2d");
       u.inputs = {in};
       const std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
@@ -1077,7 +1140,9 @@ class Importer {
           continue;
         }
         if (d < 0) unsupported_form(i, "its shape has a negative size");
+        if (d > sample) unsupported_form(i, "its shape does not fit the input");
         known *= d;
+        if (known > sample) unsupported_form(i, "its shape does not fit the input");
         target.push_back(d);
       }
       if (infer >= 0) {
@@ -1165,10 +1230,25 @@ class Importer {
     }
   }
 
+  // The path, or a free one made by numbering the component that clashes: the first whose
+  // prefix is another module (fc1 taken: fc1.weight's module fc1.x becomes fc1_1.x), else the
+  // last.
   std::string unique(const std::string& path) const {
     if (path_free(path)) return path;
-    for (int k = 1;; ++k) {
-      const std::string p = path + "_" + std::to_string(k);
+    const std::vector<std::string> parts = split(path, '.');
+    size_t at = parts.size() - 1;
+    std::string prefix;
+    for (size_t k = 0; k + 1 < parts.size(); ++k) {
+      prefix += (k ? "." : "") + parts[k];
+      if (leaves_.contains(prefix)) {
+        at = k;
+        break;
+      }
+    }
+    for (int n = 1;; ++n) {
+      std::string p;
+      for (size_t k = 0; k < parts.size(); ++k)
+        p += (k ? "." : "") + parts[k] + (k == at ? "_" + std::to_string(n) : "");
       if (path_free(p)) return p;
     }
   }
@@ -1287,6 +1367,8 @@ class Importer {
       }
       prev = out;
     }
+    // Gaps are an exporter's left-out Dropout: a few, not a made-up index in the millions.
+    if (by_index.rbegin()->first > 2 * static_cast<int64_t>(by_index.size()) + 16) return;
     t.out = prev;
     t.sequential = true;
     // Fill the gaps, in index order.
