@@ -60,7 +60,8 @@ const std::set<std::string>& supported_ops() {
                                             "Dropout",
                                             "Gather",
                                             "Constant",
-                                            "Pad"};
+                                            "Pad",
+                                            "Transpose"};
   return ops;
 }
 
@@ -179,6 +180,48 @@ std::string scope_of_node(const NodeProto& node) {
   return is_module_path(scope) ? scope : "";
 }
 
+// The custom modules whose forward is x @ self.weight (+ self.bias), with the weight [in, out]
+// under the module's own key: the seeds' MyLinear. ONNX keeps no class names, so these are
+// their names in an imported project.
+constexpr const char* kWeightBlock = "MatMulWeight";
+constexpr const char* kWeightBiasBlock = "MatMulWeightBias";
+
+graph::BlockDef weight_block(bool bias) {
+  graph::BlockDef b;
+  b.name = bias ? kWeightBiasBlock : kWeightBlock;
+  b.description = bias ? "(input @ weight) + bias, the weight [in_features, out_features]"
+                       : "input @ weight, the weight [in_features, out_features]";
+  b.arguments = {{"in_features", 1}, {"out_features", 1}};
+  graph::Graph& g = b.graph;
+  double y = 0;
+  auto add = [&g, &y](const std::string& type, const std::string& name, Json options) {
+    const NodeId id = g.add_node(type, name, std::move(options), 0, y);
+    y += 74;
+    return id;
+  };
+  const NodeId in =
+      add("Input", "in", {{"shape", Json::array({"$in_features"})}, {"dtype", "float32"}});
+  const NodeId weight = add("Parameter", "weight",
+                            {{"shape", Json::array({"$in_features", "$out_features"})},
+                             {"init", "kaiming_uniform"},
+                             {"requires_grad", true}});
+  NodeId last = add("MatMul", "matmul", Json::object());
+  g.connect({in, "out"}, {last, "in0"});
+  g.connect({weight, "out"}, {last, "in1"});
+  if (bias) {
+    const NodeId b_node = add(
+        "Parameter", "bias",
+        {{"shape", Json::array({"$out_features"})}, {"init", "zeros"}, {"requires_grad", true}});
+    const NodeId sum = add("Add", "add", {{"inputs", 2}});
+    g.connect({last, "out"}, {sum, "in0"});
+    g.connect({b_node, "out"}, {sum, "in1"});
+    last = sum;
+  }
+  const NodeId out = add("Output", "out", Json::object());
+  g.connect({last, "out"}, {out, "in"});
+  return b;
+}
+
 // One node of the project to be: a layer, function, parameter or buffer, with the ONNX values
 // it reads and writes.
 struct Unit {
@@ -192,6 +235,8 @@ struct Unit {
   std::string scope;      // the ONNX node's module scope, if any
   std::string label;      // the ONNX node, for messages: "Conv '/conv1/Conv'"
   bool constant = false;  // a Buffer of a Constant node's value (not an initializer)
+  // A custom block instance (type is a block of kWeightBlocks), not a NodeType.
+  bool block = false;
   // Filled in when named and placed.
   std::string path;              // module path ("features.0"); a node name for functions
   std::optional<size_t> ref_of;  // a second call of this unit's module
@@ -279,6 +324,7 @@ class Importer {
         known_.insert(out);
       }
       if (n.op_type() == "Constant") read_constant(i);
+      if (n.op_type() == "Transpose") fold_transpose(i);
       if (n.op_type() == "Identity" && n.input_size() == 1 && constants_.contains(n.input(0))) {
         // torch.onnx.export writes equal initializers once, and the others as its Identity.
         const std::string& out = n.output(0);
@@ -330,7 +376,8 @@ class Importer {
                                                       {"Pow", 2},
                                                       {"Sqrt", 1},
                                                       {"Div", 2},
-                                                      {"Erf", 1}};
+                                                      {"Erf", 1},
+                                                      {"Transpose", 1}};
     const NodeProto& n = node(i);
     if (n.output_size() < 1 || n.output(0).empty()) fail(label(i) + " has no output");
     auto it = needed.find(n.op_type());
@@ -386,6 +433,20 @@ class Importer {
     known_.insert(input.name());
   }
 
+  // A constant matrix's transpose (an exporter's W^T for x @ W^T) is a constant; its name
+  // stays the initializer's for naming the module.
+  void fold_transpose(int i) {
+    const NodeProto& n = node(i);
+    if (n.input_size() != 1 || !constants_.contains(n.input(0))) return;
+    const Tensor& t = constants_.at(n.input(0));
+    const std::vector<int64_t> perm = attr_ints(n, "perm").value_or(std::vector<int64_t>{1, 0});
+    if (t.dim() != 2 || perm != std::vector<int64_t>{1, 0}) return;
+    constants_.emplace(n.output(0), t.transpose(0, 1).contiguous());
+    if (initializers_.contains(n.input(0))) transposed_[n.output(0)] = n.input(0);
+    known_.erase(n.output(0));
+    done_.insert(i);
+  }
+
   void read_constant(int i) {
     const NodeProto& n = graph_.node(i);
     if (n.output_size() != 1)
@@ -436,7 +497,7 @@ class Importer {
 
   struct Pattern {
     std::string type;
-    Json options;
+    Json options = Json::object();
     std::string input, output;
     std::vector<std::pair<std::string, std::string>> state;  // entry -> initializer
     std::vector<int> nodes;
@@ -488,8 +549,12 @@ class Importer {
       std::optional<Pattern> p;
       if (op == "ReduceMean") p = match_layer_norm(i);
       if (op == "Erf") p = match_gelu(i);
+      if (op == "Tanh") p = match_gelu_tanh(i);
+      if (op == "Sigmoid") p = match_silu(i);
       if (op == "MatMul") p = match_linear(i);
-      if (!p) continue;
+      if (!p || std::any_of(p->nodes.begin(), p->nodes.end(),
+                            [this](int k) { return done_.contains(k); }))
+        continue;
       for (int k : p->nodes) done_.insert(k);
       patterns_[*std::max_element(p->nodes.begin(), p->nodes.end())] = *p;
     }
@@ -556,6 +621,23 @@ class Importer {
     return p;
   }
 
+  // x * sigmoid(x): SiLU, as torch.onnx.export writes it before opset 20.
+  std::optional<Pattern> match_silu(int sigmoid) {
+    const std::string x = node(sigmoid).input(0);
+    const int mul = only_consumer(node(sigmoid).output(0));
+    if (mul < 0 || node(mul).op_type() != "Mul") return std::nullopt;
+    const NodeProto& m = node(mul);
+    const std::string& s = node(sigmoid).output(0);
+    if (!((m.input(0) == x && m.input(1) == s) || (m.input(0) == s && m.input(1) == x)))
+      return std::nullopt;
+    Pattern p;
+    p.type = "SiLU";
+    p.input = x;
+    p.output = m.output(0);
+    p.nodes = {sigmoid, mul};
+    return p;
+  }
+
   // x * 0.5 * (1 + erf(x / sqrt(2))) in the orders torch and other exporters write it.
   std::optional<Pattern> match_gelu(int erf) {
     const int scale = producer_of(node(erf).input(0));
@@ -566,8 +648,57 @@ class Importer {
     const bool ok = (s.op_type() == "Div" && near(scalar(xs->second), std::sqrt(2.0))) ||
                     (s.op_type() == "Mul" && near(scalar(xs->second), 1 / std::sqrt(2.0)));
     if (!ok) return std::nullopt;
-    const std::string x = xs->first;
-    const int add = only_consumer(node(erf).output(0));
+    return gelu_tail(xs->first, {scale, erf}, "none");
+  }
+
+  // x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))): GELU(approximate="tanh"), with
+  // x^3 as Pow(x, 3) or x * (x * x).
+  std::optional<Pattern> match_gelu_tanh(int tanh) {
+    const int scale = producer_of(node(tanh).input(0));
+    if (scale < 0 || node(scale).op_type() != "Mul" || only_consumer(node(scale).output(0)) != tanh)
+      return std::nullopt;
+    const auto us = split_constant(node(scale));
+    if (!us || !near(scalar(us->second), std::sqrt(2 / M_PI))) return std::nullopt;
+    const int add = producer_of(us->first);
+    if (add < 0 || node(add).op_type() != "Add" || only_consumer(us->first) != scale)
+      return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const std::string x = node(add).input(k), term = node(add).input(1 - k);
+      const int coef = producer_of(term);
+      if (coef < 0 || node(coef).op_type() != "Mul" || only_consumer(term) != add) continue;
+      const auto cs = split_constant(node(coef));
+      if (!cs || !near(scalar(cs->second), 0.044715)) continue;
+      const std::optional<std::vector<int>> cube = match_cube(cs->first, x);
+      if (!cube) continue;
+      std::vector<int> nodes = *cube;
+      nodes.insert(nodes.end(), {coef, add, scale, tanh});
+      return gelu_tail(x, nodes, "tanh");
+    }
+    return std::nullopt;
+  }
+
+  // The nodes that make `value` as x^3: Pow(x, 3), or x * (x * x) in either order.
+  std::optional<std::vector<int>> match_cube(const std::string& value, const std::string& x) {
+    const int n = producer_of(value);
+    if (n < 0 || node(n).input_size() != 2) return std::nullopt;
+    const NodeProto& c = node(n);
+    if (c.op_type() == "Pow" && c.input(0) == x && near(scalar(c.input(1)), 3))
+      return std::vector<int>{n};
+    if (c.op_type() != "Mul") return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const int sq = producer_of(c.input(1 - k));
+      if (c.input(k) == x && sq >= 0 && node(sq).op_type() == "Mul" && node(sq).input(0) == x &&
+          node(sq).input(1) == x && only_consumer(c.input(1 - k)) == n)
+        return std::vector<int>{sq, n};
+    }
+    return std::nullopt;
+  }
+
+  // GELU's end from its erf or tanh node (the last of `nodes`): + 1, times x, times 0.5, as
+  // (x * (1 + e)) * 0.5 or (x * 0.5) * (1 + e).
+  std::optional<Pattern> gelu_tail(const std::string& x, std::vector<int> nodes,
+                                   const std::string& approximate) {
+    const int add = only_consumer(node(nodes.back()).output(0));
     if (add < 0 || node(add).op_type() != "Add") return std::nullopt;
     const auto one = split_constant(node(add));
     if (!one || !near(scalar(one->second), 1)) return std::nullopt;
@@ -577,25 +708,26 @@ class Importer {
     const std::string other = m.input(0) == node(add).output(0) ? m.input(1) : m.input(0);
     Pattern p;
     p.type = "GELU";
-    p.options = {{"approximate", "none"}};
+    p.options = {{"approximate", approximate}};
     p.input = x;
+    nodes.insert(nodes.end(), {add, mul});
     if (other == x) {
-      // (x * (1 + erf)) * 0.5
       const int half = only_consumer(m.output(0));
       if (half < 0 || node(half).op_type() != "Mul") return std::nullopt;
       const auto h = split_constant(node(half));
       if (!h || h->first != m.output(0) || !near(scalar(h->second), 0.5)) return std::nullopt;
-      p.nodes = {scale, erf, add, mul, half};
+      nodes.push_back(half);
+      p.nodes = nodes;
       p.output = node(half).output(0);
       return p;
     }
-    // (x * 0.5) * (1 + erf)
     const int half = producer_of(other);
     if (half < 0 || node(half).op_type() != "Mul" || only_consumer(other) != mul)
       return std::nullopt;
     const auto h = split_constant(node(half));
     if (!h || h->first != x || !near(scalar(h->second), 0.5)) return std::nullopt;
-    p.nodes = {half, scale, erf, add, mul};
+    nodes.push_back(half);
+    p.nodes = nodes;
     p.output = m.output(0);
     return p;
   }
@@ -606,6 +738,11 @@ class Importer {
     const NodeProto& m = node(matmul);
     if (m.input_size() != 2 || constants_.contains(m.input(0)) ||
         !constants_.contains(m.input(1)) || constants_.at(m.input(1)).dim() != 2)
+      return std::nullopt;
+    // A weight under a plain name of the model's own ("w_out") is a Parameter node of its
+    // forward's x @ w_out, not a layer.
+    if (initializers_.contains(m.input(1)) && is_module_path(m.input(1)) &&
+        m.input(1).find('.') == std::string::npos)
       return std::nullopt;
     Pattern p;
     p.type = "Linear";
@@ -740,7 +877,8 @@ class Importer {
         u.state.emplace_back(entry, t);
         if (p.type == "Linear") u.options["bias"] = true;
       }
-      u.sources.push_back(init);
+      auto origin = transposed_.find(init);
+      u.sources.push_back(origin == transposed_.end() ? init : origin->second);
     }
     if (p.type == "LayerNorm") {
       // The reduced axes must be the trailing ones; their sizes are normalized_shape.
@@ -760,6 +898,27 @@ class Importer {
     }
     if (p.type == "Linear" && u.state.size() == 2)
       u.state[1].second = u.state[1].second.reshape({-1});
+    // x @ self.weight (+ self.bias) with the weight under its own key ("embed.weight", [in,
+    // out]) is a custom module's code, not a Linear's (whose exported matrix has a made-up
+    // name): a block instance keeps its keys and the weight's shape.
+    const std::string& w = p.state.empty() ? std::string() : p.state[0].second;
+    if (p.type == "Linear" && initializers_.contains(w) && !module_of_initializer(w).empty() &&
+        shape_of(p.input).size() == 2) {
+      const Tensor weight = constant(w);
+      u.block = true;
+      u.type = u.state.size() == 2 ? kWeightBiasBlock : kWeightBlock;
+      u.options = {{"in_features", weight.shape()[0]}, {"out_features", weight.shape()[1]}};
+      u.state[0].second = weight;
+      const SymShape& x = shape_of(p.input);
+      if (x.back() != weight.shape()[0])
+        fail(u.label + ": its input has " + std::to_string(x.back()) + " features; its weight '" +
+             w + "' takes " + std::to_string(weight.shape()[0]));
+      for (std::string& v : u.inputs) v = resolve(v);
+      shapes_[u.output] = {x[0], weight.shape()[1]};
+      used_blocks_.insert(u.type);
+      units_.push_back(std::move(u));
+      return;
+    }
     add_unit(std::move(u));
   }
 
@@ -789,6 +948,10 @@ class Importer {
     if (op == "Pad") {
       convert_pad(i);
       return;
+    }
+    if (op == "Transpose") {
+      // read_values folded every transpose of a constant matrix.
+      unsupported_form(i, "only a constant matrix's transpose has a node (folded into its layer)");
     }
     if (op == "Dropout") {
       Unit u = unit_for(i, "Dropout");
@@ -1205,8 +1368,9 @@ class Importer {
 
   // ---- Names ---------------------------------------------------------------------------------
 
-  static bool is_module_type(const std::string& type) {
-    return graph::node_kind(type) == graph::NodeKind::Module;
+  // A unit that is a module: a layer, or a block instance.
+  static bool is_module(const Unit& u) {
+    return u.block || graph::node_kind(u.type) == graph::NodeKind::Module;
   }
 
   bool path_free(const std::string& path) const {
@@ -1266,7 +1430,7 @@ class Importer {
         take(u.path);
         continue;
       }
-      if (!is_module_type(u.type)) {
+      if (!is_module(u)) {
         const std::string base = (u.scope.empty() ? "" : sanitized(u.scope) + "_") + lower(u.type);
         u.path = unique(base);
         take(u.path);
@@ -1351,7 +1515,7 @@ class Importer {
       std::string in, out;
       if (c->unit) {
         const Unit& u = units_[*c->unit];
-        if (u.inputs.size() != 1 || !is_module_type(u.type) || u.ref_of) return;
+        if (u.inputs.size() != 1 || !is_module(u) || u.ref_of) return;
         in = u.inputs[0];
         out = u.output;
       } else {
@@ -1398,6 +1562,8 @@ class Importer {
                                  : graph_.name());
     if (std::isdigit(static_cast<unsigned char>(project.name[0])))
       project.name = "Net" + project.name;
+    for (const std::string& name : used_blocks_)
+      project.blocks.push_back(weight_block(name == kWeightBiasBlock));
     // Training settings that work as they are: Adam at PyTorch's default rate.
     project.training.optimizer = "Adam";
     project.training.optimizer_options = {{"lr", 0.001}};
@@ -1413,7 +1579,7 @@ class Importer {
     for (size_t k = 0; k < units_.size(); ++k) {
       const Unit& u = units_[k];
       Tree* t = &root;
-      const bool tree = is_module_type(u.type) && !u.ref_of;
+      const bool tree = is_module(u) && !u.ref_of;
       const std::vector<std::string> parts = tree ? split(u.path, '.') : std::vector{u.path};
       for (const std::string& part : parts) t = child(*t, part);
       t->unit = k;
@@ -1496,9 +1662,7 @@ class Importer {
     nn::StateDict state = model->state_dict();
     for (const Unit& u : units_) {
       if (u.ref_of) continue;
-      const std::optional<graph::NodeKind> kind = graph::node_kind(u.type);
-      const std::string prefix =
-          kind == graph::NodeKind::Module ? model->module_name(u.id) + "." : "";
+      const std::string prefix = is_module(u) ? model->module_name(u.id) + "." : "";
       for (const auto& [entry, tensor] : u.state) {
         const std::string key = prefix + (entry.empty() ? project.graph.at(u.id).name : entry);
         const Tensor* target = state.find(key);
@@ -1564,6 +1728,8 @@ class Importer {
   std::map<std::string, int> producer_;
   std::map<std::string, std::vector<int>> consumers_;
   std::map<std::string, std::string> aliases_;
+  std::map<std::string, std::string> transposed_;  // a folded transpose -> its initializer
+  std::set<std::string> used_blocks_;              // kWeightBlock, kWeightBiasBlock
   // A Pad's output -> what it pads and its padding per spatial dim (convert_pad).
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>> zero_pads_;
   std::set<int> done_;               // nodes read already (constants) or part of a pattern

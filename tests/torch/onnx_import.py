@@ -9,18 +9,20 @@ imported weights have the PyTorch model's state-dict keys, shapes and values, an
 summary` prints the PyTorch module tree. An imported model trains and probes like a built one.
 A model with operators NN Studio has no node for is refused with those operators and their node
 names, a file that is not ONNX, truncated, with an initializer of the wrong size or an opset
-outside 13..17 is a clear error, and none of them writes a file.
+outside 13..17 is a clear error, and none of them writes a file. NN Studio's own ONNX export of
+every example project comes back with the project's outputs, keys and values.
 
     /usr/bin/python3 tests/torch/onnx_import.py path/to/nnstudio-cli
 
 Skipped without torch (exit 77), except in CI, where it fails (torch_checks.py).
 """
 
+import json
 import os
 import tempfile
 import warnings
 
-from torch_checks import check, cli, main, torch
+from torch_checks import HERE, ROOT, check, cli, main, torch
 from make_state_dict_fixtures import safetensors_bytes  # noqa: E402 (torch_checks adds the path)
 
 import onnx
@@ -28,6 +30,11 @@ from onnx import helper, TensorProto
 
 nn = torch.nn
 warnings.filterwarnings("ignore")
+
+EXAMPLES = os.path.join(ROOT, "resources", "examples")
+ROUNDTRIP = [os.path.join(EXAMPLES, f) for f in sorted(os.listdir(EXAMPLES)) if f.endswith(".nns")]
+# Containers, LayerNorm/GELU/Dropout, Parameter and Buffer nodes, Mul, Concat, MatMul, a Ref.
+ROUNDTRIP.append(os.path.join(HERE, "export_models.nns"))
 
 
 class MLP(nn.Module):
@@ -286,12 +293,82 @@ def check_bad_input(tmp):
           "an existing project is not replaced without --force")
 
 
+def input_for(project_path):
+    """A batch of 5 inputs of the project's Input node's shape (class indices for int64)."""
+    project = json.load(open(project_path))
+    node = next(n for n in project["graph"]["nodes"] if n["type"] == "Input")
+    torch.manual_seed(0)
+    shape = node["options"]["shape"]
+    if node["options"].get("dtype") == "int64":
+        return torch.randint(0, 4, (5, *shape))
+    return torch.randn(5, *shape)
+
+
+def check_roundtrip(tmp):
+    """NN Studio's own ONNX exports come back unchanged: importing the export of every example
+    project (and the test models) gives the project's outputs, and weights under the same keys
+    with the same values; only a switch ModuleDict's inactive members, which the export leaves
+    unused, are not in the file's model."""
+    for path in ROUNDTRIP:
+        name = os.path.splitext(os.path.basename(path))[0]
+        trained = os.path.join(tmp, f"rt_{name}_trained.safetensors")
+        cli("train", path, "--steps", "3", "--batch-size", "8", "--quiet", "--save", trained)
+        exported = os.path.join(tmp, f"rt_{name}.onnx")
+        cli("export", path, "--format", "onnx", "--out", exported, "--weights", trained)
+        project = os.path.join(tmp, f"rt_{name}.nns")
+        cli("import", exported, project)
+        weights = os.path.join(tmp, f"rt_{name}.safetensors")
+        x = input_for(path)
+        want = engine_output(tmp, path, trained, x)
+        got = engine_output(tmp, project, weights, x)
+        check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-5, atol=1e-6),
+              f"{name}: importing its ONNX export gives its outputs")
+        pt = os.path.join(tmp, "rt.pt")
+        cli("convert", trained, pt)
+        before = torch.load(pt)
+        cli("convert", weights, pt)
+        after = torch.load(pt)
+        unused = set(before) - set(after)
+        switch_members = inactive_switch_members(path)
+        # A non-persistent buffer is no state-dict entry, but the export needs its values: it
+        # comes back as a Parameter of the same name.
+        check(set(after) - set(before) <= non_persistent_buffers(path) and all(
+            any(k.startswith(m + ".") for m in switch_members) for k in unused),
+              f"{name}: the imported weights have the project's keys "
+              f"(missing {sorted(unused)}, new {sorted(set(after) - set(before))})")
+        # num_batches_tracked only counts training steps; ONNX has no place for it (0 here).
+        check(all(torch.equal(after[k], before[k]) for k in after
+                  if k in before and not k.endswith("num_batches_tracked")),
+              f"{name}: and the project's values")
+
+
+def non_persistent_buffers(path):
+    graph = json.load(open(path))["graph"]
+    return {n["name"] for n in graph["nodes"]
+            if n["type"] == "Buffer" and n.get("options", {}).get("persistent") is False}
+
+
+def inactive_switch_members(path):
+    """The module names of the members a switch ModuleDict of the top level does not run."""
+    graph = json.load(open(path))["graph"]
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    out = []
+    for n in graph["nodes"]:
+        options = n.get("options", {})
+        if n["type"] == "ModuleDict" and options.get("switch"):
+            active = options.get("active")
+            out += [f"{n['name']}.{nodes[m]['name']}" for m in n["members"]
+                    if nodes[m]["name"] != active]
+    return out
+
+
 def run_checks():
     with tempfile.TemporaryDirectory() as tmp:
         for name, make, make_input, opsets, preserve in CASES:
             for opset in opsets:
                 check_case(tmp, name, make, make_input, opset, preserve)
         check_training(tmp)
+        check_roundtrip(tmp)
         check_bad_input(tmp)
 
 
