@@ -10,11 +10,14 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QTreeWidget>
 #include <memory>
 
@@ -401,6 +404,60 @@ TEST_F(MainWindowTest, ExportPyTorchCodeWritesTheModelAndItsWeights) {
   // Replacing: the same folder again.
   EXPECT_TRUE(window->exportPyTorchTo(dir, true));
   EXPECT_TRUE(QFileInfo::exists(dir + "/README.md"));
+}
+
+TEST_F(MainWindowTest, ExportOnnxThenImportOnnxOpensTheModelWithItsWeights) {
+  // Both in the File menu: Export ▸ ONNX Model… and Import ▸ ONNX Model….
+  auto* exportAction = window->findChild<QAction*>("exportOnnxAction");
+  auto* importAction = window->findChild<QAction*>("importOnnxAction");
+  ASSERT_TRUE(exportAction && importAction);
+  bool inImportMenu = false;
+  for (QAction* menu : window->menuBar()->actions()) {
+    if (!menu->menu() || menu->text() != "&File") continue;
+    for (QAction* sub : menu->menu()->actions()) {
+      if (sub->menu() && sub->text() == "&Import")
+        inImportMenu = sub->menu()->actions().contains(importAction);
+    }
+  }
+  EXPECT_TRUE(inImportMenu);
+
+  QTemporaryDir tmp;
+  const QString model = tmp.filePath("spirals.onnx");
+  ASSERT_TRUE(window->exportOnnxTo(model, 17));
+  const nn::StateDict before = doc()->model()->state_dict();
+
+  // The import writes the project and its weights, opens the project and loads the weights.
+  const QString project = tmp.filePath("imported.nns");
+  ASSERT_TRUE(window->importOnnxTo(model, project));
+  EXPECT_EQ(QFileInfo(doc()->filePath()).absoluteFilePath(), QFileInfo(project).absoluteFilePath());
+  EXPECT_TRUE(QFileInfo::exists(tmp.filePath("imported.safetensors")));
+  EXPECT_TRUE(doc()->project().graph.find_by_name("fc1"));
+  const nn::StateDict after = doc()->model()->state_dict();
+  ASSERT_EQ(after.keys(), before.keys());
+  for (const std::string& key : before.keys())
+    EXPECT_EQ(after[key].contiguous().to_vector<float>(),
+              before[key].contiguous().to_vector<float>())
+        << key;
+  EXPECT_TRUE(window->log()->toPlainText().contains("Imported"));
+
+  // A file that is not ONNX: the error is shown (the message box, closed here) and logged, and
+  // nothing is written.
+  QFile junk(tmp.filePath("junk.onnx"));
+  ASSERT_TRUE(junk.open(QIODevice::WriteOnly));
+  junk.write("not a model");
+  junk.close();
+  bool shown = false;
+  QTimer::singleShot(0, [&] {
+    if (auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget())) {
+      shown = true;
+      box->close();
+    }
+  });
+  EXPECT_FALSE(window->importOnnxTo(junk.fileName(), tmp.filePath("junk.nns")));
+  EXPECT_TRUE(shown);
+  EXPECT_FALSE(QFileInfo::exists(tmp.filePath("junk.nns")));
+  EXPECT_FALSE(QFileInfo::exists(tmp.filePath("junk.safetensors")));
+  EXPECT_TRUE(window->log()->toPlainText().contains("not an ONNX model"));
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 
 #include "engine/export/pytorch_code.h"
 #include "engine/onnx/onnx_export.h"
+#include "engine/onnx/onnx_import.h"
 #include "ui/app/example_project.h"
 #include "ui/app/plugins_dialog.h"
 #include "ui/canvas/graph_scene.h"
@@ -208,6 +209,11 @@ void MainWindow::createActions() {
          "batch), for ONNX Runtime and other tools"));
   exportImageAct_->setToolTip(
       tr("The canvas (or the selected nodes' area) as an SVG or PNG picture"));
+  importOnnxAct_ = make(tr("&ONNX Model…"), QKeySequence(), [this] { importOnnxDialog(); });
+  importOnnxAct_->setObjectName("importOnnxAction");
+  importOnnxAct_->setToolTip(
+      tr("Open an ONNX model (torch.onnx.export, opsets 13 to 17) as a new project with its "
+         "weights, under PyTorch's module names"));
   loadStateAct_ = make(
       tr("&Load State Dict…"), QKeySequence(), [this] { loadStateDictDialog(); },
       s->standardIcon(QStyle::SP_ArrowDown));
@@ -314,6 +320,8 @@ void MainWindow::createMenus() {
   file->addActions({newAct_, openAct_});
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addActions({saveAct_, saveAsAct_});
+  QMenu* importMenu = file->addMenu(tr("&Import"));
+  importMenu->addAction(importOnnxAct_);
   QMenu* exportMenu = file->addMenu(tr("&Export"));
   exportMenu->addActions({exportImageAct_, exportPyTorchAct_, exportOnnxAct_});
   file->addSeparator();
@@ -774,6 +782,65 @@ bool MainWindow::exportPyTorchTo(const QString& dir, bool replace) {
     QMessageBox::critical(this, tr("Could not export PyTorch code"), QString::fromUtf8(e.what()));
     return false;
   }
+}
+
+void MainWindow::importOnnxDialog() {
+  if (!maybeSave()) return;
+  const QString dir = QSettings().value("files/lastDir", QDir::homePath()).toString();
+  const QString model =
+      QFileDialog::getOpenFileName(this, tr("Import ONNX Model"), dir, tr("ONNX models (*.onnx)"));
+  if (model.isEmpty()) return;
+  // Where the project goes: beside the model by default; its weights go beside the project.
+  const QFileInfo info(model);
+  QString project = QFileDialog::getSaveFileName(
+      this, tr("Save the Imported Project As"),
+      info.absolutePath() + "/" + info.completeBaseName() + ".nns", kProjectFilter);
+  if (project.isEmpty()) return;
+  if (QFileInfo(project).suffix() != "nns") project += ".nns";
+  const QString weights = QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+  if (QFileInfo::exists(weights) &&
+      QMessageBox::question(this, tr("Replace the Weights?"),
+                            tr("%1 exists. Replace it with the imported model's weights?")
+                                .arg(QDir::toNativeSeparators(weights))) != QMessageBox::Yes)
+    return;
+  importOnnxTo(model, project);
+}
+
+bool MainWindow::importOnnxTo(const QString& model, const QString& project) {
+  onnx::Imported imported;
+  try {
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    imported = onnx::import_model_file(model.toStdString());
+    onnx::write_imported(imported, project.toStdString());
+    QApplication::restoreOverrideCursor();
+  } catch (const std::exception& e) {
+    QApplication::restoreOverrideCursor();
+    appendLog(tr("Could not import %1: %2").arg(model, e.what()));
+    QMessageBox::critical(this, tr("Could not import the ONNX model"), QString::fromUtf8(e.what()));
+    return false;
+  }
+  if (!openFile(project)) return false;
+  const QString weights = QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+  try {
+    document_->loadStateDict(weights, /*strict=*/true);
+  } catch (const std::exception& e) {
+    appendLog(tr("Could not load the imported weights %1: %2").arg(weights, e.what()));
+    QMessageBox::critical(this, tr("Could not load the imported weights"),
+                          QString::fromUtf8(e.what()));
+    return false;
+  }
+  appendLog(tr("Imported %1 as %2 (%3 nodes) with its weights %4")
+                .arg(QDir::toNativeSeparators(model), QDir::toNativeSeparators(project))
+                .arg(imported.project.graph.nodes.size())
+                .arg(QDir::toNativeSeparators(weights)));
+  for (const std::string& note : imported.notes) appendLog(tr("Note: %1").arg(qs(note)));
+  statusBar()->showMessage(
+      tr("Imported %1 with its weights").arg(QFileInfo(model).fileName()) +
+          (imported.notes.empty()
+               ? QString()
+               : tr(" (see the log for %n note(s))", "", static_cast<int>(imported.notes.size()))),
+      8000);
+  return true;
 }
 
 void MainWindow::exportOnnxDialog() {

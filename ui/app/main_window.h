@@ -73,6 +73,10 @@ class MainWindow : public QMainWindow {
   // the given opset (engine/onnx/onnx_export.h). Shows the error and returns false when it
   // cannot.
   bool exportOnnxTo(const QString& path, int opset);
+  // File > Import > ONNX Model: the model `model` (.onnx) written as the project `project` (.nns)
+  // with its weights beside it (.safetensors), then opened with the weights loaded. Shows the
+  // error and returns false when it cannot; a model that cannot be read writes nothing.
+  bool importOnnxTo(const QString& model, const QString& project);
 
   // This window's recovery file: autosave writes it while there is unsaved work and a clean
   // close removes it. Every window has its own, named by process id and a counter, and holds
@@ -124,6 +128,7 @@ class MainWindow : public QMainWindow {
   void exportImageDialog();
   void exportPyTorchDialog();
   void exportOnnxDialog();
+  void importOnnxDialog();
   // The plugins loaded at start and the files that failed, in the log and the status bar.
   void reportPlugins();
   void showContextMenu(QPoint screenPos);
@@ -154,7 +159,7 @@ class MainWindow : public QMainWindow {
   QMenu* viewMenu_ = nullptr;
 
   QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *exportImageAct_, *exportPyTorchAct_,
-      *exportOnnxAct_, *loadStateAct_, *saveStateAct_, *strictAct_, *quitAct_;
+      *exportOnnxAct_, *importOnnxAct_, *loadStateAct_, *saveStateAct_, *strictAct_, *quitAct_;
   QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
   QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
       *makeBlockAct_, *inlineBlockAct_;
