@@ -169,15 +169,31 @@ std::string module_of_initializer(const std::string& name) {
   return is_module_path(path) ? path : "";
 }
 
-// The module scope torch.onnx.export puts in a node's name: "/features/features.2/Relu" ->
-// "features.2"; none for a top-level function ("/Add") or a name without scopes.
+// The module scope torch.onnx.export puts in a node's name, as a module path: each scope is a
+// module's name in its parent, or already its path below the parent for a container's member
+// ("/features/features.2/Relu" -> features.2, "/layer1/layer1.0/relu/Relu" ->
+// layer1.0.relu); none for a top-level function ("/Add") or a name without scopes.
 std::string scope_of_node(const NodeProto& node) {
   const std::string& name = node.name();
   if (name.empty() || name[0] != '/') return "";
   const std::vector<std::string> parts = split(name.substr(1), '/');
-  if (parts.size() < 2) return "";
-  const std::string& scope = parts[parts.size() - 2];
-  return is_module_path(scope) ? scope : "";
+  std::string path;
+  for (size_t k = 0; k + 1 < parts.size(); ++k) {
+    if (!is_module_path(parts[k])) return "";
+    path = path.empty() || parts[k].rfind(path + ".", 0) == 0 ? parts[k] : path + "." + parts[k];
+  }
+  return path;
+}
+
+// The scope of the module a second call comes from: torch names the n-th call of `relu`
+// "relu_n" ("layer1.0.relu_1" -> "layer1.0.relu"); the scope itself otherwise.
+std::string first_call_scope(const std::string& scope) {
+  const size_t underscore = scope.rfind('_');
+  if (underscore == std::string::npos || underscore + 1 == scope.size()) return scope;
+  for (size_t k = underscore + 1; k < scope.size(); ++k) {
+    if (scope[k] < '0' || scope[k] > '9') return scope;
+  }
+  return scope.substr(0, underscore);
 }
 
 // The custom modules whose forward is x @ self.weight (+ self.bias), with the weight [in, out]
@@ -1456,9 +1472,11 @@ class Importer {
       if (path.empty()) path = u.scope;
       if (path.empty()) path = lower(u.type);
       if (u.sources.empty() && !u.scope.empty()) {
-        auto [it, fresh] = by_scope.emplace(u.scope, k);
-        if (!fresh && units_[it->second].type == u.type &&
-            units_[it->second].options == u.options && !units_[it->second].ref_of) {
+        auto it = by_scope.find(first_call_scope(u.scope));
+        if (it == by_scope.end()) it = by_scope.find(u.scope);
+        if (it == by_scope.end()) {
+          by_scope.emplace(u.scope, k);
+        } else if (units_[it->second].type == u.type && units_[it->second].options == u.options) {
           u.ref_of = it->second;
           u.path = unique(sanitized(units_[it->second].path) + "_call");
           take(u.path);

@@ -203,6 +203,16 @@ TEST(Screenshot, CanvasOfEachExample) {
   }
 }
 
+// A ResNet-like model torch.onnx.export wrote (tests/fixtures/onnx/make_onnx_fixtures.py),
+// opened by File → Import → ONNX Model: PyTorch's module names, groups and weights.
+TEST(Screenshot, ImportedOnnxModel) {
+  QTemporaryDir tmp;
+  MainWindow window;
+  ASSERT_TRUE(window.importOnnxTo(QString(NNS_SOURCE_DIR) + "/tests/fixtures/onnx/residual.onnx",
+                                  tmp.filePath("residual.nns")));
+  shoot(window, "imported_onnx.png");
+}
+
 TEST(Screenshot, CanvasOfANestedModel) {
   MainWindow window;
   window.document()->setProject(nns::test::residual_tower(3, 3), QString());
