@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 
-from torch_checks import HERE, ROOT, check, cli, engine_forward, load_module, main, torch
+from torch_checks import HERE, ROOT, check, cli, engine_forward, input_for, load_module, main, torch
 
 EXAMPLES = os.path.join(ROOT, "resources", "examples")
 PROJECTS = [os.path.join(EXAMPLES, f) for f in sorted(os.listdir(EXAMPLES)) if f.endswith(".nns")]
@@ -29,12 +29,6 @@ PROJECTS.append(os.path.join(HERE, "export_models.nns"))
 PROJECTS.append(os.path.join(ROOT, "tests", "cli", "plugins_net.nns"))
 
 
-def input_for(project_path):
-    """A batch of 5 inputs of the project's (first) Input node's shape."""
-    project = json.load(open(project_path))
-    node = next(n for n in project["graph"]["nodes"] if n["type"] == "Input")
-    torch.manual_seed(0)
-    return torch.randn(5, *node["options"]["shape"])
 
 
 def check_project(tmp, path):

@@ -23,7 +23,8 @@ import os
 import sys
 import tempfile
 
-from torch_checks import HERE, ROOT, check, cli, engine_forward, main, safetensors_bytes, torch
+from torch_checks import (HERE, ROOT, check, cli, engine_eval, engine_forward, input_for, main,
+                          safetensors_bytes, torch)
 
 try:
     import onnx
@@ -154,12 +155,6 @@ def run_model(model, feeds):
 
 # ---- The checks --------------------------------------------------------------------------------
 
-def input_for(project_path):
-    """A batch of 5 inputs of the project's (first) Input node's shape."""
-    project = json.load(open(project_path))
-    node = next(n for n in project["graph"]["nodes"] if n["type"] == "Input")
-    torch.manual_seed(0)
-    return torch.randn(5, *node["options"]["shape"])
 
 
 def check_file(path, what, state):
@@ -223,7 +218,7 @@ def check_project(tmp, path):
         with open(initial_file, "wb") as f:
             f.write(safetensors_bytes(initial))
         y = list(run_model(model, {inputs[0]: x}).values())[0]
-        ours_initial = cli_forward(tmp, path, x, initial_file)
+        ours_initial = engine_eval(tmp, path, x, initial_file)
         check(torch.allclose(y, ours_initial, rtol=1e-4, atol=1e-5),
               f"{what}: the model computes nnstudio-cli forward's output with these weights "
               f"(max diff {(y - ours_initial).abs().max().item():.2e})")
@@ -287,16 +282,6 @@ def chain_project(tmp, name, shape, dtype, layers):
     return path
 
 
-def cli_forward(tmp, project, x, weights=None):
-    """`nnstudio-cli forward --eval` on x, with the weights file or the initial weights."""
-    inp, out, out_pt = (os.path.join(tmp, n) for n in ("xc.safetensors", "yc.safetensors",
-                                                       "yc.pt"))
-    with open(inp, "wb") as f:
-        f.write(safetensors_bytes({"input": x}))
-    cli("forward", project, "--input", inp, "--output", out, "--eval",
-        *(["--weights", weights] if weights else []))
-    cli("convert", out, out_pt)
-    return torch.load(out_pt, weights_only=True)["output"]
 
 
 def check_chains(tmp):
@@ -325,7 +310,7 @@ def check_chains(tmp):
             model = check_file(out, what, state)
             ops = sorted({n.op_type for n in model.graph.node})
             y = run_model(model, {"x": x})["y"]
-            ours = cli_forward(tmp, path, x, weights)
+            ours = engine_eval(tmp, path, x, weights)
             check(y.shape == ours.shape and torch.allclose(y, ours, rtol=1e-4, atol=1e-5),
                   f"{what}: {', '.join(ops)} compute nnstudio-cli forward's output "
                   f"(max diff {(y - ours).abs().max().item():.2e})")

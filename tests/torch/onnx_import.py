@@ -22,8 +22,7 @@ import os
 import tempfile
 import warnings
 
-from torch_checks import HERE, ROOT, check, cli, main, torch
-from make_state_dict_fixtures import safetensors_bytes  # noqa: E402 (torch_checks adds the path)
+from torch_checks import HERE, ROOT, check, cli, engine_eval, input_for, main, torch
 
 import onnx
 from onnx import helper, TensorProto
@@ -153,13 +152,6 @@ def export(model, x, path, opset, preserve):
         training=torch.onnx.TrainingMode.PRESERVE if preserve else torch.onnx.TrainingMode.EVAL)
 
 
-def engine_output(tmp, project, weights, x):
-    inp, out, out_pt = (os.path.join(tmp, n) for n in ("x.safetensors", "y.safetensors", "y.pt"))
-    with open(inp, "wb") as f:
-        f.write(safetensors_bytes({"input": x}))
-    cli("forward", project, "--weights", weights, "--input", inp, "--output", out, "--eval")
-    cli("convert", out, out_pt)
-    return torch.load(out_pt)["output"]
 
 
 # name, model, input, opsets, whether PyTorch's modules survive the export (their state dict)
@@ -189,7 +181,7 @@ def check_case(tmp, name, make, make_input, opset, preserve):
     project = os.path.join(tmp, f"{name}_{opset}.nns")
     weights = os.path.join(tmp, f"{name}_{opset}.safetensors")
     cli("import", path, project)
-    got = engine_output(tmp, project, weights, x)
+    got = engine_eval(tmp, project, x, weights)
     check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-5),
           f"{what}: the imported model's output is torch's (max diff "
           f"{(got - want).abs().max().item() if got.shape == want.shape else 'shape'})")
@@ -293,15 +285,6 @@ def check_bad_input(tmp):
           "an existing project is not replaced without --force")
 
 
-def input_for(project_path):
-    """A batch of 5 inputs of the project's Input node's shape (class indices for int64)."""
-    project = json.load(open(project_path))
-    node = next(n for n in project["graph"]["nodes"] if n["type"] == "Input")
-    torch.manual_seed(0)
-    shape = node["options"]["shape"]
-    if node["options"].get("dtype") == "int64":
-        return torch.randint(0, 4, (5, *shape))
-    return torch.randn(5, *shape)
 
 
 def check_roundtrip(tmp):
@@ -319,8 +302,8 @@ def check_roundtrip(tmp):
         cli("import", exported, project)
         weights = os.path.join(tmp, f"rt_{name}.safetensors")
         x = input_for(path)
-        want = engine_output(tmp, path, trained, x)
-        got = engine_output(tmp, project, weights, x)
+        want = engine_eval(tmp, path, x, trained)
+        got = engine_eval(tmp, project, x, weights)
         check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-5, atol=1e-6),
               f"{name}: importing its ONNX export gives its outputs")
         pt = os.path.join(tmp, "rt.pt")

@@ -1,12 +1,13 @@
 """What the torch.* tests of nnstudio-cli share (plugins_roundtrip.py, export_roundtrip.py,
-export_train.py): torch itself, the checks they print and count, running the CLI and other
-programs, and the CLI's forward pass as tensors.
+export_train.py, onnx_export.py, onnx_import.py): torch itself, the checks they print and count, running the CLI and other
+programs, the CLI's forward pass as tensors, and inputs for a project.
 
 Importing it without torch exits 77 (ctest's skip), except in CI (CI set in the environment),
 where the test fails: these round trips are the proof that the files work in PyTorch.
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -63,6 +64,32 @@ def engine_forward(tmp, project, weights, x, *extra):
     cli("forward", project, "--weights", weights, "--input", inp, "--output", out, "--grad", *extra)
     cli("convert", out, out_pt)
     return torch.load(out_pt, weights_only=True)
+
+
+def engine_eval(tmp, project, x, weights=None):
+    """`nnstudio-cli forward --eval` on x (no gradients, so int64 inputs too), with the weights
+    file or the initial weights: the output tensor."""
+    inp, out, out_pt = (os.path.join(tmp, n) for n in ("xe.safetensors", "ye.safetensors",
+                                                       "ye.pt"))
+    with open(inp, "wb") as f:
+        f.write(safetensors_bytes({"input": x}))
+    cli("forward", project, "--input", inp, "--output", out, "--eval",
+        *(["--weights", weights] if weights else []))
+    cli("convert", out, out_pt)
+    return torch.load(out_pt, weights_only=True)["output"]
+
+
+def input_for(project_path):
+    """A batch of 5 inputs of the project's (first) Input node's shape: normal floats, or class
+    indices below 4 for an int64 input."""
+    with open(project_path) as f:
+        project = json.load(f)
+    node = next(n for n in project["graph"]["nodes"] if n["type"] == "Input")
+    torch.manual_seed(0)
+    shape = node["options"]["shape"]
+    if node["options"].get("dtype") == "int64":
+        return torch.randint(0, 4, (5, *shape))
+    return torch.randn(5, *shape)
 
 
 def main(run_checks, doc):
