@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,7 +62,9 @@ const std::set<std::string>& supported_ops() {
                                             "Gather",
                                             "Constant",
                                             "Pad",
-                                            "Transpose"};
+                                            "Transpose",
+                                            "Shape",
+                                            "Cast"};
   return ops;
 }
 
@@ -393,7 +396,9 @@ class Importer {
                                                       {"Sqrt", 1},
                                                       {"Div", 2},
                                                       {"Erf", 1},
-                                                      {"Transpose", 1}};
+                                                      {"Transpose", 1},
+                                                      {"Shape", 1},
+                                                      {"Cast", 1}};
     const NodeProto& n = node(i);
     if (n.output_size() < 1 || n.output(0).empty()) fail(label(i) + " has no output");
     auto it = needed.find(n.op_type());
@@ -796,6 +801,10 @@ class Importer {
     const std::string v = resolve(value);
     auto it = shapes_.find(v);
     if (it != shapes_.end()) return it->second;
+    if (shape_values_.contains(v))
+      fail("the value '" + v +
+           "' holds sizes read from a tensor's shape; NN Studio reads such "
+           "sizes only as a Reshape's shape");
     // A constant operand becomes a Parameter (an initializer) or Buffer (a Constant's value).
     if (!constants_.contains(v))
       fail("the value '" + v + "' is read but no node it maps to makes it");
@@ -969,6 +978,7 @@ class Importer {
       // read_values folded every transpose of a constant matrix.
       unsupported_form(i, "only a constant matrix's transpose has a node (folded into its layer)");
     }
+    if (convert_shape_arithmetic(i)) return;
     if (op == "Dropout") {
       Unit u = unit_for(i, "Dropout");
       u.inputs = {input(0)};
@@ -1269,6 +1279,55 @@ class Importer {
     return input;
   }
 
+  // The integers of a shape value or an integer constant; nullopt for anything else.
+  std::optional<std::vector<int64_t>> int_values(const std::string& value) const {
+    const std::string v = resolve(value);
+    if (auto it = shape_values_.find(v); it != shape_values_.end()) return it->second;
+    auto c = constants_.find(v);
+    if (c == constants_.end() || c->second.dtype() != kInt64) return std::nullopt;
+    const Tensor t = c->second.contiguous();
+    return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+  }
+
+  // Shape, and Gather, Unsqueeze, Squeeze, Concat and Cast of what Shape makes: the sizes
+  // PyTorch code reads from a tensor (x.view(x.size(0), -1)), computed here, with the batch a
+  // symbol, for a Reshape to read. False for a node on tensors.
+  bool convert_shape_arithmetic(int i) {
+    const NodeProto& n = node(i);
+    const std::string& op = n.op_type();
+    auto is_shape = [this](const std::string& v) { return shape_values_.contains(resolve(v)); };
+    std::vector<int64_t> out;
+    if (op == "Shape") {
+      const SymShape& x = shape_of(n.input(0));
+      const int64_t rank = static_cast<int64_t>(x.size());
+      auto clamp = [rank](int64_t k) { return std::clamp(k < 0 ? k + rank : k, int64_t{0}, rank); };
+      const int64_t start = clamp(attr_int(n, "start", 0)), end = clamp(attr_int(n, "end", rank));
+      for (int64_t k = start; k < end; ++k) out.push_back(k == 0 ? kBatch : x[k]);
+    } else if (op == "Gather" && is_shape(n.input(0))) {
+      const std::vector<int64_t> data = *int_values(n.input(0));
+      const std::optional<std::vector<int64_t>> indices = int_values(n.input(1));
+      if (!indices || attr_int(n, "axis", 0) != 0)
+        unsupported_form(i, "it picks sizes of a shape with computed indices");
+      for (int64_t k : *indices) {
+        const int64_t size = static_cast<int64_t>(data.size());
+        if (k < -size || k >= size) unsupported_form(i, "an index is out of the shape's range");
+        out.push_back(data[k < 0 ? k + size : k]);
+      }
+    } else if ((op == "Unsqueeze" || op == "Squeeze" || op == "Cast") && is_shape(n.input(0))) {
+      out = *int_values(n.input(0));  // a scalar and a list of one are the same sizes here
+    } else if (op == "Concat" && std::any_of(n.input().begin(), n.input().end(), is_shape)) {
+      for (const std::string& v : n.input()) {
+        const std::optional<std::vector<int64_t>> part = int_values(v);
+        if (!part) unsupported_form(i, "it joins a shape with computed sizes");
+        out.insert(out.end(), part->begin(), part->end());
+      }
+    } else {
+      return false;
+    }
+    shape_values_[n.output(0)] = out;
+    return true;
+  }
+
   // Flatten, Reshape, Unsqueeze and Squeeze with sizes known here, as the Flatten and Unflatten
   // nodes that keep dim 0 (the batch).
   void convert_reshape(int i) {
@@ -1296,10 +1355,16 @@ class Importer {
       target = {-1, 1};
       for (size_t k = 1; k < x.size(); ++k) target[1] *= x[k];
     } else if (op == "Reshape") {
-      if (!constants_.contains(resolve(n.input(1))))
+      std::optional<std::vector<int64_t>> sizes = int_values(n.input(1));
+      if (!sizes)
         unsupported_form(i, "its shape is computed from the input; NN Studio needs a fixed shape");
-      const Tensor s = constant(n.input(1)).to(kInt64).contiguous();
-      std::vector<int64_t> shape(s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());
+      std::vector<int64_t> shape = *sizes;
+      // The batch read from the input (x.size(0)) is the batch: Reshape's 0 copies it.
+      if (!shape.empty() && shape[0] == kBatch) shape[0] = 0;
+      if (std::count(shape.begin(), shape.end(), kBatch) > 0)
+        unsupported_form(i, "it moves the batch size to another dim");
+      if (attr_int(n, "allowzero", 0) != 0 && std::count(shape.begin(), shape.end(), 0) > 0)
+        unsupported_form(i, "allowzero=1 with a 0 in its shape (an empty tensor)");
       if (shape.empty() || (shape[0] != 0 && shape[0] != -1))
         unsupported_form(i, "it reshapes the batch (dim 0); NN Studio's graphs keep it");
       int64_t sample = 1;
@@ -1747,7 +1812,10 @@ class Importer {
   std::map<std::string, std::vector<int>> consumers_;
   std::map<std::string, std::string> aliases_;
   std::map<std::string, std::string> transposed_;  // a folded transpose -> its initializer
-  std::set<std::string> used_blocks_;              // kWeightBlock, kWeightBiasBlock
+  // Sizes computed from shapes (convert_shape_arithmetic), kBatch for the batch's.
+  std::map<std::string, std::vector<int64_t>> shape_values_;
+  static constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
+  std::set<std::string> used_blocks_;  // kWeightBlock, kWeightBiasBlock
   // A Pad's output -> what it pads and its padding per spatial dim (convert_pad).
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>> zero_pads_;
   std::set<int> done_;               // nodes read already (constants) or part of a pattern

@@ -133,6 +133,20 @@ class Tokens(nn.Module):
         return self.softmax(self.proj(self.embed(x)))
 
 
+class ViewFlatten(nn.Module):
+    """x.view(x.size(0), -1) (Shape, Gather, Unsqueeze, Concat, Reshape) and x.reshape(-1, n):
+    the flattening of older PyTorch code, and a Linear called twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 2, 3)
+        self.fc = nn.Linear(2 * 4 * 4, 3)
+
+    def forward(self, x):
+        h = self.conv(x)
+        return self.fc(h.view(h.size(0), -1)) + self.fc(h.reshape(-1, 32))
+
+
 def randomize_batchnorm(model):
     """Running statistics that are not 0 and 1, so that they matter and are not deduplicated
     with the weights."""
@@ -164,6 +178,7 @@ CASES = [
     ("layernorm_gelu", LayerNormGELU, lambda: torch.randn(5, 6), (13, 14, 15, 16, 17), True),
     ("activations", Activations, lambda: torch.randn(4, 8), (13, 17), True),
     ("tokens", Tokens, lambda: torch.randint(0, 10, (3, 7)), (13, 17), True),
+    ("view_flatten", ViewFlatten, lambda: torch.randn(3, 1, 6, 6), (13, 17), True),
 ]
 
 
