@@ -15,7 +15,6 @@
 
 #include "engine/data/catalog.h"
 #include "engine/graph/builder.h"
-#include "engine/graph/layout.h"
 #include "engine/onnx/onnx.h"
 #include "engine/onnx/tensor_proto.h"
 #include "engine/serialize/serialize.h"
@@ -279,7 +278,6 @@ class Importer {
     out.weights = make_weights(out.project);
     choose_dataset(out);
     out.notes = notes_;
-    graph::apply_layout(out.project, graph::layout_graph(out.project, "TB"));
     return out;
   }
 

@@ -24,8 +24,10 @@
 namespace nns::onnx {
 
 struct Imported {
-  graph::Project project;  // laid out, with the default data set and training settings
-  nn::StateDict weights;   // the built model's state dict: every key, in its order
+  // Not laid out (no layout_direction): the window lays it out when it opens it, as any
+  // project without positions. A built-in data set that fits, when one does.
+  graph::Project project;
+  nn::StateDict weights;  // the built model's state dict: every key, in its order
   // What the user should know: a fixed batch size taken as dynamic, a Dropout kept, ...
   std::vector<std::string> notes;
 };
