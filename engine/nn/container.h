@@ -38,7 +38,11 @@ template <class Derived>
 class ModuleSequence : public Module {
  public:
   ModuleSequence() = default;
-  explicit ModuleSequence(const std::vector<ModulePtr>& modules) { extend(modules); }
+  // Registers directly: append() returns the Derived, which is not constructed yet here (a
+  // cast to it now is undefined behaviour, as UBSan's vptr check reports).
+  explicit ModuleSequence(const std::vector<ModulePtr>& modules) {
+    for (const ModulePtr& m : modules) push(m);
+  }
   explicit ModuleSequence(const NamedList<ModulePtr>& named) {
     for (const auto& [key, module] : named) register_module(key, module);
   }
@@ -63,7 +67,7 @@ class ModuleSequence : public Module {
     return std::make_shared<Derived>(picked);
   }
   Derived& append(ModulePtr module) {
-    register_module(std::to_string(size()), std::move(module));
+    push(std::move(module));
     return static_cast<Derived&>(*this);
   }
   Derived& extend(const std::vector<ModulePtr>& modules) {
@@ -91,6 +95,9 @@ class ModuleSequence : public Module {
 
   auto begin() const { return children_dict().begin(); }
   auto end() const { return children_dict().end(); }
+
+ private:
+  void push(ModulePtr module) { register_module(std::to_string(size()), std::move(module)); }
 };
 
 // Holds modules by index; has no forward (call them one by one).
