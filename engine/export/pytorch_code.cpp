@@ -44,9 +44,26 @@ const std::set<std::string>& python_keywords() {
   return words;
 }
 
-// A node name as a Python local: keywords get a trailing underscore.
+// Whether a name can be written as a Python attribute (self.fc1) or local: an identifier and
+// no keyword. A module an ONNX import named by an index ("0", from an exported nn.Sequential)
+// cannot, nor a keyword.
+bool python_identifier(const std::string& name) {
+  if (name.empty() || python_keywords().contains(name) ||
+      std::isdigit(static_cast<unsigned char>(name[0])))
+    return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// A node name as a Python local: keywords get a trailing underscore, other names that are no
+// identifier a leading "v_" and underscores for odd characters.
 std::string local_name(const std::string& name) {
-  return python_keywords().contains(name) ? name + "_" : name;
+  if (python_keywords().contains(name)) return name + "_";
+  if (python_identifier(name)) return name;
+  std::string out = "v_";
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
 }
 
 // A Python string literal (JSON's escapes are Python's too).
@@ -192,8 +209,8 @@ class ClassWriter {
     const Node& n = graph_.at(id);
     auto parent = parents_.find(id);
     if (parent == parents_.end())
-      return python_keywords().contains(n.name) ? "getattr(self, " + quoted(n.name) + ")"
-                                                : "self." + n.name;
+      return !python_identifier(n.name) ? "getattr(self, " + quoted(n.name) + ")"
+                                        : "self." + n.name;
     const Node& group = graph_.at(parent->second);
     if (group.type == "ModuleDict") return path(group.id) + "[" + quoted(n.name) + "]";
     const auto index =
@@ -248,7 +265,8 @@ class ClassWriter {
   // __init__'s line(s) for a top-level node.
   std::string registration(const Node& n) {
     const std::string ind = "        ";
-    const bool keyword = python_keywords().contains(n.name);
+    // Not writable as self.<name>: registered by name (register_parameter, add_module).
+    const bool by_name = !python_identifier(n.name);
     const std::optional<NodeKind> kind = graph::node_kind(n.type);
     if (kind == NodeKind::Parameter) {
       const Json& o = n.options;
@@ -257,7 +275,7 @@ class ClassWriter {
       const std::string value = "nn.Parameter(" + initial_tensor(filled, imports_) +
                                 (trains ? "" : ", requires_grad=False") + ")";
       return ind +
-             (keyword ? "self.register_parameter(" + quoted(n.name) + ", " + value + ")"
+             (by_name ? "self.register_parameter(" + quoted(n.name) + ", " + value + ")"
                       : "self." + n.name + " = " + value) +
              "\n";
     }
@@ -272,7 +290,7 @@ class ClassWriter {
     if (!module) return "";
     const std::string value = module_expression(n, ind);
     std::string out = ind +
-                      (keyword ? "self.add_module(" + quoted(n.name) + ", " + value + ")"
+                      (by_name ? "self.add_module(" + quoted(n.name) + ", " + value + ")"
                                : "self." + n.name + " = " + value) +
                       "\n";
     if (graph::is_switch_dict(n)) {
@@ -320,9 +338,8 @@ class ClassWriter {
         continue;
       }
       if (kind == NodeKind::Parameter || kind == NodeKind::Buffer) {
-        value[{id, "out"}] = python_keywords().contains(n.name)
-                                 ? "getattr(self, " + quoted(n.name) + ")"
-                                 : "self." + n.name;
+        value[{id, "out"}] =
+            !python_identifier(n.name) ? "getattr(self, " + quoted(n.name) + ")" : "self." + n.name;
         continue;
       }
       std::vector<std::string> args;

@@ -22,7 +22,7 @@ import os
 import tempfile
 import warnings
 
-from torch_checks import HERE, ROOT, check, cli, engine_eval, input_for, main, torch
+from torch_checks import HERE, ROOT, check, cli, engine_eval, input_for, load_module, main, torch
 
 import onnx
 from onnx import helper, TensorProto
@@ -229,6 +229,27 @@ def check_training(tmp):
           "an imported model trains from its weights and its probes report")
 
 
+def check_pytorch_code(tmp):
+    """An imported bare nn.Sequential (modules named 0, 1, ...: not Python attributes) exports
+    as PyTorch code that loads its weights strictly and computes the same."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2)).eval()
+    x = torch.randn(4, 3)
+    path = os.path.join(tmp, "bare.onnx")
+    export(model, x, path, 17, True)
+    project = os.path.join(tmp, "bare.nns")
+    cli("import", path, project)
+    folder = os.path.join(tmp, "bare_pytorch")
+    cli("export", project, "--format", "pytorch", "--out", folder, "--weights",
+        os.path.join(tmp, "bare.safetensors"))
+    code = load_module(os.path.join(folder, "model.py"), "bare_model")
+    net = code.bare()
+    net.load_state_dict(torch.load(os.path.join(folder, "weights.pt")), strict=True)
+    with torch.no_grad():
+        check(torch.allclose(net.eval()(x), model(x), atol=1e-6),
+              "an imported nn.Sequential exports as PyTorch code with its keys and outputs")
+
+
 def refused(args, expect, what, tmp, written):
     out = cli(*args, code=1)
     ok = all(e in out for e in expect)
@@ -367,6 +388,7 @@ def run_checks():
                 check_case(tmp, name, make, make_input, opset, preserve)
         check_training(tmp)
         check_roundtrip(tmp)
+        check_pytorch_code(tmp)
         check_bad_input(tmp)
 
 
