@@ -1,5 +1,5 @@
 #pragma once
-// Everything of nns::nn in one include: Module, containers, layers, losses, init.
+// Everything of nns::nn in one include: Module, containers, layers, recurrent layers, losses, init.
 #include "engine/nn/batchnorm.h"
 #include "engine/nn/clip_grad.h"
 #include "engine/nn/container.h"
@@ -12,3 +12,4 @@
 #include "engine/nn/normalization.h"
 #include "engine/nn/ordered_dict.h"
 #include "engine/nn/pooling.h"
+#include "engine/nn/rnn.h"

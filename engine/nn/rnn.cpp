@@ -1,0 +1,170 @@
+#include "engine/nn/rnn.h"
+
+#include <cmath>
+
+#include "engine/nn/init.h"
+#include "engine/nn/layers.h"
+#include "engine/ops/indexing.h"
+#include "engine/ops/linalg.h"
+#include "engine/ops/nn_ops.h"
+#include "engine/tensor/error.h"
+#include "engine/tensor/factories.h"
+
+namespace nns::nn {
+
+RNNBase::RNNBase(Mode mode, const RNNOptions& options, const std::string& name)
+    : Module(name), mode_(mode), options_(options) {
+  const RNNOptions& o = options_;
+  if (o.input_size < 1 || o.hidden_size < 1 || o.num_layers < 1)
+    throw ValueError(name + ": input_size, hidden_size and num_layers must be >= 1, got " +
+                     std::to_string(o.input_size) + ", " + std::to_string(o.hidden_size) + " and " +
+                     std::to_string(o.num_layers));
+  if (o.dropout < 0 || o.dropout > 1)
+    throw ValueError(name + ": dropout must be in [0, 1], got " + python_float(o.dropout));
+  const int64_t directions = o.bidirectional ? 2 : 1;
+  const int64_t g = gates() * o.hidden_size;
+  for (int64_t layer = 0; layer < o.num_layers; ++layer) {
+    const int64_t in = layer == 0 ? o.input_size : o.hidden_size * directions;
+    for (int64_t d = 0; d < directions; ++d) {
+      const std::string suffix = "_l" + std::to_string(layer) + (d == 1 ? "_reverse" : "");
+      Cell cell;
+      cell.weight_ih = register_parameter("weight_ih" + suffix, Parameter(empty({g, in})));
+      cell.weight_hh =
+          register_parameter("weight_hh" + suffix, Parameter(empty({g, o.hidden_size})));
+      if (o.bias) {
+        cell.bias_ih = register_parameter("bias_ih" + suffix, Parameter(empty({g})));
+        cell.bias_hh = register_parameter("bias_hh" + suffix, Parameter(empty({g})));
+      }
+      cells_.push_back(cell);
+    }
+  }
+  reset_parameters();
+}
+
+int64_t RNNBase::gates() const {
+  switch (mode_) {
+    case Mode::LSTM:
+      return 4;
+    case Mode::GRU:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+void RNNBase::reset_parameters() {
+  const double bound = 1 / std::sqrt(static_cast<double>(options_.hidden_size));
+  std::vector<Tensor> params = parameters();
+  for (Tensor& p : params) init::uniform_(p, -bound, bound);
+}
+
+Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, Tensor& h,
+                              Tensor& c) const {
+  const int64_t steps = x.size(0);
+  const int64_t hidden = options_.hidden_size;
+  // Every step's input projection in one product: [T, N, gates * H].
+  const Tensor projected = linear(x, cell.weight_ih, cell.bias_ih);
+  const Tensor weight_hh_t = cell.weight_hh.t();
+  std::vector<Tensor> outputs(static_cast<size_t>(steps));
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t t = reverse ? steps - 1 - k : k;
+    const Tensor xi = projected.select(0, t);
+    Tensor hh = mm(h, weight_hh_t);
+    if (cell.bias_hh.defined()) hh = hh + cell.bias_hh;
+    switch (mode_) {
+      case Mode::RNNTanh:
+        h = (xi + hh).tanh();
+        break;
+      case Mode::RNNRelu:
+        h = (xi + hh).relu();
+        break;
+      case Mode::LSTM: {
+        const Tensor sum = xi + hh;
+        const Tensor i = sum.narrow(1, 0, hidden).sigmoid();
+        const Tensor f = sum.narrow(1, hidden, hidden).sigmoid();
+        const Tensor g = sum.narrow(1, 2 * hidden, hidden).tanh();
+        const Tensor o = sum.narrow(1, 3 * hidden, hidden).sigmoid();
+        c = f * c + i * g;
+        h = o * c.tanh();
+        break;
+      }
+      case Mode::GRU: {
+        const Tensor r = (xi.narrow(1, 0, hidden) + hh.narrow(1, 0, hidden)).sigmoid();
+        const Tensor z = (xi.narrow(1, hidden, hidden) + hh.narrow(1, hidden, hidden)).sigmoid();
+        const Tensor n =
+            (xi.narrow(1, 2 * hidden, hidden) + r * hh.narrow(1, 2 * hidden, hidden)).tanh();
+        h = (1 - z) * n + z * h;
+        break;
+      }
+    }
+    outputs[static_cast<size_t>(t)] = h;
+  }
+  return stack(outputs, 0);
+}
+
+std::vector<Tensor> RNNBase::forward(const std::vector<Tensor>& inputs) {
+  if (inputs.size() != 1)
+    throw ValueError(name() + ": expected one input (initial states are zero), got " +
+                     std::to_string(inputs.size()));
+  const RNNOptions& o = options_;
+  Tensor x = inputs[0];
+  if (x.dim() != 3 || x.size(2) != o.input_size)
+    throw ShapeError(name() + ": expected an input of shape [" +
+                     (o.batch_first ? "N, T, " : "T, N, ") + std::to_string(o.input_size) +
+                     "], got " + shape_str(x.shape()));
+  if (o.batch_first) x = x.transpose(0, 1);
+  const int64_t batch = x.size(1);
+  const int64_t directions = o.bidirectional ? 2 : 1;
+  const TensorOptions t = TensorOptions(x.dtype()).device(x.device());
+  std::vector<Tensor> h_n, c_n;
+  for (int64_t layer = 0; layer < o.num_layers; ++layer) {
+    if (layer > 0 && o.dropout > 0) x = dropout(x, o.dropout, is_training());
+    std::vector<Tensor> outs;
+    for (int64_t d = 0; d < directions; ++d) {
+      Tensor h = zeros({batch, o.hidden_size}, t);
+      Tensor c = mode_ == Mode::LSTM ? zeros({batch, o.hidden_size}, t) : Tensor();
+      outs.push_back(
+          run_direction(cells_[static_cast<size_t>(layer * directions + d)], x, d == 1, h, c));
+      h_n.push_back(h);
+      if (mode_ == Mode::LSTM) c_n.push_back(c);
+    }
+    x = directions == 1 ? outs[0] : cat(outs, 2);
+  }
+  std::vector<Tensor> out{o.batch_first ? x.transpose(0, 1) : x, stack(h_n, 0)};
+  if (mode_ == Mode::LSTM) out.push_back(stack(c_n, 0));
+  return out;
+}
+
+Tensor RNNBase::forward(const Tensor& input) {
+  return forward(std::vector<Tensor>{input}).at(0);
+}
+
+std::string RNNBase::extra_repr() const {
+  const RNNOptions& o = options_;
+  std::string s = std::to_string(o.input_size) + ", " + std::to_string(o.hidden_size);
+  if (o.num_layers != 1) s += ", num_layers=" + std::to_string(o.num_layers);
+  if (!o.bias) s += ", bias=False";
+  if (o.batch_first) s += ", batch_first=True";
+  if (o.dropout != 0) s += ", dropout=" + python_float(o.dropout);
+  if (o.bidirectional) s += ", bidirectional=True";
+  return s;
+}
+
+namespace {
+
+RNNBase::Mode rnn_mode(const std::string& nonlinearity) {
+  if (nonlinearity == "tanh") return RNNBase::Mode::RNNTanh;
+  if (nonlinearity == "relu") return RNNBase::Mode::RNNRelu;
+  throw ValueError("RNN: unknown nonlinearity '" + nonlinearity + "' (tanh or relu)");
+}
+
+}  // namespace
+
+RNN::RNN(const RNNOptions& options, const std::string& nonlinearity)
+    : RNNBase(rnn_mode(nonlinearity), options, "RNN") {}
+
+LSTM::LSTM(const RNNOptions& options) : RNNBase(Mode::LSTM, options, "LSTM") {}
+
+GRU::GRU(const RNNOptions& options) : RNNBase(Mode::GRU, options, "GRU") {}
+
+}  // namespace nns::nn

@@ -1,0 +1,131 @@
+// The recurrent layers (engine/nn/rnn.h): RNN (tanh, relu), LSTM and GRU against PyTorch
+// (tests/fixtures/rnn.json, written by tests/fixtures/areas/rnn.py): the initial parameters
+// bit for bit after the same seed, the repr, output, h_n and c_n, and the gradients through
+// time of the input and every parameter; the backward against finite differences; errors.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "engine/nn/nn.h"
+#include "engine/ops/ops.h"
+#include "support/fixtures.h"
+#include "support/gradcheck.h"
+#include "support/op_case.h"
+
+namespace nns::test {
+namespace {
+
+const Fixtures& fx() {
+  return Fixtures::load("rnn");
+}
+
+// Sums over time in another order than PyTorch's fused kernels.
+constexpr double kRtol = 1e-5, kAtol = 1e-6;
+
+void check_case(const std::string& name, uint64_t seed, const std::function<nn::ModulePtr()>& make,
+                bool train = true) {
+  const std::string key = "rnn." + name;
+  SCOPED_TRACE(key);
+  manual_seed(seed);
+  nn::ModulePtr m = make();
+  m->train(train);
+  for (const auto& [pname, p] : m->named_parameters())
+    EXPECT_TRUE(exactly_equal(p.detach(), fx().tensor(key + ".param." + pname))) << pname;
+  EXPECT_EQ(m->repr(), fx().string(key + ".repr"));
+  Tensor x = fx().tensor(key + ".x").to_tensor().requires_grad_(true);
+  const std::vector<Tensor> outs = m->forward(std::vector<Tensor>{x});
+  Tensor total;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string out = key + ".out" + std::to_string(k);
+    ASSERT_TRUE(fx().has_tensor(out)) << "PyTorch gives fewer outputs than " << outs.size();
+    EXPECT_TRUE(matches(outs[k].detach(), fx().tensor(out), kRtol, kAtol)) << out;
+    const Tensor term =
+        (outs[k] * fx().tensor(key + ".grad_out" + std::to_string(k)).to_tensor()).sum();
+    total = total.defined() ? total + term : term;
+  }
+  EXPECT_FALSE(fx().has_tensor(key + ".out" + std::to_string(outs.size())));
+  total.backward();
+  EXPECT_TRUE(matches(x.grad(), fx().tensor(key + ".grad_input"), kRtol, kAtol)) << "grad_input";
+  for (const auto& [pname, p] : m->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << pname;
+    EXPECT_TRUE(matches(p.grad(), fx().tensor(key + ".grad." + pname), kRtol, kAtol)) << pname;
+  }
+}
+
+nn::RNNOptions options(int64_t input, int64_t hidden, int64_t layers = 1, bool batch_first = false,
+                       bool bidirectional = false, bool bias = true, double dropout = 0) {
+  nn::RNNOptions o;
+  o.input_size = input;
+  o.hidden_size = hidden;
+  o.num_layers = layers;
+  o.batch_first = batch_first;
+  o.bidirectional = bidirectional;
+  o.bias = bias;
+  o.dropout = dropout;
+  return o;
+}
+
+TEST(NnRnn, RnnMatchesPyTorch) {
+  check_case("rnn_tanh", 0, [] { return std::make_shared<nn::RNN>(options(3, 4)); });
+  check_case("rnn_relu_2layers_batch_first", 1,
+             [] { return std::make_shared<nn::RNN>(options(3, 4, 2, true), "relu"); });
+}
+
+TEST(NnRnn, LstmMatchesPyTorch) {
+  check_case("lstm", 2, [] { return std::make_shared<nn::LSTM>(options(3, 5)); });
+  check_case("lstm_bidirectional_2layers_batch_first", 3,
+             [] { return std::make_shared<nn::LSTM>(options(4, 3, 2, true, true)); });
+  check_case("lstm_no_bias", 4,
+             [] { return std::make_shared<nn::LSTM>(options(2, 3, 1, false, false, false)); });
+}
+
+TEST(NnRnn, GruMatchesPyTorch) {
+  check_case("gru", 5, [] { return std::make_shared<nn::GRU>(options(3, 4)); });
+  check_case("gru_bidirectional", 6,
+             [] { return std::make_shared<nn::GRU>(options(3, 4, 1, false, true)); });
+  check_case(
+      "gru_2layers_batch_first_dropout_eval", 7,
+      [] { return std::make_shared<nn::GRU>(options(3, 4, 2, true, false, true, 0.25)); },
+      /*train=*/false);
+}
+
+// The backward through time against central differences, in float64, for every output.
+TEST(NnRnn, BackwardThroughTimeMatchesFiniteDifferences) {
+  const std::vector<std::function<nn::ModulePtr()>> makers = {
+      [] { return std::make_shared<nn::RNN>(options(2, 3, 2, false, true)); },
+      [] { return std::make_shared<nn::LSTM>(options(2, 3, 2, true, true)); },
+      [] { return std::make_shared<nn::GRU>(options(2, 3, 1, false, true)); },
+  };
+  for (const auto& make : makers) {
+    manual_seed(0);
+    nn::ModulePtr m = make();
+    m->to(kFloat64);
+    SCOPED_TRACE(m->repr());
+    EXPECT_TRUE(nns::testing::gradcheck(
+        [&m](const std::vector<Tensor>& x) {
+          std::vector<Tensor> flat;
+          for (const Tensor& t : m->forward(std::vector<Tensor>{x[0]})) flat.push_back(t.flatten());
+          return cat(flat, 0);
+        },
+        {randn({4, 2, 2}, kFloat64)}));
+  }
+}
+
+TEST(NnRnn, BadInputsAndOptionsAreClearErrors) {
+  nn::LSTM lstm(options(3, 4, 1, true));
+  try {
+    lstm.forward(std::vector<Tensor>{randn({2, 5, 2})});
+    FAIL() << "a wrong input size was accepted";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected an input of shape [N, T, 3], got [2, 5, 2]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(lstm.forward(std::vector<Tensor>{randn({5, 3})}), ShapeError);
+  EXPECT_THROW(nn::GRU(options(0, 4)), ValueError);
+  EXPECT_THROW(nn::RNN(options(3, 4), "sigmoid"), ValueError);
+  EXPECT_THROW(nn::LSTM(options(3, 4, 2, false, false, true, 1.5)), ValueError);
+}
+
+}  // namespace
+}  // namespace nns::test
