@@ -114,7 +114,8 @@ size_t required_options(const std::string& type) {
       {"BatchNorm2d", 1}, {"LayerNorm", 1},
       {"Embedding", 2},   {"MaxPool2d", 1},
       {"AvgPool2d", 1},   {"AdaptiveAvgPool2d", 1},
-      {"Unflatten", 2}};
+      {"Unflatten", 2},   {"RNN", 2},
+      {"LSTM", 2},        {"GRU", 2}};
   auto it = required.find(type);
   return it == required.end() ? 0 : it->second;
 }
@@ -372,7 +373,13 @@ class ClassWriter {
         outs.push_back(name);
         if (uses[{id, port}] == 0) live.erase(live.find(name));
       }
-      body += "        " + (outs.empty() ? std::string() : join(outs) + " = ") + call + "\n";
+      // nn.LSTM returns (output, (h_n, c_n)).
+      const Node& callee =
+          kind == NodeKind::Ref ? graph_.at(n.options.at("target").get<NodeId>()) : n;
+      const std::string targets = callee.type == "LSTM" && outs.size() == 3
+                                      ? outs[0] + ", (" + outs[1] + ", " + outs[2] + ")"
+                                      : join(outs);
+      body += "        " + (outs.empty() ? std::string() : targets + " = ") + call + "\n";
     }
     std::vector<std::string> results;
     for (const Node& n : graph_.nodes) {

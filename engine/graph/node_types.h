@@ -85,8 +85,8 @@ struct NodeType {
   std::string plugin;
   std::string plugin_version;
   std::string category;  // palette group: "Linear / Conv", "Activation", "Normalization",
-                         // "Dropout", "Pooling", "Reshape", "Merge", "Math", "Input / Output",
-                         // "Parameters"
+                         // "Dropout", "Pooling", "Recurrent", "Reshape", "Merge", "Math",
+                         // "Input / Output", "Parameters"
   std::string description;
   std::vector<OptionSpec> options;
   std::vector<PortSpec> inputs;

@@ -162,6 +162,7 @@ TEST(GraphSpecTest, BuiltInTypesComeInPaletteOrder) {
                                              "Softmax",     "LogSoftmax", "BatchNorm1d",
                                              "BatchNorm2d", "LayerNorm",  "Dropout",
                                              "MaxPool2d",   "AvgPool2d",  "AdaptiveAvgPool2d",
+                                             "RNN",         "LSTM",       "GRU",
                                              "Flatten",     "Unflatten",  "Identity",
                                              "Add",         "Mul",        "Concat",
                                              "MatMul",      "F.relu",     "Input",
