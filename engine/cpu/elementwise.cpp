@@ -17,6 +17,7 @@
 
 #include "engine/cpu/cpu_kernels.h"
 #include "engine/cpu/dtype_dispatch.h"
+#include "engine/cpu/exp_op.h"
 #include "engine/cpu/strided_loop.h"
 
 namespace nns::cpu {
@@ -555,7 +556,7 @@ void unary_typed(UnaryOp op, const TensorView& out, const TensorView& a, double 
     switch (op) {
       case UnaryOp::Exp:
         return pointwise<T, T>(
-            out, [](const auto& x) { return x.exp(); }, a);
+            out, [](const auto& x) { return x.unaryExpr(ExpOp<T>{}); }, a);
       case UnaryOp::Log:
         return pointwise<T, T>(
             out, [](const auto& x) { return x.log(); }, a);

@@ -11,6 +11,7 @@
 
 #include "engine/cpu/cpu_kernels.h"
 #include "engine/cpu/dtype_dispatch.h"
+#include "engine/cpu/exp_op.h"
 #include "engine/cpu/strided_loop.h"
 
 namespace nns::cpu {
@@ -280,10 +281,10 @@ void softmax(const TensorView& out, const TensorView& in, int64_t dim, bool log)
         Map<T> y(y_ptr, sh.dim_size);
         const T max = x.maxCoeff();
         if (log) {
-          const T log_sum = std::log((x - max).exp().sum());
+          const T log_sum = std::log((x - max).unaryExpr(ExpOp<T>{}).sum());
           y = x - max - log_sum;
         } else {
-          y = (x - max).exp();
+          y = (x - max).unaryExpr(ExpOp<T>{});
           const T inv_sum = T(1) / y.sum();
           y *= inv_sum;
         }
@@ -298,13 +299,13 @@ void softmax(const TensorView& out, const TensorView& in, int64_t dim, bool log)
         if (log) {
           for (int64_t k = 0; k < sh.dim_size; ++k) {
             y.col(k) = x.col(k) - max;
-            sum += y.col(k).exp();
+            sum += y.col(k).unaryExpr(ExpOp<T>{});
           }
           const Vec<T> log_sum = sum.log();
           for (int64_t k = 0; k < sh.dim_size; ++k) y.col(k) -= log_sum;
         } else {
           for (int64_t k = 0; k < sh.dim_size; ++k) {
-            y.col(k) = (x.col(k) - max).exp();
+            y.col(k) = (x.col(k) - max).unaryExpr(ExpOp<T>{});
             sum += y.col(k);
           }
           const Vec<T> inv_sum = sum.inverse();

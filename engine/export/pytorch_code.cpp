@@ -108,16 +108,29 @@ std::string py_option(const OptionSpec& spec, const Json& v) {
 
 // How many leading options PyTorch's constructor requires: they are written positionally.
 size_t required_options(const std::string& type) {
-  static const std::map<std::string, size_t> required = {
-      {"Linear", 2},      {"Conv1d", 3},
-      {"Conv2d", 3},      {"BatchNorm1d", 1},
-      {"BatchNorm2d", 1}, {"LayerNorm", 1},
-      {"Embedding", 2},   {"MaxPool2d", 1},
-      {"AvgPool2d", 1},   {"AdaptiveAvgPool2d", 1},
-      {"Unflatten", 2},   {"RNN", 2},
-      {"LSTM", 2},        {"GRU", 2}};
+  static const std::map<std::string, size_t> required = {{"Linear", 2},
+                                                         {"Conv1d", 3},
+                                                         {"Conv2d", 3},
+                                                         {"BatchNorm1d", 1},
+                                                         {"BatchNorm2d", 1},
+                                                         {"LayerNorm", 1},
+                                                         {"Embedding", 2},
+                                                         {"MaxPool2d", 1},
+                                                         {"AvgPool2d", 1},
+                                                         {"AdaptiveAvgPool2d", 1},
+                                                         {"Unflatten", 2},
+                                                         {"RNN", 2},
+                                                         {"LSTM", 2},
+                                                         {"GRU", 2},
+                                                         {"MultiheadAttention", 2}};
   auto it = required.find(type);
   return it == required.end() ? 0 : it->second;
+}
+
+// Options that PyTorch takes in forward, not in the constructor: MultiheadAttention's
+// is_causal is an attn_mask argument of each call (expression() writes it).
+bool forward_option(const std::string& type, const std::string& option) {
+  return type == "MultiheadAttention" && option == "is_causal";
 }
 
 // nn.Linear(2, 64), nn.Dropout(p=0.2): the required options, then those not at their default.
@@ -126,6 +139,7 @@ std::string module_constructor(const NodeType& type, const Json& options) {
   const size_t required = required_options(type.name);
   for (size_t i = 0; i < type.options.size(); ++i) {
     const OptionSpec& spec = type.options[i];
+    if (forward_option(type.name, spec.name)) continue;
     const bool given = options.is_object() && options.contains(spec.name);
     const Json& value = given ? options[spec.name] : spec.default_value;
     if (i < required) {
@@ -418,6 +432,15 @@ class ClassWriter {
     }
     if (graph::is_switch_dict(n))
       return path(n.id) + "[self." + active_attribute(n) + "](" + join(args) + ")";
+    if (n.type == "MultiheadAttention" && n.options.value("is_causal", false) == true) {
+      // A query attends to the keys up to its own position: -inf above the diagonal.
+      const std::string dim = n.options.value("batch_first", false) == true ? "1" : "0";
+      imports_.insert("math");
+      const std::string mask = "torch.triu(torch.full((" + args.at(0) + ".size(" + dim + "), " +
+                               args.at(1) + ".size(" + dim + ")), -math.inf, device=" + args.at(0) +
+                               ".device), diagonal=1)";
+      return path(n.id) + "(" + join(args) + ", attn_mask=" + mask + ")";
+    }
     return path(n.id) + "(" + join(args) + ")";
   }
 

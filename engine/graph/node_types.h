@@ -85,7 +85,8 @@ struct NodeType {
   std::string plugin;
   std::string plugin_version;
   std::string category;  // palette group: "Linear / Conv", "Activation", "Normalization",
-                         // "Dropout", "Pooling", "Recurrent", "Reshape", "Merge", "Math",
+                         // "Dropout", "Pooling", "Recurrent", "Attention", "Reshape", "Merge",
+                         // "Math",
                          // "Input / Output", "Parameters"
   std::string description;
   std::vector<OptionSpec> options;

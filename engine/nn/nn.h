@@ -1,5 +1,6 @@
 #pragma once
 // Everything of nns::nn in one include: Module, containers, layers, recurrent layers, losses, init.
+#include "engine/nn/attention.h"
 #include "engine/nn/batchnorm.h"
 #include "engine/nn/clip_grad.h"
 #include "engine/nn/container.h"

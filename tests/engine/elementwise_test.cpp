@@ -459,5 +459,26 @@ TEST(Elementwise, AnyNonFinite) {
   EXPECT_EQ(isfinite(ones({2}, kInt64)).to_vector<bool>(), (std::vector<bool>{true, true}));
 }
 
+// Eigen's SSE exp clamps its input at -88.38 (float) and -709.4 (double), which made exp(-inf)
+// 2.9e-39, and a softmax over masked (-inf) scores leave those entries above 0, in builds
+// without AVX. PyTorch gives 0.
+TEST(Elementwise, ExpFarBelowZeroIsZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Dtype dtype : {kFloat32, kFloat64}) {
+    const Tensor x = tensor({-inf, -1000, -750, 0, 1}, dtype);
+    const std::vector<double> e = x.exp().to(kFloat64).to_vector<double>();
+    EXPECT_EQ(e[0], 0.0);
+    EXPECT_EQ(e[1], 0.0);
+    EXPECT_EQ(e[2], 0.0);
+    EXPECT_EQ(e[3], 1.0);
+    EXPECT_NEAR(e[4], std::exp(1.0), 1e-6);
+    const std::vector<double> s =
+        tensor({0.5, -inf, 1.0, -inf}, dtype).softmax(0).to(kFloat64).to_vector<double>();
+    EXPECT_EQ(s[1], 0.0);
+    EXPECT_EQ(s[3], 0.0);
+    EXPECT_NEAR(s[0] + s[2], 1.0, 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace nns

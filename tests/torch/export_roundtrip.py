@@ -25,8 +25,9 @@ PROJECTS.append(os.path.join(ROOT, "tests", "cli", "spirals_mlp.nns"))
 # Every kind of node at once: containers, a Sequential's LayerNorm/GELU/Dropout, Parameter and
 # non-persistent Buffer nodes, Mul, Concat, MatMul, Add, a Ref, a frozen parameter.
 PROJECTS.append(os.path.join(HERE, "export_models.nns"))
-# RNN (relu), a 2-layer bidirectional LSTM (nn.LSTM returns (out, (h_n, c_n))) and a GRU.
-PROJECTS.append(os.path.join(HERE, "recurrent_models.nns"))
+# RNN (relu), a 2-layer bidirectional LSTM (nn.LSTM returns (out, (h_n, c_n))), causal
+# self-attention (is_causal: an attn_mask in the call) and a GRU.
+PROJECTS.append(os.path.join(HERE, "sequence_models.nns"))
 # Plugin types: model.py holds the plugins' own PyTorch twins (RMSNorm, FourierFeatures).
 PROJECTS.append(os.path.join(ROOT, "tests", "cli", "plugins_net.nns"))
 

@@ -1,0 +1,36 @@
+#pragma once
+// exp for Eigen array expressions that gives 0 for inputs far below zero, -inf included.
+// Eigen 3.4's SSE pexp clamps its input at its lowest exact point (-88.38 for float, -709.4 for
+// double), so exp(-inf) came out 2.9e-39 instead of 0 in builds without AVX (the softmax of a
+// masked score, exp of -inf); below that point the true value is a denormal or 0, and 0 is what
+// this gives.
+//
+//   y = x.unaryExpr(nns::cpu::ExpOp<T>{});
+#include <Eigen/Core>
+#include <cmath>
+
+namespace nns::cpu {
+
+template <class T>
+struct ExpOp {
+  // Eigen's clamp of pexp's input (Eigen/src/Core/arch/Default/GenericPacketMathFunctions.h).
+  static constexpr T kLowest = sizeof(T) == 4 ? T(-88.3762626647949) : T(-709.436139303);
+  T operator()(T x) const { return std::exp(x); }
+  template <class P>
+  P packetOp(const P& x) const {
+    using namespace Eigen::internal;
+    return pandnot(pexp(x), pcmp_lt(x, pset1<P>(kLowest)));
+  }
+};
+
+}  // namespace nns::cpu
+
+namespace Eigen::internal {
+template <class T>
+struct functor_traits<nns::cpu::ExpOp<T>> {
+  enum {
+    Cost = functor_traits<scalar_exp_op<T>>::Cost + 2 * NumTraits<T>::AddCost,
+    PacketAccess = packet_traits<T>::HasExp && packet_traits<T>::HasCmp
+  };
+};
+}  // namespace Eigen::internal
