@@ -14,3 +14,4 @@
 #include "engine/nn/ordered_dict.h"
 #include "engine/nn/pooling.h"
 #include "engine/nn/rnn.h"
+#include "engine/nn/transformer.h"
