@@ -122,7 +122,9 @@ size_t required_options(const std::string& type) {
                                                          {"RNN", 2},
                                                          {"LSTM", 2},
                                                          {"GRU", 2},
-                                                         {"MultiheadAttention", 2}};
+                                                         {"MultiheadAttention", 2},
+                                                         {"TransformerEncoderLayer", 2},
+                                                         {"TransformerDecoderLayer", 2}};
   auto it = required.find(type);
   return it == required.end() ? 0 : it->second;
 }

@@ -180,6 +180,8 @@ TEST(GraphSpecTest, BuiltInTypesComeInPaletteOrder) {
                                              "LSTM",
                                              "GRU",
                                              "MultiheadAttention",
+                                             "TransformerEncoderLayer",
+                                             "TransformerDecoderLayer",
                                              "Flatten",
                                              "Unflatten",
                                              "Identity",

@@ -1,6 +1,7 @@
 #include "engine/nn/attention.h"
 #include "engine/graph/types/families.h"
 #include "engine/graph/types/shape_helpers.h"
+#include "engine/nn/transformer.h"
 
 namespace nns::graph {
 namespace {
@@ -38,6 +39,51 @@ Shapes infer_attention(const Json& o, const Shapes& in) {
   return {in[0], {in[0][batch], in[0][time], in[1][time]}};
 }
 
+nn::TransformerOptions transformer_options(const Json& o) {
+  nn::TransformerOptions t;
+  t.d_model = get_int(o, "d_model");
+  t.nhead = get_int(o, "nhead");
+  t.dim_feedforward = get_int(o, "dim_feedforward");
+  t.dropout = get_float(o, "dropout");
+  t.activation = get_string(o, "activation");
+  t.layer_norm_eps = get_float(o, "layer_norm_eps");
+  t.batch_first = get_bool(o, "batch_first");
+  t.norm_first = get_bool(o, "norm_first");
+  return t;
+}
+
+// in [L, N, d_model] ([N, L, d_model] with batch_first), and for the decoder memory
+// [S, N, d_model] -> out as in.
+Shapes infer_transformer(const Json& o, const Shapes& in) {
+  const nn::TransformerOptions t = transformer_options(o);
+  if (t.d_model % t.nhead != 0)
+    throw ShapeError("d_model (" + std::to_string(t.d_model) + ") must be divisible by nhead (" +
+                     std::to_string(t.nhead) + ")");
+  const std::string layout = t.batch_first ? "[N, L, d_model]" : "[L, N, d_model]";
+  const char* ports[] = {"in", "memory"};
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k].size() != 3 || in[k][2] != t.d_model)
+      bad_input(ports[k], in[k], layout + " with d_model = " + std::to_string(t.d_model));
+  }
+  const size_t batch = t.batch_first ? 0 : 1;
+  if (in.size() == 2 && in[1][batch] != in[0][batch])
+    bad_input("memory", in[1], "the input's batch size (" + shape_str(in[0]) + ")");
+  return {in[0]};
+}
+
+// The options of nn.TransformerEncoderLayer/DecoderLayer, in the constructor's order.
+std::vector<OptionSpec> transformer_option_specs() {
+  return {
+      int_option("d_model", 1, "features of each position", 1),
+      int_option("nhead", 1, "attention heads; d_model must be divisible by it", 1),
+      int_option("dim_feedforward", 2048, "width of the feed-forward block", 1),
+      float_option("dropout", 0.1, "dropout after attention and in the feed-forward block", 0, 1),
+      choice_option("activation", "relu", {"relu", "gelu"}, "the feed-forward block's activation"),
+      float_option("layer_norm_eps", 1e-5, "the LayerNorms' eps", 0),
+      bool_option("batch_first", false, "input and output are [N, L, d_model]"),
+      bool_option("norm_first", false, "LayerNorm before each block (else after the sum)")};
+}
+
 }  // namespace
 
 std::vector<NodeType> attention_types() {
@@ -60,7 +106,29 @@ std::vector<NodeType> attention_types() {
     return std::make_shared<nn::MultiheadAttention>(attention_options(o));
   };
   t.infer_shapes = infer_attention;
-  return {t};
+
+  NodeType encoder;
+  encoder.name = "TransformerEncoderLayer";
+  encoder.category = "Attention";
+  encoder.description =
+      "self-attention and a feed-forward block, each with a residual and a LayerNorm";
+  encoder.options = transformer_option_specs();
+  encoder.inputs = in_port();
+  encoder.outputs = out_port();
+  encoder.make_module = [](const Json& o) {
+    return std::make_shared<nn::TransformerEncoderLayer>(transformer_options(o));
+  };
+  encoder.infer_shapes = infer_transformer;
+
+  NodeType decoder = encoder;
+  decoder.name = "TransformerDecoderLayer";
+  decoder.description =
+      "self-attention, attention to memory (an encoder's output) and a feed-forward block";
+  decoder.inputs = {{"in", "the target sequence"}, {"memory", "the sequence it attends to"}};
+  decoder.make_module = [](const Json& o) {
+    return std::make_shared<nn::TransformerDecoderLayer>(transformer_options(o));
+  };
+  return {t, encoder, decoder};
 }
 
 }  // namespace nns::graph

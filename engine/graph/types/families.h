@@ -14,7 +14,7 @@ std::vector<NodeType> normalization_types();  // BatchNorm1d, BatchNorm2d, Layer
 std::vector<NodeType> dropout_types();        // Dropout
 std::vector<NodeType> pooling_types();        // MaxPool2d, AvgPool2d, AdaptiveAvgPool2d
 std::vector<NodeType> recurrent_types();      // RNN, LSTM, GRU
-std::vector<NodeType> attention_types();      // MultiheadAttention
+std::vector<NodeType> attention_types();      // MultiheadAttention, Transformer*Layer
 std::vector<NodeType> reshape_types();        // Flatten, Unflatten, Identity
 std::vector<NodeType> functional_types();     // Add, Mul, Concat, MatMul, F.relu
 std::vector<NodeType> io_params_types();      // Input, Output, Parameter, Buffer, Ref
