@@ -213,6 +213,15 @@ TEST(Screenshot, ImportedOnnxModel) {
   shoot(window, "imported_onnx.png");
 }
 
+// The sequence layers (issue 17): an LSTM's three outputs, MultiheadAttention's query, key
+// and value, a Transformer decoder layer's memory.
+TEST(Screenshot, CanvasOfSequenceLayers) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) + "/tests/torch/sequence_models.nns"));
+  shoot(window, "canvas_sequence_models.png");
+  window.document()->undoStack()->setClean();
+}
+
 TEST(Screenshot, CanvasOfANestedModel) {
   MainWindow window;
   window.document()->setProject(nns::test::residual_tower(3, 3), QString());
