@@ -264,11 +264,12 @@ class ClassWriter {
       return block->name + "(" + join(args) + ")";
     }
     const NodeType& type = graph::node_type(n.type);
-    if (!type.plugin.empty()) {
+    // A type with its own PyTorch class: a plugin's, or NN Studio's positional encodings.
+    if (!type.plugin.empty() || !type.pytorch_source.empty()) {
       if (type.pytorch_source.empty())
         throw ValueError("node '" + n.name + "': its type " + n.type + " comes from the plugin '" +
                          type.plugin + "', which has no PyTorch code to export");
-      // The plugin's own twin class, written into model.py once, made with every option.
+      // The twin class, written into model.py once, made with every option.
       plugin_sources_.insert(type.name);
       std::vector<std::string> args;
       const Json options = with_defaults(type, n.options);
@@ -484,8 +485,10 @@ std::string model_code(const Project& project) {
       if (!line.empty()) twin_imports.insert(line);
       source = end == std::string::npos ? std::string() : source.substr(end + 1);
     }
-    twins +=
-        "\n\n# " + type + ", from the plugin " + t.plugin + " " + t.plugin_version + ".\n" + source;
+    const std::string origin = t.plugin.empty()
+                                   ? std::string("NN Studio's layer")
+                                   : "from the plugin " + t.plugin + " " + t.plugin_version;
+    twins += "\n\n# " + type + ", " + origin + ".\n" + source;
     if (twins.back() != '\n') twins += "\n";
   }
   if (twin_imports.erase("import math")) imports.insert("math");

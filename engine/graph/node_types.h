@@ -103,10 +103,11 @@ struct NodeType {
   // expected shape when they do not fit.
   std::function<std::vector<SymShape>(const Json& options, const std::vector<SymShape>& inputs)>
       infer_shapes;
-  // A plugin type's PyTorch twin, for the PyTorch code export (engine/export): Python source
+  // The type's PyTorch twin where torch.nn has no such class (a plugin's type, NN Studio's
+  // positional encodings), for the PyTorch code export (engine/export): Python source
   // that defines a class named as the type, whose constructor takes the type's options as
   // keyword arguments and whose state_dict() has the module's keys. Empty: a plugin type
-  // cannot be exported (built-in types need none).
+  // cannot be exported (the other built-in types are torch.nn's own).
   std::string pytorch_source;
 
   Json default_options() const;

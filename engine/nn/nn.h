@@ -13,5 +13,6 @@
 #include "engine/nn/normalization.h"
 #include "engine/nn/ordered_dict.h"
 #include "engine/nn/pooling.h"
+#include "engine/nn/positional.h"
 #include "engine/nn/rnn.h"
 #include "engine/nn/transformer.h"

@@ -182,6 +182,8 @@ TEST(GraphSpecTest, BuiltInTypesComeInPaletteOrder) {
                                              "MultiheadAttention",
                                              "TransformerEncoderLayer",
                                              "TransformerDecoderLayer",
+                                             "PositionalEncoding",
+                                             "LearnedPositionalEncoding",
                                              "Flatten",
                                              "Unflatten",
                                              "Identity",

@@ -5,6 +5,9 @@
 // first or after, batch_first both ways, eval mode with dropout; errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "engine/nn/positional.h"
 #include "engine/nn/transformer.h"
 #include "engine/ops/ops.h"
 #include "support/fixtures.h"
@@ -81,6 +84,60 @@ TEST(NnTransformer, BadOptionsAndInputsAreClearErrors) {
   EXPECT_THROW(nn::TransformerEncoderLayer(options(8, 2, 16, 0.0, "tanh")), ValueError);
   nn::TransformerDecoderLayer decoder(options(4, 2, 8, 0.0));
   EXPECT_THROW(decoder.forward(std::vector<Tensor>{randn({3, 2, 4})}), ValueError);
+}
+
+// The sinusoids of "Attention Is All You Need", added per position (not per batch element);
+// their table is no state-dict entry. The PyTorch twin computes the same (torch.export's
+// sequence_models.nns).
+TEST(NnTransformer, PositionalEncodingAddsTheSinusoids) {
+  nn::PositionalOptions o;
+  o.d_model = 6;
+  o.max_len = 10;
+  o.batch_first = true;
+  nn::PositionalEncoding pe(o);
+  EXPECT_TRUE(pe.state_dict().empty());
+  EXPECT_EQ(pe.repr(), "PositionalEncoding(d_model=6, max_len=10, batch_first=True)");
+  const Tensor y = pe(zeros({2, 4, 6})).contiguous();
+  const std::vector<float> v = y.to_vector<float>();
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t p = 0; p < 4; ++p) {
+      for (int64_t i = 0; i < 6; i += 2) {
+        const double angle = p / std::pow(10000.0, static_cast<double>(i) / 6);
+        const size_t at = static_cast<size_t>((n * 4 + p) * 6 + i);
+        EXPECT_NEAR(v[at], std::sin(angle), 1e-6);
+        EXPECT_NEAR(v[at + 1], std::cos(angle), 1e-6);
+      }
+    }
+  }
+  EXPECT_THROW(pe(zeros({2, 11, 6})), ShapeError);  // more positions than max_len
+  EXPECT_THROW(pe(zeros({2, 4, 5})), ShapeError);
+}
+
+TEST(NnTransformer, LearnedPositionalEncodingAddsAWeightRowPerPosition) {
+  nn::PositionalOptions o;
+  o.d_model = 3;
+  o.max_len = 5;
+  manual_seed(0);
+  nn::LearnedPositionalEncoding pe(o);
+  ASSERT_EQ(pe.state_dict().keys(), std::vector<std::string>{"weight"});
+  const Tensor x = randn({4, 2, 3}).requires_grad_(true);
+  const Tensor y = pe(x);
+  const std::vector<float> xv = x.detach().contiguous().to_vector<float>();
+  const std::vector<float> yv = y.detach().contiguous().to_vector<float>();
+  const std::vector<float> wv = pe.weight.detach().contiguous().to_vector<float>();
+  for (size_t p = 0; p < 4; ++p) {
+    for (size_t n = 0; n < 2; ++n) {
+      for (size_t d = 0; d < 3; ++d) {
+        const size_t at = (p * 2 + n) * 3 + d;
+        EXPECT_EQ(yv[at], xv[at] + wv[p * 3 + d]);
+      }
+    }
+  }
+  y.sum().backward();
+  // Each used row's gradient is the batch size; the unused row's is 0.
+  const std::vector<float> g = pe.weight.grad().contiguous().to_vector<float>();
+  for (size_t k = 0; k < 12; ++k) EXPECT_EQ(g[k], 2.0f);
+  for (size_t k = 12; k < 15; ++k) EXPECT_EQ(g[k], 0.0f);
 }
 
 }  // namespace

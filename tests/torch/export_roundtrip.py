@@ -27,7 +27,8 @@ PROJECTS.append(os.path.join(ROOT, "tests", "cli", "spirals_mlp.nns"))
 PROJECTS.append(os.path.join(HERE, "export_models.nns"))
 # RNN (relu), a 2-layer bidirectional LSTM (nn.LSTM returns (out, (h_n, c_n))), causal
 # self-attention (is_causal: an attn_mask in the call), a GRU, and a Transformer encoder layer
-# whose output a decoder layer (gelu, norm_first) attends to.
+# (after sinusoidal positions) whose output a decoder layer (gelu, norm_first; after learned
+# positions) attends to.
 PROJECTS.append(os.path.join(HERE, "sequence_models.nns"))
 # Plugin types: model.py holds the plugins' own PyTorch twins (RMSNorm, FourierFeatures).
 PROJECTS.append(os.path.join(ROOT, "tests", "cli", "plugins_net.nns"))

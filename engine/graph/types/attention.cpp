@@ -1,6 +1,7 @@
 #include "engine/nn/attention.h"
 #include "engine/graph/types/families.h"
 #include "engine/graph/types/shape_helpers.h"
+#include "engine/nn/positional.h"
 #include "engine/nn/transformer.h"
 
 namespace nns::graph {
@@ -128,7 +129,45 @@ std::vector<NodeType> attention_types() {
   decoder.make_module = [](const Json& o) {
     return std::make_shared<nn::TransformerDecoderLayer>(transformer_options(o));
   };
-  return {t, encoder, decoder};
+  // Position information: fixed sinusoids or learned rows, added to the input.
+  const std::vector<OptionSpec> positional_options{
+      int_option("d_model", 1, "features of each position", 1),
+      int_option("max_len", 512, "the most positions an input may have", 1),
+      bool_option("batch_first", false, "the input is [N, L, d_model] (else [L, N, d_model])")};
+  auto positional_of = [](const Json& o) {
+    nn::PositionalOptions p;
+    p.d_model = get_int(o, "d_model");
+    p.max_len = get_int(o, "max_len");
+    p.batch_first = get_bool(o, "batch_first");
+    return p;
+  };
+  auto infer_positional = [positional_of](const Json& o, const Shapes& in) {
+    const nn::PositionalOptions p = positional_of(o);
+    const SymShape& x = one_input(in);
+    const std::string layout = p.batch_first ? "[N, L, d_model]" : "[L, N, d_model]";
+    if (x.size() != 3 || x[2] != p.d_model || x[p.batch_first ? 1 : 0] > p.max_len)
+      bad_input("in", x,
+                layout + " with d_model = " + std::to_string(p.d_model) +
+                    " and L <= max_len = " + std::to_string(p.max_len));
+    return Shapes{x};
+  };
+  NodeType sinusoid = module_type(
+      "PositionalEncoding", "Attention",
+      "adds fixed sinusoids of each position (Attention Is All You Need)", positional_options,
+      [positional_of](const Json& o) {
+        return std::make_shared<nn::PositionalEncoding>(positional_of(o));
+      },
+      infer_positional);
+  sinusoid.pytorch_source = nn::positional_encoding_pytorch_source();
+  NodeType learned = module_type(
+      "LearnedPositionalEncoding", "Attention", "adds a learned vector for each position",
+      positional_options,
+      [positional_of](const Json& o) {
+        return std::make_shared<nn::LearnedPositionalEncoding>(positional_of(o));
+      },
+      infer_positional);
+  learned.pytorch_source = nn::learned_positional_encoding_pytorch_source();
+  return {t, encoder, decoder, sinusoid, learned};
 }
 
 }  // namespace nns::graph
