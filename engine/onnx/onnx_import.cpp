@@ -300,7 +300,6 @@ class Importer {
     }
     if (opset < 0) fail("the model imports no opset of the default ONNX domain");
     check_opset(opset, source_);
-    opset_ = opset;
     for (const NodeProto& n : graph_.node()) {
       if (!n.domain().empty() && n.domain() != "ai.onnx")
         fail("node '" + n.name() + "' is the operator " + n.op_type() + " of the domain '" +
@@ -1802,7 +1801,6 @@ class Importer {
   const ::onnx::ModelProto& model_;
   const ::onnx::GraphProto& graph_;
   std::string source_;
-  int64_t opset_ = 0;
   std::map<std::string, Tensor> constants_;
   std::set<std::string> initializers_;
   std::set<std::string> known_;  // values nodes or inputs make
