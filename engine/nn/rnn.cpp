@@ -62,38 +62,42 @@ Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, T
                               Tensor& c) const {
   const int64_t steps = x.size(0);
   const int64_t hidden = options_.hidden_size;
-  // Every step's input projection in one product: [T, N, gates * H].
-  const Tensor projected = linear(x, cell.weight_ih, cell.bias_ih);
+  // Every step's input projection in one product: [T, N, gates * H]. RNN and LSTM add the
+  // hidden projection whole, so both biases go in here and each step is one addmm; GRU scales
+  // part of the hidden projection (r * (h W_hn^T + b_hn)), so its bias_hh stays per step.
+  const bool gru = mode_ == Mode::GRU;
+  const Tensor bias = !gru && cell.bias_hh.defined() ? cell.bias_ih + cell.bias_hh : cell.bias_ih;
+  const Tensor projected = linear(x, cell.weight_ih, bias);
   const Tensor weight_hh_t = cell.weight_hh.t();
   std::vector<Tensor> outputs(static_cast<size_t>(steps));
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
     const Tensor xi = projected.select(0, t);
-    Tensor hh = mm(h, weight_hh_t);
-    if (cell.bias_hh.defined()) hh = hh + cell.bias_hh;
     switch (mode_) {
       case Mode::RNNTanh:
-        h = (xi + hh).tanh();
+        h = addmm(xi, h, weight_hh_t).tanh();
         break;
       case Mode::RNNRelu:
-        h = (xi + hh).relu();
+        h = addmm(xi, h, weight_hh_t).relu();
         break;
       case Mode::LSTM: {
-        const Tensor sum = xi + hh;
-        const Tensor i = sum.narrow(1, 0, hidden).sigmoid();
-        const Tensor f = sum.narrow(1, hidden, hidden).sigmoid();
-        const Tensor g = sum.narrow(1, 2 * hidden, hidden).tanh();
-        const Tensor o = sum.narrow(1, 3 * hidden, hidden).sigmoid();
-        c = f * c + i * g;
-        h = o * c.tanh();
+        // Gates i, f, g, o: one sigmoid over all four (g's is unused), one tanh over g.
+        const Tensor gates = addmm(xi, h, weight_hh_t);
+        const Tensor s = gates.sigmoid();
+        const Tensor g = gates.narrow(1, 2 * hidden, hidden).tanh();
+        c = s.narrow(1, hidden, hidden) * c + s.narrow(1, 0, hidden) * g;
+        h = s.narrow(1, 3 * hidden, hidden) * c.tanh();
         break;
       }
       case Mode::GRU: {
-        const Tensor r = (xi.narrow(1, 0, hidden) + hh.narrow(1, 0, hidden)).sigmoid();
-        const Tensor z = (xi.narrow(1, hidden, hidden) + hh.narrow(1, hidden, hidden)).sigmoid();
-        const Tensor n =
-            (xi.narrow(1, 2 * hidden, hidden) + r * hh.narrow(1, 2 * hidden, hidden)).tanh();
-        h = (1 - z) * n + z * h;
+        Tensor hh = mm(h, weight_hh_t);
+        if (cell.bias_hh.defined()) hh = hh + cell.bias_hh;
+        const Tensor rz = (xi.narrow(1, 0, 2 * hidden) + hh.narrow(1, 0, 2 * hidden)).sigmoid();
+        const Tensor z = rz.narrow(1, hidden, hidden);
+        const Tensor n = (xi.narrow(1, 2 * hidden, hidden) +
+                          rz.narrow(1, 0, hidden) * hh.narrow(1, 2 * hidden, hidden))
+                             .tanh();
+        h = n + z * (h - n);  // (1 - z) * n + z * h
         break;
       }
     }
