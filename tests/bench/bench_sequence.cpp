@@ -20,6 +20,7 @@
 #include "engine/nn/rnn.h"
 #include "engine/nn/transformer.h"
 #include "engine/tensor/factories.h"
+#include "torch_reference.h"
 
 namespace {
 
@@ -41,27 +42,6 @@ double best_rate(double seconds, const std::function<void()>& step) {
     best = std::max(best, static_cast<double>(n) / elapsed);
   }
   return best;
-}
-
-std::map<std::string, double> torch_rates(double seconds) {
-  std::map<std::string, double> out;
-  const std::string command = std::string("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 ") +
-                              "/usr/bin/python3 " + NNS_BENCH_DIR + "/bench_sequence_torch.py" +
-                              " --seconds " + std::to_string(seconds) + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char line[256];
-  while (std::fgets(line, sizeof line, pipe)) {
-    char name[64];
-    double rate = 0;
-    if (std::sscanf(line, "%63s %lf", name, &rate) == 2) {
-      out[name] = rate;
-    } else {
-      std::fprintf(stderr, "bench_sequence_torch.py: %s", line);
-    }
-  }
-  pclose(pipe);
-  return out;
 }
 
 }  // namespace
@@ -107,7 +87,9 @@ int main(int argc, char** argv) {
       {"encoder", [&] { encoder->forward(x).sum().backward(); }},
   };
   const std::map<std::string, double> reference =
-      torch ? torch_rates(seconds) : std::map<std::string, double>{};
+      torch ? nns::bench::torch_figures("bench_sequence_torch.py",
+                                        "--seconds " + std::to_string(seconds))
+            : std::map<std::string, double>{};
   std::printf("%-8s %14s %14s %8s\n", "layer", "NN Studio /s", "PyTorch /s", "ratio");
   for (const auto& [name, step] : cases) {
     const double ours = best_rate(seconds, step);

@@ -40,6 +40,7 @@
 #include "engine/tensor/factories.h"
 #include "engine/tensor/generator.h"
 #include "engine/train/session.h"
+#include "torch_reference.h"
 
 namespace {
 
@@ -214,25 +215,8 @@ SessionRun session_rate(const ModelSpec& m, double seconds, bool probes) {
 
 // PyTorch's figures from bench_train_torch.py, by model name; empty when it cannot run.
 std::map<std::string, double> torch_rates(double seconds) {
-  std::map<std::string, double> out;
-  const std::string command = std::string("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 ") +
-                              "/usr/bin/python3 " + NNS_BENCH_DIR + "/bench_train_torch.py" +
-                              " --seconds " + std::to_string(seconds) +
-                              (g_cpu_time ? " --cpu" : "") + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char line[256];
-  while (std::fgets(line, sizeof line, pipe)) {
-    char name[64];
-    double rate = 0;
-    if (std::sscanf(line, "%63s %lf", name, &rate) == 2) {
-      out[name] = rate;
-    } else {
-      std::fprintf(stderr, "bench_train_torch.py: %s", line);
-    }
-  }
-  pclose(pipe);
-  return out;
+  return nns::bench::torch_figures("bench_train_torch.py", "--seconds " + std::to_string(seconds) +
+                                                               (g_cpu_time ? " --cpu" : ""));
 }
 
 }  // namespace
