@@ -30,12 +30,16 @@ std::string percent(double fraction) {
   return buf;
 }
 
-// "loss 0.0412 accuracy 98.7%" (no accuracy for regression).
-std::string loss_and_accuracy(double loss, double accuracy) {
+// "loss 0.0412 accuracy 98.7%" (no accuracy for regression); with a class per position, the
+// accuracy is over positions and " sequences 95.0%" follows when the whole-sequence figure is
+// known.
+std::string loss_and_accuracy(double loss, double accuracy,
+                              double sequence_accuracy = std::nan("")) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "loss %.4f", loss);
   std::string out = buf;
   if (!std::isnan(accuracy)) out += " accuracy " + percent(accuracy);
+  if (!std::isnan(sequence_accuracy)) out += " sequences " + percent(sequence_accuracy);
   return out;
 }
 
@@ -65,6 +69,11 @@ void print_probe_summaries(const std::vector<train::ProbeSample>& samples) {
       if (!std::isnan(t.saturated_fraction)) {
         std::printf(" saturated %s", percent(t.saturated_fraction).c_str());
       }
+    }
+    if (s->kind == train::ProbeKind::Attention) {
+      const train::AttentionMap& a = s->attention;
+      std::printf(" heads %lld queries %lld keys %lld", static_cast<long long>(a.heads),
+                  static_cast<long long>(a.queries), static_cast<long long>(a.keys));
     }
     if (s->kind == train::ProbeKind::ParamGrad && !std::isnan(s->update_ratio)) {
       std::printf(" update/weight %.3g", s->update_ratio);
@@ -178,10 +187,14 @@ int run_train(const Options& o) {
     for (; printed < history.size(); ++printed) {
       const train::EpochMetrics& e = history[printed];
       if (quiet) continue;
-      std::printf("epoch %3lld/%lld  train %s  test %s  %.0f steps/s\n",
-                  static_cast<long long>(e.epoch), static_cast<long long>(epochs),
-                  loss_and_accuracy(e.train_loss, e.train_accuracy).c_str(),
-                  loss_and_accuracy(e.test_loss, e.test_accuracy).c_str(), e.steps_per_second);
+      const std::string test =
+          session->test_set().size() > 0
+              ? "  test " + loss_and_accuracy(e.test_loss, e.test_accuracy, e.test_sequence_accuracy)
+              : "";
+      std::printf("epoch %3lld/%lld  train %s%s  %.0f steps/s\n", static_cast<long long>(e.epoch),
+                  static_cast<long long>(epochs),
+                  loss_and_accuracy(e.train_loss, e.train_accuracy).c_str(), test.c_str(),
+                  e.steps_per_second);
       std::fflush(stdout);
     }
     if (progress_bar && !done) draw_progress(session->status(), total_steps);
@@ -203,8 +216,18 @@ int run_train(const Options& o) {
     std::printf("train: %s\n", loss_and_accuracy(e.train_loss, e.train_accuracy).c_str());
   }
   if (st.last_evaluation) {
+    const train::Evaluation& test = *st.last_evaluation;
     std::printf("test: %s\n",
-                loss_and_accuracy(st.last_evaluation->loss, st.last_evaluation->accuracy).c_str());
+                loss_and_accuracy(test.loss, test.accuracy, test.sequence_accuracy).c_str());
+    if (!test.position_accuracy.empty()) {
+      std::string line = "test accuracy per position:";
+      for (double a : test.position_accuracy) {
+        line += std::isnan(a) ? std::string(" -") : " " + percent(a);
+      }
+      std::printf("%s\n", line.c_str());
+    }
+  } else if (session->test_set().size() == 0) {
+    std::printf("test: no test set (the project's test_fraction is 0)\n");
   }
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
               seconds > 0 ? static_cast<double>(st.step) / seconds : 0.0);

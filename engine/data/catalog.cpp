@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/data/generators.h"
+#include "engine/data/sequences.h"
 
 namespace nns::data {
 namespace {
@@ -24,19 +25,30 @@ OptionInfo integer(std::string name, std::string description, int64_t default_va
           min,
           max,
           {},
+          {},
           {}};
 }
 
 OptionInfo real(std::string name, std::string description, double default_value, double min,
                 double max) {
   return {
-      std::move(name), std::move(description), OptionType::Real, default_value, min, max, {}, {}};
+      std::move(name), std::move(description), OptionType::Real, default_value, min, max, {}, {},
+      {}};
 }
 
 OptionInfo choice(std::string name, std::string description, std::string default_choice,
                   std::vector<std::string> choices) {
   return {std::move(name),           std::move(description), OptionType::Choice, 0, 0, 0,
-          std::move(default_choice), std::move(choices)};
+          std::move(default_choice), std::move(choices), {}};
+}
+
+OptionInfo file(std::string name, std::string description, std::string filter) {
+  OptionInfo info;
+  info.name = std::move(name);
+  info.description = std::move(description);
+  info.type = OptionType::File;
+  info.file_filter = std::move(filter);
+  return info;
 }
 
 OptionInfo samples(int64_t default_value, double min, double max) {
@@ -75,6 +87,9 @@ void check_number(const std::string& dataset, const OptionInfo& info, double val
     throw ValueError(where + " expects one of " + choices_text(info) + ", got the number " +
                      number(value));
   }
+  if (info.type == OptionType::File) {
+    throw ValueError(where + " expects the path of a file, got the number " + number(value));
+  }
   if (info.type == OptionType::Integer && !(std::isfinite(value) && value == std::floor(value))) {
     throw ValueError(where + " must be a whole number, got " + number(value));
   }
@@ -86,6 +101,7 @@ void check_number(const std::string& dataset, const OptionInfo& info, double val
 
 void check_choice(const std::string& dataset, const OptionInfo& info, const std::string& value) {
   const std::string where = dataset + ": option '" + info.name + "'";
+  if (info.type == OptionType::File) return;
   if (info.type != OptionType::Choice) {
     throw ValueError(where + " expects a number, got the string '" + value + "'");
   }
@@ -137,6 +153,15 @@ const std::vector<DatasetInfo>& catalog() {
     const CheckerboardOptions board;
     const CurveOptions curve;
     const DigitsOptions digits;
+    const ParityOptions parity;
+    const DigitSequenceOptions sequence;
+    const AdditionOptions addition;
+    const ForecastOptions forecast;
+    const TextOptions text;
+    const auto label_noise = [](double default_value, const char* what) {
+      return real("noise", std::string("fraction of the ") + what + " replaced at random",
+                  default_value, 0, 1);
+    };
     return std::vector<DatasetInfo>{
         {"spirals",
          "interleaved spiral arms, one per class",
@@ -210,6 +235,54 @@ const std::vector<DatasetInfo>& catalog() {
           real("distortion", "scales the random rotation, shear, size and stroke width",
                digits.distortion, 0, 2),
           seed(digits.seed)}},
+        {"parity",
+         "bit strings: is the number of ones odd?",
+         TaskKind::Classification,
+         InputKind::Sequence,
+         {samples(parity.samples, 2, kMaxPoints),
+          integer("length", "bits per string", parity.length, 1, 64),
+          label_noise(parity.noise, "labels"), seed(parity.seed)}},
+        {"reverse",
+         "digit sequences to write back to front, a digit per position",
+         TaskKind::Classification,
+         InputKind::Sequence,
+         {samples(sequence.samples, 2, kMaxPoints),
+          integer("length", "digits per sequence", sequence.length, 1, 64),
+          integer("digits", "the vocabulary: digits 0 to digits - 1", sequence.digits, 2, 10),
+          label_noise(sequence.noise, "target digits"), seed(sequence.seed)}},
+        {"sort",
+         "digit sequences to sort ascending, a digit per position",
+         TaskKind::Classification,
+         InputKind::Sequence,
+         {samples(sequence.samples, 2, kMaxPoints),
+          integer("length", "digits per sequence", sequence.length, 1, 64),
+          integer("digits", "the vocabulary: digits 0 to digits - 1", sequence.digits, 2, 10),
+          label_noise(sequence.noise, "target digits"), seed(sequence.seed)}},
+        {"addition",
+         "a + b = written as digit tokens; the model writes the sum's digits",
+         TaskKind::Classification,
+         InputKind::Sequence,
+         {samples(addition.samples, 2, kMaxPoints),
+          integer("digits", "digits of each number", addition.digits, 1, 8),
+          label_noise(addition.noise, "sum digits"), seed(addition.seed)}},
+        {"forecast",
+         "windows of a noisy wave: predict the next value",
+         TaskKind::Regression,
+         InputKind::Sequence,
+         {samples(forecast.samples, 2, kMaxPoints),
+          integer("length", "values per window", forecast.length, 1, 256),
+          noise(forecast.noise, "standard deviation of the Gaussian added to each value"),
+          choice("wave", "the wave: sine or sawtooth, period 8 to 24 steps, random phase",
+                 forecast.wave, wave_names()),
+          seed(forecast.seed)}},
+        {"text",
+         "character-level language modelling of a text file: the next character at each place",
+         TaskKind::Classification,
+         InputKind::Sequence,
+         {file("file", "the text file (UTF-8 or ASCII; read as bytes)",
+               "Text files (*.txt *.md *.csv *.py);;All files (*)"),
+          samples(text.samples, 1, kMaxPoints),
+          integer("length", "characters per window", text.length, 1, 1024), seed(text.seed)}},
     };
   }();
   return entries;
@@ -255,6 +328,36 @@ const std::map<std::string, Builder>& builders() {
        [](const ResolvedOptions& o) {
          return make_digits({o.integer("samples"), o.integer("size"), o.number("noise"),
                              o.number("shift"), o.number("distortion"), o.seed()});
+       }},
+      {"parity",
+       [](const ResolvedOptions& o) {
+         return make_parity({o.integer("samples"), o.integer("length"), o.number("noise"),
+                             o.seed()});
+       }},
+      {"reverse",
+       [](const ResolvedOptions& o) {
+         return make_reverse({o.integer("samples"), o.integer("length"), o.integer("digits"),
+                              o.number("noise"), o.seed()});
+       }},
+      {"sort",
+       [](const ResolvedOptions& o) {
+         return make_sort({o.integer("samples"), o.integer("length"), o.integer("digits"),
+                           o.number("noise"), o.seed()});
+       }},
+      {"addition",
+       [](const ResolvedOptions& o) {
+         return make_addition(
+             {o.integer("samples"), o.integer("digits"), o.number("noise"), o.seed()});
+       }},
+      {"forecast",
+       [](const ResolvedOptions& o) {
+         return make_forecast({o.integer("samples"), o.integer("length"), o.number("noise"),
+                               o.choice("wave"), o.seed()});
+       }},
+      {"text",
+       [](const ResolvedOptions& o) {
+         return make_text(
+             {o.choice("file"), o.integer("samples"), o.integer("length"), o.seed()});
        }},
   };
   return table;

@@ -16,9 +16,10 @@
 
 namespace nns::data {
 
-enum class OptionType { Integer, Real, Choice };
+enum class OptionType { Integer, Real, Choice, File };
 
-// One option of a data set: a number in [min, max] (whole for Integer) or one of `choices`.
+// One option of a data set: a number in [min, max] (whole for Integer), one of `choices`, or
+// the path of a file (File; a project keeps it relative to its folder).
 struct OptionInfo {
   std::string name;
   std::string description;
@@ -26,8 +27,10 @@ struct OptionInfo {
   double default_value = 0;  // Integer, Real
   double min = 0;
   double max = 0;
-  std::string default_choice;        // Choice
+  std::string default_choice;        // Choice, File
   std::vector<std::string> choices;  // Choice
+  // File: what the file chooser offers, as "Text files (*.txt)".
+  std::string file_filter{};
 };
 
 struct DatasetInfo {
@@ -42,7 +45,7 @@ struct DatasetInfo {
   const OptionInfo& option(const std::string& option_name) const;
 };
 
-// A number for Integer and Real options, a string for Choice options.
+// A number for Integer and Real options, a string for Choice and File options.
 using OptionValue = std::variant<double, std::string>;
 using DatasetOptions = std::map<std::string, OptionValue>;
 
@@ -60,7 +63,8 @@ Dataset make_dataset(const std::string& name, const DatasetOptions& options = {}
 // set, or not whole for an Integer option. The make_* functions check their options with it,
 // so the catalog is the one place where the limits live.
 void check_option(const std::string& dataset, const std::string& option, double value);
-// The same for a Choice option: ValueError listing the choices when `value` is none of them.
+// The same for a Choice option: ValueError listing the choices when `value` is none of them
+// (a File option takes any path; the data set says when it cannot read it).
 void check_option(const std::string& dataset, const std::string& option, const std::string& value);
 
 }  // namespace nns::data

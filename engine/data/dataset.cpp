@@ -24,6 +24,8 @@ std::string input_kind_name(InputKind kind) {
       return "image";
     case InputKind::Tabular:
       return "tabular";
+    case InputKind::Sequence:
+      return "sequence";
   }
   return "tabular";
 }
@@ -51,7 +53,7 @@ std::vector<int64_t> class_labels(const Dataset& d, const std::string& where) {
 }  // namespace
 
 std::vector<int64_t> Dataset::class_counts() const {
-  if (task != TaskKind::Classification) return {};
+  if (task != TaskKind::Classification || per_position()) return {};
   std::vector<int64_t> counts(static_cast<size_t>(num_classes), 0);
   for (int64_t label : class_labels(*this, "Dataset '" + name + "' class_counts")) {
     ++counts[static_cast<size_t>(label)];
@@ -90,7 +92,7 @@ DatasetSplit Dataset::split(double test_fraction, uint64_t seed) const {
   }
   // Groups of sample indices that are split separately: one per class, or all samples.
   std::vector<std::vector<int64_t>> groups;
-  if (task == TaskKind::Classification) {
+  if (task == TaskKind::Classification && !per_position()) {
     groups.resize(static_cast<size_t>(num_classes));
     const std::vector<int64_t> labels = class_labels(*this, where);
     for (int64_t i = 0; i < n; ++i) groups[static_cast<size_t>(labels[i])].push_back(i);

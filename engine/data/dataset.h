@@ -18,10 +18,11 @@ namespace nns::data {
 enum class TaskKind { Classification, Regression };
 
 // What one sample's input is, so a UI knows how to draw it: a point in the plane ([N, 2]), a
-// number on a line ([N, 1]), a grayscale image ([N, 1, H, W]) or a row of numbers ([N, D]).
-enum class InputKind { Points2D, Curve1D, Image, Tabular };
+// number on a line ([N, 1]), a grayscale image ([N, 1, H, W]), a row of numbers ([N, D]) or a
+// sequence (int64 [N, T] tokens, or float32 [N, T, 1] values; engine/data/sequences.h).
+enum class InputKind { Points2D, Curve1D, Image, Tabular, Sequence };
 
-// "classification", "regression"; "2-D", "1-D", "image", "tabular".
+// "classification", "regression"; "2-D", "1-D", "image", "tabular", "sequence".
 std::string task_name(TaskKind task);
 std::string input_kind_name(InputKind kind);
 
@@ -31,21 +32,27 @@ struct Dataset {
   std::string name;
   TaskKind task = TaskKind::Classification;
   InputKind input_kind = InputKind::Tabular;
-  // float32, contiguous: [N, D] or, for images, [N, 1, H, W].
+  // float32, contiguous: [N, D] or, for images, [N, 1, H, W]; for sequences int64 [N, T] token
+  // indices or float32 [N, T, 1] values.
   Tensor inputs;
-  // int64 [N] class indices for classification, float32 [N, 1] for regression.
+  // int64 [N] class indices for classification, float32 [N, 1] for regression; int64 [N, T]
+  // for a class per position (-100 where a position does not count), see per_position().
   Tensor targets;
   int64_t num_classes = 0;  // 0 for regression
   // One name per input column (empty for images); one per class (empty for regression).
   std::vector<std::string> feature_names;
   std::vector<std::string> class_names;
+  // Token sequences only: the name of each input token index ("0".."9", "+", a character).
+  std::vector<std::string> vocabulary;
   // Images only: the side lengths in pixels.
   int64_t image_height = 0;
   int64_t image_width = 0;
 
   // The number of samples.
   int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
-  // Samples per class (classification only; empty for regression).
+  // A class per position: int64 targets [N, T] (reverse, sort, addition, text).
+  bool per_position() const { return task == TaskKind::Classification && targets.dim() == 2; }
+  // Samples per class (classification with a class per sample; empty otherwise).
   std::vector<int64_t> class_counts() const;
   // The samples at these indices, in this order (repeats allowed); throws IndexError naming
   // the data set for an index outside [0, size()).
@@ -54,7 +61,7 @@ struct Dataset {
   // test set. Classification splits are stratified: each class gives the same fraction of its
   // samples to the test set (the rounding remainders go to the classes with the largest
   // fractional parts, lowest class first on ties), so both sets keep the class balance.
-  // Regression splits take a random subset. Both parts keep the original sample order.
+  // Regression and per-position splits take a random subset. Both parts keep the original sample order.
   // test_fraction must be in [0, 1) and leave at least one training sample (ValueError).
   DatasetSplit split(double test_fraction, uint64_t seed) const;
 };

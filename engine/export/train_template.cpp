@@ -61,15 +61,31 @@ def parse_args():
     return parser.parse_args()
 
 
+def loss_inputs(out, y):
+    """A class per position (targets [N, T]) is scored over the N * T positions."""
+    if CLASSIFICATION and y.dim() == 2:
+        return out.reshape(-1, out.shape[-1]), y.reshape(-1)
+    return out, y
+
+
+def count_correct(out, y):
+    """The right predictions and the predictions that count (a target of -100 does not)."""
+    if not CLASSIFICATION:
+        return 0, len(y)
+    scores, labels = loss_inputs(out, y)
+    counts = labels != -100
+    return ((scores.argmax(dim=1) == labels) & counts).sum().item(), counts.sum().item()
+
+
 def evaluate(model, loss_fn, x, y):
     """The loss and accuracy on (x, y) in eval mode, as NN Studio's test figures."""
     model.eval()
     with torch.no_grad():
         out = model(x)
-        loss = loss_fn(out, y).item()
-        correct = (out.argmax(dim=1) == y).sum().item() if CLASSIFICATION else 0
+        loss = loss_fn(*loss_inputs(out, y)).item()
+        correct, counted = count_correct(out, y)
     model.train()
-    return describe(loss, correct / len(y))
+    return describe(loss, correct / max(counted, 1))
 
 
 def describe(loss, accuracy):
@@ -114,10 +130,10 @@ def main():
     while not done and (args.steps or epoch < args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
-        totals = torch.zeros(3, dtype=torch.float64)  # loss * samples, correct, samples
+        totals = torch.zeros(4, dtype=torch.float64)  # loss * samples, correct, counted, samples
         for x, y in loader:
             out = trained(x)
-            loss = loss_fn(out, y)
+            loss = loss_fn(*loss_inputs(out, y))
             optimizer.zero_grad()
             loss.backward()
             if CLIP_GRAD_NORM > 0:
@@ -126,8 +142,9 @@ def main():
             if scheduler is not None and SCHEDULER_PER_STEP:
                 scheduler.step()
             step += 1
-            correct = (out.argmax(dim=1) == y).sum().item() if CLASSIFICATION else 0
-            totals += torch.tensor([loss.item() * len(y), correct, len(y)], dtype=torch.float64)
+            correct, counted = count_correct(out.detach(), y)
+            totals += torch.tensor([loss.item() * len(y), correct, counted, len(y)],
+                                   dtype=torch.float64)
             if args.steps and step >= args.steps:
                 done = True
                 break
@@ -139,8 +156,8 @@ def main():
                 dist.all_reduce(totals)  # every process's share of the epoch
             if rank == 0:
                 total = f"/{args.epochs}" if not args.steps else ""
-                train = describe(totals[0].item() / totals[2].item(),
-                                 totals[1].item() / totals[2].item())
+                train = describe(totals[0].item() / totals[3].item(),
+                                 totals[1].item() / max(totals[2].item(), 1))
                 print(f"epoch {epoch:3d}{total}  train {train}"
                       f"  test {evaluate(model, loss_fn, x_test, y_test)}", flush=True)
 

@@ -283,6 +283,11 @@ OptionSpec option_spec(const data::OptionInfo& option) {
       spec.default_value = option.default_choice;
       spec.choices = option.choices;
       return spec;
+    case data::OptionType::File:
+      spec.kind = Kind::String;
+      spec.default_value = option.default_choice;
+      spec.file_filter = option.file_filter;
+      return spec;
   }
   spec.min = option.min;
   spec.max = option.max;

@@ -53,6 +53,9 @@ struct OptionSpec {
   // Kept in files and checked, but not shown by editors: PyTorch's switches that change
   // nothing here (an optimizer's foreach or differentiable).
   bool hidden = false;
+  // For String: the value is a file's path, picked with a file chooser offering these files
+  // ("Text files (*.txt);;All files (*)"); empty for plain text.
+  std::string file_filter{};
 };
 
 // `given` with defaults filled in, each value checked against its spec: a ValueError naming

@@ -91,7 +91,9 @@ std::vector<Tensor> MultiheadAttention::forward(const std::vector<Tensor>& input
   Tensor out = bmm(weights, vh).transpose(0, 1).contiguous().reshape({l * n, e});
   out = linear(out, out_proj->weight, out_proj->bias).reshape({l, n, e});
   if (o.batch_first) out = out.transpose(0, 1);
-  return {out, weights.reshape({n, h, l, s}).mean({1})};
+  const Tensor per_head = weights.reshape({n, h, l, s});
+  if (record_head_weights) last_head_weights = per_head.detach().clone();
+  return {out, per_head.mean({1})};
 }
 
 Tensor MultiheadAttention::forward(const Tensor& input) {

@@ -50,6 +50,13 @@ class MultiheadAttention : public Module {
   Tensor in_proj_bias;  // undefined without bias
   std::shared_ptr<NonDynamicallyQuantizableLinear> out_proj;
 
+  // While on, each forward keeps its weights per head, detached, in last_head_weights
+  // [N, heads, L, S] (what PyTorch returns with average_attn_weights=False): for probes and
+  // predictions that draw attention maps. Off by default; set and read on the thread that
+  // runs the model.
+  bool record_head_weights = false;
+  Tensor last_head_weights;
+
  private:
   MultiheadAttentionOptions options_;
 };

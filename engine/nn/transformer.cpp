@@ -26,9 +26,10 @@ Tensor activate(const Tensor& x, const std::string& activation) {
   return activation == "gelu" ? gelu(x) : relu(x);
 }
 
-// Self-attention of x (the output alone, as need_weights=False).
+// Attention of x to memory (the output alone, as need_weights=False), called as a module so
+// that hooks on self_attn and multihead_attn run, as in PyTorch.
 Tensor attend(MultiheadAttention& attn, const Tensor& x, const Tensor& memory) {
-  return attn.forward(std::vector<Tensor>{x, memory, memory}).at(0);
+  return attn(std::vector<Tensor>{x, memory, memory}).at(0);
 }
 
 }  // namespace

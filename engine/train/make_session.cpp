@@ -75,6 +75,16 @@ data::Dataset project_dataset(const graph::DatasetSettings& d, const std::string
   }
   // The settings' seed is the data's unless the options give their own.
   if (!options.count("seed")) options["seed"] = static_cast<double>(d.seed);
+  // A file (the text set's) is kept relative to the project's folder.
+  for (const data::OptionInfo& info : data::dataset_info(d.name).options) {
+    const auto it = options.find(info.name);
+    if (info.type != data::OptionType::File || it == options.end()) continue;
+    if (const std::string* path = std::get_if<std::string>(&it->second)) {
+      if (!path->empty() && std::filesystem::path(*path).is_relative()) {
+        it->second = (std::filesystem::path(base_dir) / *path).string();
+      }
+    }
+  }
   return data::make_dataset(d.name, options);
 }
 

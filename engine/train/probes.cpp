@@ -11,6 +11,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/tensor/error.h"
+#include "engine/tensor/factories.h"
 
 namespace nns::train {
 namespace {
@@ -287,6 +288,8 @@ std::string probe_kind_name(ProbeKind kind) {
       return "grad_input";
     case ProbeKind::ParamGrad:
       return "param_grad";
+    case ProbeKind::Attention:
+      return "attention";
   }
   return "?";
 }
@@ -323,6 +326,9 @@ struct Probes::Probe {
   std::vector<std::pair<std::string, Tensor>> params;
   RemovableHandle forward;
   std::vector<RemovableHandle> step_hooks;
+  // The attention modules in the probed module's tree, recording on sampled steps only.
+  AttentionModules attention;
+  std::unique_ptr<AttentionRecording> recording;
   bool sampling = false;
   int64_t last_sampled = 0;  // the step this probe last sampled (0: none yet)
   int64_t interval = 0;      // ProbeSample::interval of the sampled step
@@ -396,6 +402,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
   p->info = {id, module_name, options};
   p->module = module;
   p->saturation = saturation_of(*module);
+  p->attention = attention_modules(module);
   if (options.parameters) {
     for (auto& [name, param] : module->named_parameters()) {
       if (param.requires_grad()) p->params.emplace_back(name, param);
@@ -411,6 +418,22 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
         for (size_t i = 0; i < outputs.size(); ++i) {
           record(*p, ProbeKind::Activation, indexed_name("output", i, outputs.size()), outputs[i],
                  p->saturation);
+        }
+        if (p->recording) {
+          for (AttentionMap& map : p->recording->maps(0)) {
+            ProbeSample sample;
+            sample.probe = p->info.id;
+            sample.module = p->info.module;
+            sample.step = step_;
+            sample.kind = ProbeKind::Attention;
+            sample.tensor = map.module;
+            sample.stats = summarize(
+                from_vector(map.weights, {map.heads, map.queries, map.keys}), Saturation::None);
+            sample.interval = p->interval;
+            sample.attention = std::move(map);
+            publish(std::move(sample));
+          }
+          p->recording.reset();
         }
         return std::nullopt;
       });
@@ -557,6 +580,9 @@ void Probes::begin_step(int64_t step) {
     p->last_sampled = step;
     ++sampled;
     install_step_hooks(*p);
+    if (o.activations && !p->attention.empty()) {
+      p->recording = std::make_unique<AttentionRecording>(p->attention);
+    }
   }
   any_sampling_ = sampled > 0;
   if (sampled + skipped > 0) {
@@ -608,6 +634,7 @@ void Probes::end_step() {
       }
       for (RemovableHandle& h : p->step_hooks) h.remove();
       p->step_hooks.clear();
+      p->recording.reset();
       p->pending.clear();
       p->before.clear();
       p->sampling = false;

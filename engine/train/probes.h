@@ -15,7 +15,8 @@
 //   probes.remove(id);                  // every hook it placed is gone
 //
 // A probe places a forward hook on its module for as long as it exists (activation
-// summaries), and, on the steps it samples only, a full backward hook (gradients w.r.t. the
+// summaries, and on a module with MultiheadAttention in its tree the attention maps of the
+// sampled steps' first sequence: attention_maps.h), and, on the steps it samples only, a full backward hook (gradients w.r.t. the
 // module's outputs and inputs) and a tensor hook on each of the module's parameters that
 // require grad (gradient norm and histogram, then the update-to-weight ratio ||dw|| / ||w||
 // after the optimizer's step). The backward and tensor hooks exist only on sampled steps
@@ -66,6 +67,7 @@
 #include <vector>
 
 #include "engine/nn/module.h"
+#include "engine/train/attention_maps.h"
 
 namespace nns::train {
 
@@ -94,8 +96,12 @@ enum class ProbeKind {
   GradOutput,  // gradient w.r.t. a module output ("output", ...)
   GradInput,   // gradient w.r.t. a module input ("input", "input.1", ...)
   ParamGrad,   // gradient of a parameter, named as in the module's named_parameters ("weight")
+  // The attention weights per head of a MultiheadAttention in the module's tree (the module
+  // itself, or a Transformer layer's self_attn), named by its path below the module ("" or
+  // "self_attn"); ProbeSample::attention holds the map of the batch's first sequence.
+  Attention,
 };
-// "activation", "grad_output", "grad_input", "param_grad".
+// "activation", "grad_output", "grad_input", "param_grad", "attention".
 std::string probe_kind_name(ProbeKind kind);
 
 constexpr int kHistogramBins = 32;
@@ -151,6 +157,8 @@ struct ProbeSample {
   // Steps since this probe's previous sampled step (0 for its first): `every`, or a multiple
   // of it when the overhead budget skipped steps.
   int64_t interval = 0;
+  // Attention only: the weights per head for the first sequence of the sampled batch.
+  AttentionMap attention;
 };
 
 // A histogram re-binned from the reservoir: one row per kept step in the range.

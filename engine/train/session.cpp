@@ -11,6 +11,7 @@
 #include "engine/nn/clip_grad.h"
 #include "engine/ops/ops.h"
 #include "engine/tensor/generator.h"
+#include "engine/train/accuracy.h"
 
 namespace nns::train {
 namespace {
@@ -21,41 +22,6 @@ constexpr double kSmoothing = 0.9;
 constexpr double kRateWindowSeconds = 0.5;
 
 using Clock = std::chrono::steady_clock;
-
-// Correct class predictions (argmax over dim 1 of [B, C] outputs) for int64 targets [B];
-// -1 when the outputs are not [B, C] scores.
-int64_t count_correct(const Tensor& output, const Tensor& targets) {
-  if (output.dim() != 2 || targets.dim() != 1 || output.size(0) != targets.size(0) ||
-      targets.dtype() != kInt64 || !output.is_floating_point()) {
-    return -1;
-  }
-  NoGradGuard no_grad;
-  Tensor scores = output.detach();
-  if (scores.dtype() != kFloat32 && scores.dtype() != kFloat64) scores = scores.to(kFloat32);
-  scores = scores.contiguous();
-  const Tensor labels = targets.contiguous();
-  const int64_t rows = scores.size(0), cols = scores.size(1);
-  const int64_t* y = labels.data_ptr<int64_t>();
-  int64_t correct = 0;
-  auto count = [&](const auto* s) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto* row = s + r * cols;
-      // torch.argmax: the first maximum; a NaN counts as the maximum.
-      int64_t best = 0;
-      for (int64_t c = 1; c < cols; ++c) {
-        if (std::isnan(row[best])) break;
-        if (row[c] > row[best] || std::isnan(row[c])) best = c;
-      }
-      correct += best == y[r] ? 1 : 0;
-    }
-  };
-  if (scores.dtype() == kFloat32) {
-    count(scores.data_ptr<float>());
-  } else {
-    count(scores.data_ptr<double>());
-  }
-  return correct;
-}
 
 bool any_bad(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) {
@@ -131,6 +97,7 @@ TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config
   loader_ = std::make_unique<data::DataLoader>(
       parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
   for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
+  attention_modules_ = attention_modules(model_);
   status_.batch_size = config_.batch_size;
   status_.batches_per_epoch = loader_->num_batches();
   status_.lr = current_lr();
@@ -235,7 +202,7 @@ void TrainingSession::evaluate() {
   post([this] {
     const Evaluation e = run_evaluation();
     std::lock_guard<std::mutex> lock(mutex_);
-    status_.last_evaluation = e;
+    if (parts_.test.size() > 0) status_.last_evaluation = e;
   });
 }
 
@@ -252,7 +219,9 @@ uint64_t TrainingSession::predict(const Tensor& inputs) {
     try {
       NoGradGuard no_grad;
       model_->eval();
+      const AttentionRecording recording(attention_modules_);
       p.outputs = (*model_)(inputs).clone();
+      p.attention = recording.maps(0);
     } catch (const std::exception& e) {
       p.error = e.what();
     }
@@ -356,7 +325,7 @@ void TrainingSession::begin_epoch() {
   epoch_batches_ = loader_->epoch(epoch_);
   batch_ = 0;
   epoch_loss_sum_ = 0;
-  epoch_correct_ = 0;
+  epoch_accuracy_ = Accuracy();
   epoch_samples_ = 0;
   epoch_seconds_ = 0;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -371,12 +340,13 @@ void TrainingSession::run_step() {
   const data::Batch batch = (*epoch_batches_)[batch_];
   const int64_t step = step_ + 1;
   double loss_value = 0;
-  int64_t correct = -1;
+  std::optional<Accuracy> accuracy;
   try {
     probes_.begin_step(step);
     optimizer_->zero_grad();
     const Tensor output = (*model_)(batch.inputs);
-    const Tensor loss = (*parts_.loss)({output, batch.targets}).at(0);
+    const auto [scores, labels] = loss_inputs(output, batch.targets);
+    const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
     loss_value = loss.item();
     if (!std::isfinite(loss_value)) {
       probes_.end_step();
@@ -417,7 +387,7 @@ void TrainingSession::run_step() {
     if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
     probes_.end_step();
     if (parts_.train.task == data::TaskKind::Classification) {
-      correct = count_correct(output, batch.targets);
+      accuracy = score_predictions(output, batch.targets);
     }
   } catch (const std::exception& e) {
     try {
@@ -433,7 +403,7 @@ void TrainingSession::run_step() {
   step_ = step;
   ++batch_;
   epoch_loss_sum_ += loss_value * static_cast<double>(samples);
-  epoch_correct_ += std::max<int64_t>(correct, 0);
+  if (accuracy) epoch_accuracy_.add(*accuracy);
   epoch_samples_ += samples;
   epoch_seconds_ += seconds;
   smoothed_ = kSmoothing * smoothed_ + (1 - kSmoothing) * loss_value;
@@ -451,7 +421,7 @@ void TrainingSession::run_step() {
   m.epoch = epoch_ + 1;
   m.loss = loss_value;
   m.smoothed_loss = smoothed_ / (1 - std::pow(kSmoothing, static_cast<double>(smoothed_count_)));
-  m.accuracy = correct < 0 ? kNaN : static_cast<double>(correct) / static_cast<double>(samples);
+  m.accuracy = accuracy ? accuracy->rate() : kNaN;
   m.lr = current_lr();
   publish_step(m);
   if (batch_ == epoch_batches_->size()) end_epoch();
@@ -484,12 +454,11 @@ void TrainingSession::end_epoch() {
   e.step = step_;
   const auto n = static_cast<double>(std::max<int64_t>(epoch_samples_, 1));
   e.train_loss = epoch_loss_sum_ / n;
-  e.train_accuracy = parts_.train.task == data::TaskKind::Classification
-                         ? static_cast<double>(epoch_correct_) / n
-                         : kNaN;
+  e.train_accuracy = epoch_accuracy_.rate();
   const Evaluation test = run_evaluation();
   e.test_loss = test.loss;
   e.test_accuracy = test.accuracy;
+  e.test_sequence_accuracy = test.sequence_accuracy;
   e.seconds = epoch_seconds_;
   e.steps_per_second =
       epoch_seconds_ > 0 ? static_cast<double>(epoch_batches_->size()) / epoch_seconds_ : 0;
@@ -512,7 +481,7 @@ void TrainingSession::end_epoch() {
 Evaluation TrainingSession::run_evaluation() {
   Evaluation e;
   e.step = step_;
-  e.loss = e.accuracy = kNaN;
+  e.loss = e.accuracy = e.sequence_accuracy = kNaN;
   const data::Dataset& test = parts_.test;
   const int64_t n = test.size();
   if (n == 0) return e;
@@ -520,7 +489,7 @@ Evaluation TrainingSession::run_evaluation() {
     NoGradGuard no_grad;
     model_->eval();
     double loss_sum = 0;
-    int64_t correct = 0;
+    Accuracy accuracy;
     bool counted = test.task == data::TaskKind::Classification;
     const int64_t chunk = std::max<int64_t>(config_.eval_chunk, 1);
     for (int64_t begin = 0; begin < n; begin += chunk) {
@@ -528,15 +497,20 @@ Evaluation TrainingSession::run_evaluation() {
       const Tensor x = test.inputs.narrow(0, begin, len);
       const Tensor y = test.targets.narrow(0, begin, len);
       const Tensor output = (*model_)(x);
-      loss_sum += (*parts_.loss)({output, y}).at(0).item() * static_cast<double>(len);
+      const auto [scores, labels] = loss_inputs(output, y);
+      loss_sum += (*parts_.loss)({scores, labels}).at(0).item() * static_cast<double>(len);
       if (counted) {
-        const int64_t c = count_correct(output, y);
-        counted = c >= 0;
-        correct += std::max<int64_t>(c, 0);
+        const std::optional<Accuracy> a = score_predictions(output, y);
+        counted = a.has_value();
+        if (a) accuracy.add(*a);
       }
     }
     e.loss = loss_sum / static_cast<double>(n);
-    e.accuracy = counted ? static_cast<double>(correct) / static_cast<double>(n) : kNaN;
+    if (counted) {
+      e.accuracy = accuracy.rate();
+      e.sequence_accuracy = accuracy.sequence_rate();
+      e.position_accuracy = accuracy.position_rates();
+    }
   } catch (const std::exception& ex) {
     model_->train();
     fail(std::string("evaluating on the test set failed: ") + ex.what(), "");
@@ -619,8 +593,8 @@ std::string TrainingSession::locate_non_finite_gradient(const data::Batch& batch
   }
   try {
     optimizer_->zero_grad();
-    const Tensor output = (*model_)(batch.inputs);
-    (*parts_.loss)({output, batch.targets}).at(0).backward();
+    const auto [scores, labels] = loss_inputs((*model_)(batch.inputs), batch.targets);
+    (*parts_.loss)({scores, labels}).at(0).backward();
   } catch (const std::exception&) {
     // As above: only the place is looked for.
   }

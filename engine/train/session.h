@@ -53,6 +53,8 @@
 #include "engine/nn/module.h"
 #include "engine/optim/lr_scheduler.h"
 #include "engine/optim/optimizer.h"
+#include "engine/train/accuracy.h"
+#include "engine/train/attention_maps.h"
 #include "engine/train/probes.h"
 
 namespace nns::graph {
@@ -76,7 +78,8 @@ struct StepMetrics {
   int64_t epoch = 0;  // the epoch this step belongs to, counted from 1
   double loss = 0;
   double smoothed_loss = 0;  // exponential moving average (0.9), bias-corrected
-  double accuracy = 0;       // on this batch; NaN for regression
+  double accuracy = 0;       // on this batch (of its positions, for a class per position);
+                             // NaN for regression
   double lr = 0;             // the first parameter group's learning rate for this step
 };
 
@@ -87,15 +90,20 @@ struct EpochMetrics {
   double train_accuracy = 0;  // then (as PyTorch loops report it); NaN for regression
   double test_loss = 0;       // on the test set after the epoch, eval mode, no grad (NaN: no test
   double test_accuracy = 0;   // set)
+  double test_sequence_accuracy = 0;  // a class per position: whole sequences right (else NaN)
   double seconds = 0;         // wall time of the epoch's steps
   double steps_per_second = 0;
 };
 
 // The test set's loss and accuracy at a step (after evaluate() or an epoch's end).
+// With a class per position (data::Dataset::per_position), the loss and accuracy are over the
+// positions that count, and the sequence and per-position figures are filled in.
 struct Evaluation {
   int64_t step = 0;
   double loss = 0;
   double accuracy = 0;
+  double sequence_accuracy = 0;  // sequences with every position right; NaN without positions
+  std::vector<double> position_accuracy;  // [T]; empty without positions
 };
 
 struct SessionStatus {
@@ -121,6 +129,9 @@ struct Prediction {
   uint64_t id = 0;  // what predict() returned
   int64_t step = 0;
   Tensor outputs;     // the model's outputs in eval mode (a tensor of its own)
+  // The attention weights per head of every MultiheadAttention in the model, for the first
+  // input (row 0); empty for a model without attention.
+  std::vector<AttentionMap> attention;
   std::string error;  // the forward's error, if it failed (outputs undefined)
 };
 
@@ -183,7 +194,7 @@ class TrainingSession {
   void set_lr(double lr);
   // From the next epoch on (the current one keeps its batches).
   void set_batch_size(int64_t batch_size);
-  // Test loss and accuracy now (see status().last_evaluation).
+  // Test loss and accuracy now (see status().last_evaluation; none without a test set).
   void evaluate();
   // The model's outputs for `inputs` in eval mode, computed between two steps; the result
   // appears in take_prediction() with the returned id.
@@ -244,6 +255,7 @@ class TrainingSession {
   std::unique_ptr<data::DataLoader> loader_;
   std::optional<data::EpochBatches> epoch_batches_;
   std::vector<std::string> module_names_;
+  AttentionModules attention_modules_;  // the model's, for predictions
   Probes probes_;
   std::atomic<ProbeId> next_probe_id_{1};
 
@@ -253,7 +265,7 @@ class TrainingSession {
   int64_t batch_ = 0;  // taken in the current epoch
   int64_t pending_batch_size_ = 0;
   double epoch_loss_sum_ = 0;
-  int64_t epoch_correct_ = 0;
+  Accuracy epoch_accuracy_;
   int64_t epoch_samples_ = 0;
   double epoch_seconds_ = 0;
   double smoothed_ = 0;
@@ -281,15 +293,15 @@ class TrainingSession {
 };
 
 // A session for a project: the model from its graph (graph::build_model; a bad graph throws
-// its GraphError here), the train and test sets from its dataset settings (a CSV path is
-// relative to base_dir), its loss (make_loss), optimizer and scheduler (optim::make_optimizer,
+// its GraphError here), the train and test sets from its dataset settings (a CSV path or
+// a text file is relative to base_dir), its loss (make_loss), optimizer and scheduler (optim::make_optimizer,
 // make_scheduler; OneCycleLR steps per batch and, without a length of its own, spans the
 // configured epochs), batch size, epochs and seed, and its probes placed.
 std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
                                               const std::string& base_dir);
 
 // The train and test sets a project's session trains and tests on: its dataset settings' data
-// (a CSV path relative to base_dir), split by its test fraction and seed.
+// (a CSV path or a text file relative to base_dir), split by its test fraction and seed.
 data::DatasetSplit project_split(const graph::Project& project, const std::string& base_dir);
 
 }  // namespace nns::train

@@ -17,6 +17,7 @@
 #include "engine/data/data.h"
 #include "engine/ops/indexing.h"
 #include "engine/tensor/factories.h"
+#include "support/test_util.h"
 
 namespace nns::data {
 namespace {
@@ -28,19 +29,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
                      static_cast<size_t>(a.numel()) * a.element_size()) == 0;
 }
 
-// A message check that shows the message when it fails.
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-    }
-  }
-}
+using test::expect_error;
 
 // Samples i = 0..n-1 with feature i and class i % classes, to follow samples through splits.
 Dataset numbered(int64_t n, int64_t classes) {
@@ -64,14 +53,33 @@ std::vector<int64_t> ids(const Tensor& inputs) {
   return out;
 }
 
+// A text file for the text data set (which has no default file), written once per process.
+std::string sample_text_file() {
+  static const std::string path = [] {
+    const std::string p =
+        (std::filesystem::path(::testing::TempDir()) / "nns_data_sample_text.txt").string();
+    std::string text;
+    for (int i = 0; i < 40; ++i) text += "the quick brown fox jumps over the lazy dog.\n";
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }();
+  return path;
+}
+
+// The options every catalog entry builds with: the text set needs its file.
+DatasetOptions with_file(const std::string& name, DatasetOptions options = {}) {
+  if (name == "text") options["file"] = sample_text_file();
+  return options;
+}
+
 // ---- Generators --------------------------------------------------------------------------------
 
 TEST(DataGeneratorsTest, SameSeedGivesTheSameBitsAndAnotherSeedOtherData) {
   for (const DatasetInfo& info : dataset_catalog()) {
     SCOPED_TRACE(info.name);
-    const Dataset a = make_dataset(info.name, {{"seed", 7.0}});
-    const Dataset b = make_dataset(info.name, {{"seed", 7.0}});
-    const Dataset c = make_dataset(info.name, {{"seed", 8.0}});
+    const Dataset a = make_dataset(info.name, with_file(info.name, {{"seed", 7.0}}));
+    const Dataset b = make_dataset(info.name, with_file(info.name, {{"seed", 7.0}}));
+    const Dataset c = make_dataset(info.name, with_file(info.name, {{"seed", 8.0}}));
     EXPECT_TRUE(same_bits(a.inputs, b.inputs));
     EXPECT_TRUE(same_bits(a.targets, b.targets));
     EXPECT_FALSE(same_bits(a.inputs, c.inputs));
@@ -292,7 +300,8 @@ TEST(DataCatalogTest, EveryEntryBuildsWithItsDefaults) {
   std::vector<std::string> names;
   for (const DatasetInfo& info : catalog) names.push_back(info.name);
   EXPECT_EQ(names, (std::vector<std::string>{"spirals", "moons", "circles", "xor", "blobs",
-                                             "checkerboard", "curve", "digits"}));
+                                             "checkerboard", "curve", "digits", "parity",
+                                             "reverse", "sort", "addition", "forecast", "text"}));
   for (const DatasetInfo& info : catalog) {
     SCOPED_TRACE(info.name);
     EXPECT_FALSE(info.description.empty());
@@ -300,22 +309,40 @@ TEST(DataCatalogTest, EveryEntryBuildsWithItsDefaults) {
       EXPECT_FALSE(o.description.empty()) << o.name;
       if (o.type == OptionType::Choice) {
         EXPECT_NE(std::find(o.choices.begin(), o.choices.end(), o.default_choice), o.choices.end());
+      } else if (o.type == OptionType::File) {
+        EXPECT_FALSE(o.file_filter.empty()) << o.name;
       } else {
         EXPECT_LE(o.min, o.default_value) << o.name;
         EXPECT_LE(o.default_value, o.max) << o.name;
       }
     }
-    const Dataset d = make_dataset(info.name);
+    const Dataset d = make_dataset(info.name, with_file(info.name));
     EXPECT_EQ(d.name, info.name);
     EXPECT_EQ(d.task, info.task);
     EXPECT_EQ(d.input_kind, info.input_kind);
     EXPECT_EQ(d.size(), static_cast<int64_t>(info.option("samples").default_value));
-    EXPECT_EQ(d.inputs.dtype(), kFloat32);
+    // Token sequences are indices (for an Embedding); everything else is float32.
+    const bool tokens = !d.vocabulary.empty();
+    EXPECT_EQ(d.inputs.dtype(), tokens ? kInt64 : kFloat32);
     EXPECT_TRUE(d.inputs.is_contiguous());
     EXPECT_EQ(d.targets.dtype(), info.task == TaskKind::Classification ? kInt64 : kFloat32);
     EXPECT_EQ(static_cast<int64_t>(d.class_names.size()), d.num_classes);
     for (int64_t count : d.class_counts()) EXPECT_GT(count, 0);
-    for (float v : d.inputs.to_vector<float>()) ASSERT_TRUE(std::isfinite(v));
+    if (tokens) {
+      const auto vocabulary = static_cast<int64_t>(d.vocabulary.size());
+      for (int64_t v : d.inputs.to_vector<int64_t>()) ASSERT_TRUE(v >= 0 && v < vocabulary);
+    } else {
+      for (float v : d.inputs.to_vector<float>()) ASSERT_TRUE(std::isfinite(v));
+    }
+    // Class targets are classes, or (per position) the ignored marker.
+    if (info.task == TaskKind::Classification) {
+      for (int64_t y : d.targets.to_vector<int64_t>()) {
+        ASSERT_TRUE((y >= 0 && y < d.num_classes) || (d.per_position() && y == kIgnoredPosition));
+      }
+    }
+    // Every set splits (per-position sets by a plain random subset).
+    const DatasetSplit split = d.split(0.2, 0);
+    EXPECT_EQ(split.train.size() + split.test.size(), d.size());
   }
 }
 

@@ -1,6 +1,7 @@
 // nn::MultiheadAttention (engine/nn/attention.h) against PyTorch (tests/fixtures/attention.json,
 // written by tests/fixtures/areas/attention.py): the initial parameters bit for bit after the
-// same seed, the repr, the output and the head-averaged weights, the gradients of query, key,
+// same seed, the repr, the output, the head-averaged weights and those per head kept for
+// attention maps, the gradients of query, key,
 // value and every parameter (self-attention, cross-attention with batch_first, no bias, a
 // causal mask); the backward against finite differences; errors.
 #include <gtest/gtest.h>
@@ -45,8 +46,12 @@ void check_case(const std::string& name, uint64_t seed, const nn::MultiheadAtten
   Tensor q = fx().tensor(key + ".q").to_tensor().requires_grad_(true);
   Tensor k = self ? q : fx().tensor(key + ".k").to_tensor().requires_grad_(true);
   Tensor v = self ? q : fx().tensor(key + ".v").to_tensor().requires_grad_(true);
+  m->record_head_weights = true;
   const std::vector<Tensor> outs = m->forward(std::vector<Tensor>{q, k, v});
   ASSERT_EQ(outs.size(), 2u);
+  // The weights per head it keeps for attention maps: average_attn_weights=False's, detached.
+  EXPECT_TRUE(matches(m->last_head_weights, fx().tensor(key + ".heads"), kRtol, kAtol)) << "heads";
+  EXPECT_FALSE(m->last_head_weights.requires_grad());
   Tensor total;
   for (size_t i = 0; i < 2; ++i) {
     const std::string out = key + ".out" + std::to_string(i);

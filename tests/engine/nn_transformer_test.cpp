@@ -1,7 +1,8 @@
 // nn::TransformerEncoderLayer and nn::TransformerDecoderLayer (engine/nn/transformer.h) against
 // PyTorch (tests/fixtures/transformer.json, written by tests/fixtures/areas/transformer.py): the
 // initial parameters bit for bit after the same seed, the repr (PyTorch's submodule names),
-// the output and the gradients of the inputs and every parameter, with relu and gelu, norm
+// the output, the attention maps per head of self_attn (and multihead_attn) as a probe records
+// them, and the gradients of the inputs and every parameter, with relu and gelu, norm
 // first or after, batch_first both ways, eval mode with dropout; errors.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "engine/nn/positional.h"
 #include "engine/nn/transformer.h"
 #include "engine/ops/ops.h"
+#include "engine/train/attention_maps.h"
 #include "support/fixtures.h"
 #include "support/op_case.h"
 
@@ -51,7 +53,29 @@ void check_case(const std::string& name, uint64_t seed, const nn::TransformerOpt
   std::vector<Tensor> inputs;
   for (int i = 0; fx().has_tensor(key + ".in" + std::to_string(i)); ++i)
     inputs.push_back(fx().tensor(key + ".in" + std::to_string(i)).to_tensor().requires_grad_(true));
-  const Tensor out = m->forward(inputs).at(0);
+  std::vector<train::AttentionMap> maps;
+  Tensor out;
+  {
+    // The attention maps a probe on the layer shows: each attention submodule's weights per
+    // head, against PyTorch's need_weights=True, average_attn_weights=False on what it saw.
+    const train::AttentionRecording recording(m);
+    out = m->forward(inputs).at(0);
+    maps = recording.maps(0);
+  }
+  const train::AttentionModules attention = train::attention_modules(m);
+  ASSERT_EQ(maps.size(), attention.size());
+  for (size_t a = 0; a < maps.size(); ++a) {
+    const std::string heads = key + ".heads." + attention[a].first;
+    const Tensor expected = fx().tensor(heads).to_tensor().select(0, 0);  // sequence 0
+    EXPECT_EQ(maps[a].module, attention[a].first);
+    EXPECT_EQ((Shape{maps[a].heads, maps[a].queries, maps[a].keys}), expected.sizes()) << heads;
+    const std::vector<float> want = expected.to_vector<float>();
+    ASSERT_EQ(maps[a].weights.size(), want.size()) << heads;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(maps[a].weights[i], want[i], kAtol + kRtol * std::abs(want[i])) << heads << " " << i;
+    }
+    EXPECT_FALSE(attention[a].second->record_head_weights);  // off again after the recording
+  }
   EXPECT_TRUE(matches(out.detach(), fx().tensor(key + ".out"), kRtol, kAtol));
   out.backward(fx().tensor(key + ".grad_out").to_tensor());
   for (size_t i = 0; i < inputs.size(); ++i) {

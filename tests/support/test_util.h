@@ -26,4 +26,14 @@ std::string error_of(Fn&& fn) {
   return {};
 }
 
+// A message check that shows the message when it fails: fn throws E, whose message holds every
+// one of `parts`.
+template <class E, class Fn>
+void expect_error(Fn&& fn, const std::vector<std::string>& parts) {
+  const std::string message = error_of<E>(fn);
+  for (const std::string& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
 }  // namespace nns::test

@@ -156,6 +156,8 @@ void NodeHealthModel::add(graph::NodeId node, const std::vector<train::ProbeSamp
         point->paramGradSquares += s.stats.norm * s.stats.norm;
         point->nonfinite = point->nonfinite || s.stats.nonfinite > 0;
         break;
+      case train::ProbeKind::Attention:
+        break;  // drawn as maps in the Probe tab, not as health
     }
     // Without the output's gradient, the parameters' total gradient norm stands for it.
     if (!data.series.count({train::ProbeKind::GradOutput, "output"}) && point->hasParamGrads) {

@@ -35,6 +35,9 @@ QString seriesLabel(const SeriesKey& key) {
       return QObject::tr("gradient w.r.t. %1").arg(qs(key.second));
     case train::ProbeKind::ParamGrad:
       return QObject::tr("gradient of %1").arg(qs(key.second));
+    case train::ProbeKind::Attention:
+      return QObject::tr("attention weights: %1")
+          .arg(key.second.empty() ? QObject::tr("this module") : qs(key.second));
   }
   return {};
 }

@@ -3,7 +3,10 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
 #include <QLineEdit>
+#include <QToolButton>
 #include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -179,6 +182,28 @@ QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value
       }
     });
     field = edit;
+    if (!spec.file_filter.empty()) {
+      // A path: typed, or picked with a file chooser that commits what it picks.
+      auto* row = new QWidget;
+      auto* layout = new QHBoxLayout(row);
+      layout->setContentsMargins(0, 0, 0, 0);
+      layout->setSpacing(2);
+      auto* browse = new QToolButton;
+      browse->setText(QObject::tr("…"));
+      browse->setToolTip(QObject::tr("Choose the file"));
+      const QString filter = qs(spec.file_filter);
+      QObject::connect(browse, &QToolButton::clicked, edit, [edit, filter, name] {
+        const QString path =
+            QFileDialog::getOpenFileName(edit, QObject::tr("Choose %1").arg(name), edit->text(),
+                                         filter);
+        if (path.isEmpty()) return;
+        edit->setText(path);
+        emit edit->editingFinished();
+      });
+      layout->addWidget(edit, 1);
+      layout->addWidget(browse);
+      field = row;
+    }
   } else {
     switch (spec.kind) {
       case Kind::Int: {
@@ -224,6 +249,13 @@ QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value
 void setOptionFieldValue(QWidget* field, const graph::Json& value) {
   // Only a value that differs is set, so that a field being typed into keeps its text when
   // the document changes elsewhere.
+  if (!qobject_cast<QLineEdit*>(field)) {
+    // A path's row: its line edit holds the value.
+    if (auto* edit = field->findChild<QLineEdit*>(); edit && !qobject_cast<QComboBox*>(field) &&
+                                                      !qobject_cast<QAbstractSpinBox*>(field)) {
+      field = edit;
+    }
+  }
   const QSignalBlocker block(field);
   if (auto* edit = qobject_cast<QLineEdit*>(field)) {
     if (edit->property(kValueProperty).toString() == qs(value.dump())) return;
