@@ -98,6 +98,7 @@ TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config
       parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
   for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
   attention_modules_ = attention_modules(model_);
+  for (const auto& [name, mha] : attention_modules_) attention_names_.push_back(name);
   status_.batch_size = config_.batch_size;
   status_.batches_per_epoch = loader_->num_batches();
   status_.lr = current_lr();
@@ -227,7 +228,8 @@ uint64_t TrainingSession::predict(const Tensor& inputs) {
     }
     model_->train();
     std::lock_guard<std::mutex> lock(mutex_);
-    prediction_ = std::move(p);
+    if (predictions_.size() >= kKeptPredictions) predictions_.pop_front();
+    predictions_.push_back(std::move(p));
   });
   return id;
 }
@@ -264,8 +266,9 @@ std::vector<EpochMetrics> TrainingSession::epoch_history() const {
 
 std::optional<Prediction> TrainingSession::take_prediction() {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::optional<Prediction> out = std::move(prediction_);
-  prediction_.reset();
+  if (predictions_.empty()) return std::nullopt;
+  std::optional<Prediction> out = std::move(predictions_.front());
+  predictions_.pop_front();
   return out;
 }
 

@@ -197,7 +197,7 @@ class TrainingSession {
   // Test loss and accuracy now (see status().last_evaluation; none without a test set).
   void evaluate();
   // The model's outputs for `inputs` in eval mode, computed between two steps; the result
-  // appears in take_prediction() with the returned id.
+  // appears in take_prediction() with the returned id (answers come in the order asked).
   uint64_t predict(const Tensor& inputs);
   // Checks the name and options at once (KeyError, ValueError as Probes::add); the hooks are
   // placed before the next step. The id is valid at once.
@@ -209,11 +209,14 @@ class TrainingSession {
   std::vector<StepMetrics> take_step_metrics();
   std::vector<EpochMetrics> epoch_history() const;
   std::vector<ProbeSample> take_probe_samples() { return probes_.take_samples(); }
+  // The oldest answered prediction not taken yet (none when there is none).
   std::optional<Prediction> take_prediction();
   // rebin, kept_steps and dropped are safe from any thread (see probes.h).
   const Probes& probes() const { return probes_; }
   // The model's module names (named_modules order), for a UI that offers probes.
   const std::vector<std::string>& module_names() const { return module_names_; }
+  // The names of its MultiheadAttention modules, whose maps predictions carry.
+  const std::vector<std::string>& attention_module_names() const { return attention_names_; }
   // The data, for drawing it (it never changes while the session lives).
   const data::Dataset& train_set() const { return parts_.train; }
   const data::Dataset& test_set() const { return parts_.test; }
@@ -256,6 +259,7 @@ class TrainingSession {
   std::optional<data::EpochBatches> epoch_batches_;
   std::vector<std::string> module_names_;
   AttentionModules attention_modules_;  // the model's, for predictions
+  std::vector<std::string> attention_names_;
   Probes probes_;
   std::atomic<ProbeId> next_probe_id_{1};
 
@@ -286,7 +290,11 @@ class TrainingSession {
   SessionStatus status_;
   std::deque<StepMetrics> step_metrics_;
   std::vector<EpochMetrics> history_;
-  std::optional<Prediction> prediction_;
+  // Answered predictions not yet taken, oldest first: several readers (a window's output
+  // panel and attention maps) may each wait for their own. At most kKeptPredictions; the
+  // oldest are dropped (their reader asks again).
+  static constexpr size_t kKeptPredictions = 16;
+  std::deque<Prediction> predictions_;
   uint64_t next_prediction_ = 1;
 
   std::thread worker_;

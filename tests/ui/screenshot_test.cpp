@@ -25,6 +25,7 @@
 #include "ui/panels/inspector_widget.h"
 #include "ui/panels/palette_widget.h"
 #include "ui/panels/problems_widget.h"
+#include "ui/probes/attention_view.h"
 #include "ui/probes/node_health.h"
 #include "ui/probes/probe_panel.h"
 #include "ui/training/training_controller.h"
@@ -193,8 +194,42 @@ TEST(Screenshot, NanHighlightsTheNode) {
 // The canvas at a glance: each example, a ModuleList of Sequential blocks with residual Adds
 // (the transformer pattern), and a 300-node model as it opens (collapsed one level down) and
 // fully expanded.
+// The reverse transformer mid-training (issue 17): encoder.0's attention maps per head in the
+// Probe tab, the test sequences with the model's answers in the Output panel.
+TEST(Screenshot, AttentionMapsMidTraining) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) +
+                              "/resources/examples/reverse_transformer.nns"));
+  ProjectDocument* doc = window.document();
+  graph::NodeId layer = 0;
+  for (const graph::Node& n : doc->project().graph.nodes) {
+    if (n.type == "TransformerEncoderLayer" && layer == 0) layer = n.id;
+  }
+  ASSERT_TRUE(doc->addProbe(layer, graph::ProbeSpec{.every = 5, .max_overhead = 0}));
+  doc->setSelection({layer});
+  window.inspector()->setCurrentWidget(window.probePanel());
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  window.training()->start();
+  // Mid-training: the first epoch done, the maps formed but the run not over.
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 1; }, 60000));
+  window.training()->pause();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
+  const int64_t step = window.training()->status().step;
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] {
+        return window.probePanel()->attentionView()->shownStep() == step &&
+               window.boundary()->shownStep() == step;
+      },
+      10000));
+  shoot(window, "main_window_attention.png");
+  doc->undoStack()->setClean();
+}
+
 TEST(Screenshot, CanvasOfEachExample) {
-  for (const char* name : {"spirals", "digits", "residual_mlp", "dynamic_net"}) {
+  for (const char* name : {"spirals", "digits", "residual_mlp", "dynamic_net",
+                           "reverse_transformer", "sine_lstm"}) {
     const QString path = findExampleFile(QString(name) + ".nns");
     ASSERT_FALSE(path.isEmpty()) << name;
     MainWindow window;

@@ -14,6 +14,7 @@
 
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
+#include "ui/probes/attention_view.h"
 #include "ui/probes/histogram_view.h"
 #include "ui/probes/node_health.h"
 #include "ui/training/training_controller.h"
@@ -114,6 +115,11 @@ ProbePanel::ProbePanel(ProjectDocument* document, TrainingController* controller
   controls->addWidget(resetZoom);
   layout->addLayout(controls);
 
+  attention_ = new AttentionView(controller_, this);
+  attention_->setObjectName("attentionView");
+  attention_->setVisible(false);
+  layout->addWidget(attention_, 4);
+
   histogram_ = new HistogramView(this);
   histogram_->setObjectName("histogramPlot");
   histogram_->setMinimumHeight(170);
@@ -156,6 +162,8 @@ ProbePanel::ProbePanel(ProjectDocument* document, TrainingController* controller
   layout->addWidget(paramTable_, 0);
 
   connect(document_, &ProjectDocument::selectionChanged, this, &ProbePanel::followSelection);
+  // A new session may bring attention modules to show.
+  connect(controller_, &TrainingController::sessionReset, this, &ProbePanel::updateHeader);
   connect(document_, &ProjectDocument::probesChanged, this, [this] {
     dirty_ = true;
     updateHeader();
@@ -207,10 +215,26 @@ void ProbePanel::updateHeader() {
   if (!n) {
     title_->setText(tr("Select one node to see its probe."));
     probeButton_->setVisible(false);
+    attention_->setModule(QString());
+    attention_->setVisible(false);
     return;
   }
   probeButton_->setVisible(true);
   probeButton_->setEnabled(document_->canProbe(node_));
+  // A probed node with attention in it shows its maps.
+  QString attentionModule;
+  if (document_->probeOf(node_)) {
+    const QString module = controller_->moduleNameOf(node_);
+    train::TrainingSession* session = controller_->session();
+    if (!module.isNull() && session) {
+      const std::string m = module.toStdString();
+      for (const std::string& name : session->attention_module_names()) {
+        if (m.empty() || name == m || name.rfind(m + ".", 0) == 0) attentionModule = module;
+      }
+    }
+  }
+  attention_->setModule(attentionModule);
+  attention_->setVisible(!attentionModule.isNull());
   if (const graph::ProbeSpec* spec = document_->probeOf(node_)) {
     QString title = tr("<b>%1</b> (%2): probed every %3 steps")
                         .arg(qs(n->name).toHtmlEscaped(), qs(n->type).toHtmlEscaped())

@@ -5,7 +5,9 @@
 // step-by-bin heatmap that re-bins from the kept values when zoomed, and the latest
 // histogram), its mean and mean ± std over steps with the dead-unit and saturation rates,
 // and each parameter's gradient norm and update-to-weight ratio over steps and at the latest
-// sampled step. A node without a probe offers to add one.
+// sampled step; for a node with MultiheadAttention in it (a Transformer layer), the attention
+// maps per head of a chosen test sequence (AttentionView). A node without a probe offers to
+// add one.
 //
 // Everything is read from the window's NodeHealthModel (fed by the TrainingController's
 // probe samples) and redrawn by a frame timer on the GUI thread at 25 fps at most, only when
@@ -27,6 +29,7 @@ class QTimer;
 
 namespace nns::ui {
 
+class AttentionView;
 class HistogramView;
 class ProjectDocument;
 class TrainingController;
@@ -50,6 +53,8 @@ class ProbePanel : public QWidget {
   QComboBox* seriesBox() const { return series_; }
   QCheckBox* logScaleBox() const { return logScale_; }
   QPushButton* probeButton() const { return probeButton_; }
+  // The attention maps of a probed node with MultiheadAttention in it (hidden otherwise).
+  AttentionView* attentionView() const { return attention_; }
   // Samples of the shown series, and its latest sampled step (0 for none).
   size_t sampleCount() const { return sampleCount_; }
   int64_t lastStep() const { return lastStep_; }
@@ -78,6 +83,7 @@ class ProbePanel : public QWidget {
   QCustomPlot* moments_;
   QCustomPlot* paramPlot_;
   QTableWidget* paramTable_;
+  AttentionView* attention_;
   QTimer* frame_;
   uint64_t drawnRevision_ = 0;
   bool dirty_ = true;

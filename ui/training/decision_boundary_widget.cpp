@@ -7,7 +7,9 @@
 #include <cmath>
 #include <tuple>
 
+#include "engine/data/sequences.h"
 #include "engine/tensor/factories.h"
+#include "ui/document/qt_strings.h"
 #include "ui/training/training_controller.h"
 
 namespace nns::ui {
@@ -43,6 +45,11 @@ DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, Q
   connect(controller_, &TrainingController::sessionReset, this, &DecisionBoundaryWidget::takeData);
   connect(controller_, &TrainingController::predictionArrived, this,
           &DecisionBoundaryWidget::showPrediction);
+  connect(controller_, &TrainingController::evaluationArrived, this,
+          [this](const train::Evaluation& e) {
+            positionAccuracy_ = e.position_accuracy;
+            if (mode_ == Mode::Sequence) update();
+          });
   connect(timer_, &QTimer::timeout, this, &DecisionBoundaryWidget::tick);
   timer_->start(1000 / kRateHz);
   takeData();
@@ -65,6 +72,14 @@ void DecisionBoundaryWidget::takeData() {
   heatmap_ = QImage();
   points_ = QPixmap();
   curve_.clear();
+  shownCount_ = length_ = 0;
+  tokens_.clear();
+  targets_.clear();
+  predicted_.clear();
+  windows_.clear();
+  nextValues_.clear();
+  forecasts_.clear();
+  positionAccuracy_.clear();
   train::TrainingSession* session = controller_->session();
   if (!session) {
     why_ = tr("No model to train: %1").arg(controller_->lastError());
@@ -109,12 +124,44 @@ void DecisionBoundaryWidget::takeData() {
       xs[static_cast<size_t>(i)] = static_cast<float>(x0_ + i * (x1_ - x0_) / (kCurvePoints - 1));
     }
     grid_ = from_vector(xs, {kCurvePoints, 1});
+  } else if (train.input_kind == data::InputKind::Sequence) {
+    takeSequences(test.size() > 0 ? test : train);
   } else {
     why_ = tr("No decision boundary for %1 data (%2 inputs)")
                .arg(QString::fromStdString(train.name),
                     QString::fromStdString(data::input_kind_name(train.input_kind)));
   }
   update();
+}
+
+void DecisionBoundaryWidget::takeSequences(const data::Dataset& shown) {
+  shownCount_ = std::min<int64_t>(kShownSequences, shown.size());
+  if (shownCount_ == 0 || shown.inputs.dim() < 2) {
+    why_ = tr("No sequences to show");
+    return;
+  }
+  const Tensor inputs = shown.inputs.narrow(0, 0, shownCount_).contiguous();
+  const Tensor targets = shown.targets.narrow(0, 0, shownCount_).contiguous();
+  length_ = inputs.size(1);
+  grid_ = inputs;
+  if (shown.task == data::TaskKind::Regression) {
+    mode_ = Mode::Forecast;
+    windows_ = inputs.to(kFloat32).to_vector<float>();
+    nextValues_ = targets.to(kFloat32).to_vector<float>();
+    return;
+  }
+  if (inputs.dtype() != kInt64) {
+    why_ = tr("No picture for sequences of values with classes");
+    return;
+  }
+  mode_ = Mode::Sequence;
+  tokens_ = inputs.to_vector<int64_t>();
+  targets_ = targets.to_vector<int64_t>();
+  perPosition_ = shown.per_position();
+  vocabulary_.clear();
+  classNames_.clear();
+  for (const std::string& v : shown.vocabulary) vocabulary_ << qs(v);
+  for (const std::string& c : shown.class_names) classNames_ << qs(c);
 }
 
 void DecisionBoundaryWidget::tick() {
@@ -176,9 +223,170 @@ void DecisionBoundaryWidget::showPrediction(const train::Prediction& prediction)
       curve_.emplace_back(xs[static_cast<size_t>(i)], values[static_cast<size_t>(i * cols)]);
     }
   }
+  } else if (mode_ == Mode::Sequence) {
+    // The argmax of each row of class scores: [count, length, C] or [count, C].
+    const int64_t classes = out.dim() > 0 ? out.size(-1) : 0;
+    const auto answers = static_cast<int64_t>(perPosition_ ? shownCount_ * length_ : shownCount_);
+    if (classes < 1 || static_cast<int64_t>(values.size()) != answers * classes) return;
+    predicted_.assign(static_cast<size_t>(answers), 0);
+    for (int64_t i = 0; i < answers; ++i) {
+      const float* row = values.data() + i * classes;
+      predicted_[static_cast<size_t>(i)] = std::max_element(row, row + classes) - row;
+    }
+  } else if (mode_ == Mode::Forecast) {
+    if (static_cast<int64_t>(values.size()) != shownCount_) return;
+    forecasts_ = values;
+  }
   shownStep_ = prediction.step;
   ++predictionsShown_;
   update();
+}
+
+void DecisionBoundaryWidget::paintSequences(QPainter& p) {
+  const QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, small.pointSizeF() - 1));
+  p.setFont(small);
+  const QFontMetricsF fm(small);
+  const QColor text = palette().color(QPalette::WindowText);
+  p.setPen(text);
+  const QString legend = perPosition_ ? tr("Test sequences: input, then the model's answer "
+                                           "(green right, red wrong: the target below)")
+                                      : tr("Test sequences and the model's class for each");
+  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft, legend);
+  const bool bars = perPosition_;
+  const double barsHeight = bars ? std::max(60.0, all.height() * 0.28) : 0;
+  const QRectF rows(all.left(), all.top() + fm.height() + 4, all.width(),
+                    all.height() - fm.height() - 4 - barsHeight);
+  const double labelWidth = fm.horizontalAdvance(tr("model")) + 8;
+  const double answerWidth = perPosition_ ? 0 : fm.horizontalAdvance(tr("→ ")) + 110;
+  const double cell = std::clamp(
+      std::min((rows.width() - labelWidth - answerWidth) / static_cast<double>(length_),
+               rows.height() / (static_cast<double>(shownCount_) * (perPosition_ ? 2.4 : 1.3))),
+      4.0, 34.0);
+  auto name = [](const QStringList& names, int64_t index) {
+    return index >= 0 && index < names.size() ? names[static_cast<int>(index)]
+                                               : QString::number(index);
+  };
+  const bool answered = !predicted_.empty();
+  for (int64_t i = 0; i < shownCount_; ++i) {
+    const double y = rows.top() + static_cast<double>(i) * cell * (perPosition_ ? 2.4 : 1.3);
+    p.setPen(text);
+    p.drawText(QRectF(rows.left(), y, labelWidth, cell), Qt::AlignVCenter, tr("in"));
+    for (int64_t t = 0; t < length_; ++t) {
+      const QRectF box(rows.left() + labelWidth + static_cast<double>(t) * cell, y, cell - 1,
+                       cell - 1);
+      p.fillRect(box, QColor(236, 236, 236));
+      p.setPen(QColor(40, 40, 40));
+      p.drawText(box, Qt::AlignCenter, name(vocabulary_, tokens_[static_cast<size_t>(i * length_ + t)]));
+    }
+    if (!perPosition_) {
+      const int64_t target = targets_[static_cast<size_t>(i)];
+      const QRectF answerBox(rows.left() + labelWidth + static_cast<double>(length_) * cell + 6, y,
+                             answerWidth, cell);
+      if (answered) {
+        const int64_t got = predicted_[static_cast<size_t>(i)];
+        p.setPen(got == target ? QColor(30, 130, 60) : QColor(190, 40, 40));
+        p.drawText(answerBox, Qt::AlignVCenter,
+                   got == target ? tr("→ %1").arg(name(classNames_, got))
+                                 : tr("→ %1 (target %2)").arg(name(classNames_, got),
+                                                               name(classNames_, target)));
+      }
+      continue;
+    }
+    const double y2 = y + cell;
+    p.setPen(text);
+    p.drawText(QRectF(rows.left(), y2, labelWidth, cell), Qt::AlignVCenter, tr("model"));
+    for (int64_t t = 0; t < length_; ++t) {
+      const size_t k = static_cast<size_t>(i * length_ + t);
+      const QRectF box(rows.left() + labelWidth + static_cast<double>(t) * cell, y2, cell - 1,
+                       cell - 1);
+      const int64_t target = targets_[k];
+      if (target == data::kIgnoredPosition || !answered) {
+        p.fillRect(box, QColor(248, 248, 248));
+        continue;
+      }
+      const int64_t got = predicted_[k];
+      p.fillRect(box, got == target ? QColor(200, 234, 206) : QColor(246, 196, 196));
+      p.setPen(got == target ? QColor(20, 100, 40) : QColor(160, 20, 20));
+      p.drawText(box, Qt::AlignCenter, name(classNames_, got));
+      if (got != target && cell >= 12) {
+        QFont tiny = small;
+        tiny.setPointSizeF(std::max(5.0, small.pointSizeF() - 2));
+        p.setFont(tiny);
+        p.drawText(box.translated(0, cell * 0.62), Qt::AlignHCenter | Qt::AlignTop,
+                   name(classNames_, target));
+        p.setFont(small);
+      }
+    }
+  }
+  if (!bars) return;
+  // The test accuracy per position, as bars from 0 to 100%.
+  const QRectF plot(all.left() + labelWidth, all.bottom() - barsHeight + fm.height() + 4,
+                    static_cast<double>(length_) * cell, barsHeight - 2 * fm.height() - 6);
+  p.setPen(text);
+  p.drawText(QRectF(all.left(), plot.top() - fm.height() - 2, all.width(), fm.height()),
+             Qt::AlignLeft,
+             positionAccuracy_.empty() ? tr("Test accuracy per position: after the first epoch")
+                                       : tr("Test accuracy per position"));
+  p.setPen(QPen(palette().color(QPalette::Mid), 1));
+  p.drawLine(plot.bottomLeft(), plot.bottomRight());
+  for (size_t t = 0; t < positionAccuracy_.size() && static_cast<int64_t>(t) < length_; ++t) {
+    const double a = positionAccuracy_[t];
+    if (std::isnan(a)) continue;
+    const double h = std::clamp(a, 0.0, 1.0) * plot.height();
+    const QRectF bar(plot.left() + static_cast<double>(t) * cell + 1, plot.bottom() - h, cell - 3, h);
+    p.fillRect(bar, classColor(1));
+    p.setPen(text);
+    p.drawText(QRectF(bar.left() - 4, plot.bottom() + 1, cell + 2, fm.height()), Qt::AlignHCenter,
+               QString::number(std::lround(100 * a)));
+  }
+}
+
+void DecisionBoundaryWidget::paintForecast(QPainter& p) {
+  // Small multiples: each window's values, the value that came next (hollow) and the model's
+  // forecast of it (filled), on one scale.
+  const QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
+  const QFontMetricsF fm(font());
+  p.setPen(palette().color(QPalette::WindowText));
+  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
+             tr("Test windows: the next value (ring) and the model's forecast (dot)"));
+  const QRectF area(all.left(), all.top() + fm.height() + 4, all.width(),
+                    all.height() - fm.height() - 4);
+  float lo = INFINITY, hi = -INFINITY;
+  for (float v : windows_) lo = std::min(lo, v), hi = std::max(hi, v);
+  for (float v : nextValues_) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!(hi > lo)) hi = lo + 1;
+  const int64_t columns = 2;
+  const int64_t rowsCount = (shownCount_ + columns - 1) / columns;
+  const double w = area.width() / columns, h = area.height() / static_cast<double>(rowsCount);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  for (int64_t i = 0; i < shownCount_; ++i) {
+    const QRectF box(area.left() + static_cast<double>(i % columns) * w + 3,
+                     area.top() + static_cast<double>(i / columns) * h + 3, w - 6, h - 6);
+    p.fillRect(box, Qt::white);
+    p.setPen(QPen(palette().color(QPalette::Mid), 1));
+    p.drawRect(box);
+    auto at = [&](double t, double v) {
+      return QPointF(box.left() + 4 + t / static_cast<double>(length_) * (box.width() - 8),
+                     box.bottom() - 4 - (v - lo) / (hi - lo) * (box.height() - 8));
+    };
+    QPainterPath path(at(0, windows_[static_cast<size_t>(i * length_)]));
+    for (int64_t t = 1; t < length_; ++t) {
+      path.lineTo(at(static_cast<double>(t), windows_[static_cast<size_t>(i * length_ + t)]));
+    }
+    p.setPen(QPen(classColor(1), 1.5));
+    p.setBrush(Qt::NoBrush);
+    p.drawPath(path);
+    const QPointF next = at(static_cast<double>(length_), nextValues_[static_cast<size_t>(i)]);
+    p.setPen(QPen(classColor(1), 1.5));
+    p.drawEllipse(next, 4, 4);
+    if (static_cast<int64_t>(forecasts_.size()) == shownCount_) {
+      p.setPen(Qt::NoPen);
+      p.setBrush(classColor(0));
+      p.drawEllipse(at(static_cast<double>(length_), forecasts_[static_cast<size_t>(i)]), 3, 3);
+    }
+  }
 }
 
 QRectF DecisionBoundaryWidget::plotRect() const {
@@ -227,6 +435,19 @@ void DecisionBoundaryWidget::drawPoints(QPainter& p) const {
 void DecisionBoundaryWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().window());
+  if (mode_ == Mode::Sequence || mode_ == Mode::Forecast) {
+    if (mode_ == Mode::Sequence) {
+      paintSequences(p);
+    } else {
+      paintForecast(p);
+    }
+    if (!why_.isEmpty()) {
+      p.setPen(Qt::darkRed);
+      p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignBottom | Qt::AlignLeft | Qt::TextWordWrap,
+                 why_);
+    }
+    return;
+  }
   if (mode_ == Mode::None) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap, why_);

@@ -4,7 +4,10 @@
 // predicted class over a kGrid x kGrid grid covering the data (plus a margin), coloured by
 // class with the confidence as saturation, under the train points (filled) and the test
 // points (outlined). For a 1-D regression set, the fitted curve over the data. Other sets
-// (images, tables) have no such picture: the widget says so.
+// (images, tables) have no such picture: the widget says so. For a set of token sequences, a
+// few test sequences with the model's answer against the target, a token per cell (green right,
+// red wrong), and the test accuracy per position as bars; for sequences of values (forecast),
+// a few test windows with the next value and the model's forecast of it.
 //
 // The predictions come from the session's predict() (eval mode, between two steps, so a run
 // is never disturbed): while the step count moves, the widget asks for one at most kRateHz
@@ -31,7 +34,8 @@ class DecisionBoundaryWidget : public QWidget {
   static constexpr int kGrid = 64;          // heatmap cells per side
   static constexpr int kCurvePoints = 256;  // samples of a fitted curve
   static constexpr int kRateHz = 10;
-  enum class Mode { None, Heatmap, Curve };
+  static constexpr int kShownSequences = 6;
+  enum class Mode { None, Heatmap, Curve, Sequence, Forecast };
 
   explicit DecisionBoundaryWidget(TrainingController* controller, QWidget* parent = nullptr);
 
@@ -43,6 +47,11 @@ class DecisionBoundaryWidget : public QWidget {
   const QImage& heatmap() const { return heatmap_; }
   // Why nothing is drawn (empty when the picture shows the current session).
   const QString& message() const { return why_; }
+
+  // Sequence mode: the model's answer for each shown sequence (a class per position, or one
+  // class per sequence), and the test accuracy per position of the last evaluation.
+  const std::vector<int64_t>& predictedTokens() const { return predicted_; }
+  const std::vector<double>& positionAccuracy() const { return positionAccuracy_; }
 
   // The colour of class c (shared by the heatmap and the points).
   static QColor classColor(int64_t c);
@@ -57,6 +66,9 @@ class DecisionBoundaryWidget : public QWidget {
   QRectF plotRect() const;
   QPointF toWidget(double x, double y) const;
   void drawPoints(QPainter& painter) const;
+  void takeSequences(const data::Dataset& shown);
+  void paintSequences(QPainter& painter);
+  void paintForecast(QPainter& painter);
 
   TrainingController* controller_;
   QTimer* timer_;
@@ -76,6 +88,18 @@ class DecisionBoundaryWidget : public QWidget {
   QImage heatmap_;
   QPixmap points_;  // the data points, drawn once per size and data set (see paintEvent)
   std::vector<QPointF> curve_;  // (x, predicted y)
+  // Sequence and Forecast: the shown sequences (row-major [count, length]) and their targets
+  // ([count, length] per position, [count] per sequence), the model's answers, the tokens'
+  // and classes' names; Forecast: the windows' values, next values and forecasts.
+  int64_t shownCount_ = 0;
+  int64_t length_ = 0;
+  std::vector<int64_t> tokens_;
+  std::vector<int64_t> targets_;
+  std::vector<int64_t> predicted_;
+  bool perPosition_ = false;
+  QStringList vocabulary_, classNames_;
+  std::vector<float> windows_, nextValues_, forecasts_;
+  std::vector<double> positionAccuracy_;
 };
 
 }  // namespace nns::ui

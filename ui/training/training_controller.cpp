@@ -532,7 +532,7 @@ void TrainingController::poll() {
   }
   std::vector<train::ProbeSample> samples = s.take_probe_samples();
   if (!samples.empty()) emit probeSamplesArrived(samples);
-  if (std::optional<train::Prediction> p = s.take_prediction()) emit predictionArrived(*p);
+  while (std::optional<train::Prediction> p = s.take_prediction()) emit predictionArrived(*p);
 
   if (st.state == train::RunState::Failed && !failureSent_) {
     failureSent_ = true;

@@ -90,8 +90,8 @@ class TrainingController : public QObject {
   graph::NodeId nodeOfModule(const std::string& modulePath) const;
 
   // Asks the session for the model's outputs on `inputs` (eval mode, between two steps); the
-  // answer comes with predictionArrived, carrying the returned id. 0 when there is no session.
-  // A later request replaces an unanswered one.
+  // answer comes with predictionArrived, carrying the returned id (each reader keeps to its
+  // own ids). 0 when there is no session.
   uint64_t requestPrediction(const Tensor& inputs);
 
  public slots:

@@ -49,7 +49,7 @@ QImage thumbnail(const data::Dataset& d) {
   QPainter p(&image);
   p.setRenderHint(QPainter::Antialiasing, true);
   p.setPen(Qt::NoPen);
-  const std::vector<float> x = d.inputs.to_vector<float>();
+  const std::vector<float> x = d.inputs.to(kFloat32).to_vector<float>();
   const int64_t n = d.size();
   auto range = [](const std::vector<float>& v, size_t stride, size_t col) {
     float lo = INFINITY, hi = -INFINITY;
@@ -95,12 +95,60 @@ QImage thumbnail(const data::Dataset& d) {
                         half - 2, half - 2),
                   digit);
     }
+  } else if (d.input_kind == data::InputKind::Sequence && d.inputs.dtype() == kInt64 &&
+             d.inputs.dim() == 2) {
+    // The first sequences as rows of cells, a colour per token.
+    const std::vector<int64_t> tokens = d.inputs.to_vector<int64_t>();
+    const int64_t length = std::min<int64_t>(d.inputs.size(1), 10);
+    const int64_t rows = std::min<int64_t>(n, 7);
+    const double cell = (kThumb - 6.0) / static_cast<double>(std::max<int64_t>(length, rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < length; ++c) {
+        p.setBrush(DecisionBoundaryWidget::classColor(
+            tokens[static_cast<size_t>(r * d.inputs.size(1) + c)]));
+        p.drawRect(QRectF(3 + static_cast<double>(c) * cell, 3 + static_cast<double>(r) * cell,
+                          cell - 1, cell - 1));
+      }
+    }
+  } else if (d.input_kind == data::InputKind::Sequence && d.inputs.dim() == 3) {
+    // The first windows of values as lines.
+    const int64_t length = d.inputs.size(1);
+    const auto ry = range(x, 1, 0);
+    p.setBrush(Qt::NoBrush);
+    for (int64_t w = 0; w < std::min<int64_t>(n, 3); ++w) {
+      p.setPen(QPen(DecisionBoundaryWidget::classColor(w), 1.2));
+      QPointF last;
+      for (int64_t t = 0; t < length; ++t) {
+        const QPointF point(3 + static_cast<double>(t) / static_cast<double>(length - 1 > 0 ? length - 1 : 1) * (kThumb - 6),
+                            kThumb - at(x[static_cast<size_t>(w * length + t)], ry));
+        if (t > 0) p.drawLine(last, point);
+        last = point;
+      }
+    }
   } else {
     p.setPen(Qt::darkGray);
     p.drawText(image.rect(), Qt::AlignCenter, QObject::tr("table"));
   }
   p.setPen(QColor(200, 200, 200));
   p.setBrush(Qt::NoBrush);
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
+// A page of text, for a data set that reads the user's text file.
+QImage textThumbnail() {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  QFont font = p.font();
+  font.setPixelSize(15);
+  font.setBold(true);
+  p.setFont(font);
+  p.setPen(QColor(80, 80, 80));
+  p.drawText(QRect(0, 4, kThumb, 24), Qt::AlignCenter, QStringLiteral("Aa"));
+  p.setPen(QColor(150, 150, 150));
+  for (int r = 0; r < 3; ++r) p.drawLine(8, 32 + r * 7, kThumb - 8 - (r == 2 ? 14 : 0), 32 + r * 7);
+  p.setPen(QColor(200, 200, 200));
   p.drawRect(image.rect().adjusted(0, 0, -1, -1));
   return image;
 }
@@ -430,7 +478,8 @@ void TrainingDock::buildDatasetList() {
     try {
       image = thumbnail(data::make_dataset(info.name));
     } catch (const Error&) {
-      image = csvThumbnail();
+      // A set that needs a file the user picks (text) has no data before that.
+      image = info.name == "text" ? textThumbnail() : csvThumbnail();
     }
     auto* item = new QListWidgetItem(QIcon(QPixmap::fromImage(image)), qs(info.name));
     item->setData(Qt::UserRole, qs(info.name));

@@ -1,0 +1,96 @@
+// Sequence tasks in the window (issue 17): the reverse transformer example trains from the
+// window; the Output panel shows test sequences with the model's answers and the accuracy per
+// position; the Probe tab of a probed Transformer layer shows its attention maps per head for
+// the chosen test sequence, with the tokens on the axes; a forecast set shows its windows.
+// Waits are bounded polls of the event loop.
+#include <gtest/gtest.h>
+
+#include <QSpinBox>
+#include <QTest>
+#include <numeric>
+
+#include "ui/app/main_window.h"
+#include "ui/document/project_document.h"
+#include "ui/panels/inspector_widget.h"
+#include "ui/probes/attention_view.h"
+#include "ui/probes/probe_panel.h"
+#include "ui/training/decision_boundary_widget.h"
+#include "ui/training/training_controller.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+graph::NodeId idOf(const ProjectDocument& doc, const std::string& type) {
+  for (const graph::Node& n : doc.project().graph.nodes) {
+    if (n.type == type) return n.id;
+  }
+  return 0;
+}
+
+TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) +
+                              "/resources/examples/reverse_transformer.nns"));
+  ProjectDocument* doc = window.document();
+  const graph::NodeId layer = idOf(*doc, "TransformerEncoderLayer");  // encoder.0
+  ASSERT_NE(layer, 0);
+  ASSERT_TRUE(doc->addProbe(layer, graph::ProbeSpec{.every = 5, .max_overhead = 0}));
+  doc->setSelection({layer});
+  window.inspector()->setCurrentWidget(window.probePanel());
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  DecisionBoundaryWidget* output = window.boundary();
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return output->mode() == DecisionBoundaryWidget::Mode::Sequence; }, 5000));
+  AttentionView* attention = window.probePanel()->attentionView();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return attention->isVisible(); }, 5000));
+  EXPECT_EQ(attention->module(), "encoder.0");
+  // The chosen test sequence's digits label the axes.
+  EXPECT_EQ(attention->tokens().size(), 8);
+  window.training()->start();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 2; }, 60000));
+  window.training()->pause();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
+  const int64_t step = window.training()->status().step;
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return attention->shownStep() == step && output->shownStep() == step; }, 10000));
+  // One map per head of encoder.0's self_attn, 8 x 8, each query's row summing to 1.
+  const std::vector<train::AttentionMap>& maps = attention->maps();
+  ASSERT_EQ(maps.size(), 1u);
+  EXPECT_EQ(maps[0].module, "encoder.0.self_attn");
+  ASSERT_EQ(maps[0].heads, 4);
+  ASSERT_EQ(maps[0].queries, 8);
+  for (int64_t row = 0; row < 4 * 8; ++row) {
+    const float* w = maps[0].weights.data() + row * 8;
+    EXPECT_NEAR(std::accumulate(w, w + 8, 0.0), 1.0, 1e-4);
+  }
+  // Another sequence: new maps for it.
+  attention->sequenceBox()->setValue(3);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return attention->shownStep() == step; }, 10000));
+  // The Output panel: an answer per position of the shown sequences, and after two epochs the
+  // model reverses them (the per-position accuracy of the last evaluation is high).
+  EXPECT_EQ(output->predictedTokens().size(), 6u * 8);
+  ASSERT_EQ(output->positionAccuracy().size(), 8u);
+  for (double a : output->positionAccuracy()) EXPECT_GT(a, 0.9);
+  doc->undoStack()->setClean();
+}
+
+TEST(SequenceUi, ForecastShowsWindowsAndTheirForecasts) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) + "/resources/examples/sine_lstm.nns"));
+  window.resize(1400, 900);
+  window.show();
+  test::settle();
+  DecisionBoundaryWidget* output = window.boundary();
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return output->mode() == DecisionBoundaryWidget::Mode::Forecast; }, 5000));
+  window.training()->stepOnce();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return output->shownStep() >= 1; }, 10000));
+  EXPECT_TRUE(output->message().isEmpty()) << output->message().toStdString();
+  window.document()->undoStack()->setClean();
+}
+
+}  // namespace
+}  // namespace nns::ui
