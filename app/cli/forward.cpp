@@ -32,18 +32,15 @@ int run_forward(const Options& o) {
     }());
   Tensor input = found->detach();
   const bool grad = o.flag("grad");
-  if (grad) {
-    if (!input.is_floating_point())
-      throw DtypeError("forward --grad: the input has dtype " + dtype_name(input.dtype()) +
-                       ", which has no gradient; pass a floating-point input");
-    input.requires_grad_(true);
-  }
+  // Token indices (int64) have no gradient: only the parameters' are written then.
+  const bool input_grad = grad && input.is_floating_point();
+  if (input_grad) input.requires_grad_(true);
   const Tensor output = (*model)(input);
   nn::StateDict result;
   result.insert("output", output.detach());
   if (grad) {
     output.sum().backward();
-    result.insert("grad.input", input.grad());
+    if (input_grad) result.insert("grad.input", input.grad());
     for (const auto& [name, p] : model->named_parameters()) {
       if (p.grad().defined()) result.insert("grad." + name, p.grad());
     }
@@ -64,7 +61,9 @@ Command forward_command() {
           {{"weights", "FILE", "", "load these weights first (.pt, .pth or .safetensors)"},
            {"input", "FILE", "", "a state-dict file holding the tensor 'input'"},
            {"output", "FILE", "", "write 'output' (and the gradients) to this file"},
-           {"grad", "", "", "also write grad.input and grad.<parameter> of output.sum()"},
+           {"grad", "", "",
+            "also write grad.input (a floating-point input's) and grad.<parameter> of "
+            "output.sum()"},
            {"eval", "", "", "run in eval mode (dropout off, batch norm's running statistics)"}},
           run_forward};
 }

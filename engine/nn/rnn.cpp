@@ -58,8 +58,19 @@ void RNNBase::reset_parameters() {
   for (Tensor& p : params) init::uniform_(p, -bound, bound);
 }
 
+std::vector<std::string> RNNBase::gate_names() const {
+  switch (mode_) {
+    case Mode::LSTM:
+      return {"input", "forget", "cell", "output"};
+    case Mode::GRU:
+      return {"reset", "update", "new"};
+    default:
+      return {};
+  }
+}
+
 Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, Tensor& h,
-                              Tensor& c) const {
+                              Tensor& c, std::vector<std::vector<Tensor>>* gates_seen) const {
   const int64_t steps = x.size(0);
   const int64_t hidden = options_.hidden_size;
   // Every step's input projection in one product: [T, N, gates * H]. RNN and LSTM add the
@@ -87,6 +98,12 @@ Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, T
         const Tensor g = gates.narrow(1, 2 * hidden, hidden).tanh();
         c = s.narrow(1, hidden, hidden) * c + s.narrow(1, 0, hidden) * g;
         h = s.narrow(1, 3 * hidden, hidden) * c.tanh();
+        if (gates_seen) {
+          for (int64_t k = 0; k < 4; ++k) {
+            (*gates_seen)[static_cast<size_t>(k)].push_back(
+                (k == 2 ? g : s.narrow(1, k * hidden, hidden)).detach());
+          }
+        }
         break;
       }
       case Mode::GRU: {
@@ -98,6 +115,11 @@ Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, T
                           rz.narrow(1, 0, hidden) * hh.narrow(1, 2 * hidden, hidden))
                              .tanh();
         h = n + z * (h - n);  // (1 - z) * n + z * h
+        if (gates_seen) {
+          (*gates_seen)[0].push_back(rz.narrow(1, 0, hidden).detach());
+          (*gates_seen)[1].push_back(z.detach());
+          (*gates_seen)[2].push_back(n.detach());
+        }
         break;
       }
     }
@@ -121,6 +143,9 @@ std::vector<Tensor> RNNBase::forward(const std::vector<Tensor>& inputs) {
   const int64_t directions = o.bidirectional ? 2 : 1;
   const TensorOptions t = TensorOptions(x.dtype()).device(x.device());
   std::vector<Tensor> h_n, c_n;
+  const std::vector<std::string> names = gate_names();
+  std::vector<std::vector<Tensor>> seen(names.size());
+  std::vector<std::vector<Tensor>>* gates_seen = record_gates && !names.empty() ? &seen : nullptr;
   for (int64_t layer = 0; layer < o.num_layers; ++layer) {
     if (layer > 0 && o.dropout > 0) x = dropout(x, o.dropout, is_training());
     std::vector<Tensor> outs;
@@ -128,11 +153,16 @@ std::vector<Tensor> RNNBase::forward(const std::vector<Tensor>& inputs) {
       Tensor h = zeros({batch, o.hidden_size}, t);
       Tensor c = mode_ == Mode::LSTM ? zeros({batch, o.hidden_size}, t) : Tensor();
       outs.push_back(
-          run_direction(cells_[static_cast<size_t>(layer * directions + d)], x, d == 1, h, c));
+          run_direction(cells_[static_cast<size_t>(layer * directions + d)], x, d == 1, h, c,
+                        gates_seen));
       h_n.push_back(h);
       if (mode_ == Mode::LSTM) c_n.push_back(c);
     }
     x = directions == 1 ? outs[0] : cat(outs, 2);
+  }
+  if (gates_seen) {
+    last_gates.clear();
+    for (size_t k = 0; k < names.size(); ++k) last_gates.emplace_back(names[k], cat(seen[k], 0));
   }
   std::vector<Tensor> out{o.batch_first ? x.transpose(0, 1) : x, stack(h_n, 0)};
   if (mode_ == Mode::LSTM) out.push_back(stack(c_n, 0));

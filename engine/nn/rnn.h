@@ -49,13 +49,26 @@ class RNNBase : public Module {
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
 
+  // The names of the gates, in PyTorch's order within weight_ih: LSTM input, forget, cell,
+  // output; GRU reset, update, new; none for RNN.
+  std::vector<std::string> gate_names() const;
+  // While on, each forward keeps its gates' activations, detached, in last_gates (one tensor
+  // per gate name, [steps * N * layers * directions, H]: every step of every layer and
+  // direction): the sigmoid gates in (0, 1), the cell or new gate in (-1, 1), for probes that
+  // show how saturated the gates are. Off by default; set and read on the thread that runs
+  // the model.
+  bool record_gates = false;
+  std::vector<std::pair<std::string, Tensor>> last_gates;
+
  private:
   // The weights of one layer and direction.
   struct Cell {
     Tensor weight_ih, weight_hh, bias_ih, bias_hh;
   };
   // One direction of one layer over x [T, N, in]: the outputs [T, N, H], and the last h (and c).
-  Tensor run_direction(const Cell& cell, const Tensor& x, bool reverse, Tensor& h, Tensor& c) const;
+  // With `gates`, each step's gate activations are appended to gates[k] for gate k.
+  Tensor run_direction(const Cell& cell, const Tensor& x, bool reverse, Tensor& h, Tensor& c,
+                       std::vector<std::vector<Tensor>>* gates) const;
   int64_t gates() const;
 
   Mode mode_;

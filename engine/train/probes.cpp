@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/nn/rnn.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"
 
@@ -329,6 +330,8 @@ struct Probes::Probe {
   // The attention modules in the probed module's tree, recording on sampled steps only.
   AttentionModules attention;
   std::unique_ptr<AttentionRecording> recording;
+  // A probed RNN, LSTM or GRU, whose gates record on sampled steps only.
+  std::shared_ptr<nn::RNNBase> recurrent;
   bool sampling = false;
   int64_t last_sampled = 0;  // the step this probe last sampled (0: none yet)
   int64_t interval = 0;      // ProbeSample::interval of the sampled step
@@ -403,6 +406,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
   p->module = module;
   p->saturation = saturation_of(*module);
   p->attention = attention_modules(module);
+  p->recurrent = std::dynamic_pointer_cast<nn::RNNBase>(module);
   if (options.parameters) {
     for (auto& [name, param] : module->named_parameters()) {
       if (param.requires_grad()) p->params.emplace_back(name, param);
@@ -418,6 +422,16 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
         for (size_t i = 0; i < outputs.size(); ++i) {
           record(*p, ProbeKind::Activation, indexed_name("output", i, outputs.size()), outputs[i],
                  p->saturation);
+        }
+        if (p->recurrent && p->recurrent->record_gates) {
+          // Gate saturation: the sigmoid gates near 0 or 1, the cell (new) gate near -1 or 1.
+          for (const auto& [gate, value] : p->recurrent->last_gates) {
+            const bool squashed = gate == "cell" || gate == "new";
+            record(*p, ProbeKind::Activation, "gates." + gate, value,
+                   squashed ? Saturation::Tanh : Saturation::Sigmoid);
+          }
+          p->recurrent->record_gates = false;
+          p->recurrent->last_gates.clear();
         }
         if (p->recording) {
           for (AttentionMap& map : p->recording->maps(0)) {
@@ -583,6 +597,7 @@ void Probes::begin_step(int64_t step) {
     if (o.activations && !p->attention.empty()) {
       p->recording = std::make_unique<AttentionRecording>(p->attention);
     }
+    if (o.activations && p->recurrent) p->recurrent->record_gates = true;
   }
   any_sampling_ = sampled > 0;
   if (sampled + skipped > 0) {
@@ -635,6 +650,10 @@ void Probes::end_step() {
       for (RemovableHandle& h : p->step_hooks) h.remove();
       p->step_hooks.clear();
       p->recording.reset();
+      if (p->recurrent) {
+        p->recurrent->record_gates = false;
+        p->recurrent->last_gates.clear();
+      }
       p->pending.clear();
       p->before.clear();
       p->sampling = false;

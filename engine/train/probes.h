@@ -15,8 +15,9 @@
 //   probes.remove(id);                  // every hook it placed is gone
 //
 // A probe places a forward hook on its module for as long as it exists (activation
-// summaries, and on a module with MultiheadAttention in its tree the attention maps of the
-// sampled steps' first sequence: attention_maps.h), and, on the steps it samples only, a full backward hook (gradients w.r.t. the
+// summaries; on a module with MultiheadAttention in its tree the attention maps of the
+// sampled steps' first sequence, attention_maps.h; on an RNN, LSTM or GRU its gates'
+// activations, "gates.forget" and so on, with their saturation), and, on the steps it samples only, a full backward hook (gradients w.r.t. the
 // module's outputs and inputs) and a tensor hook on each of the module's parameters that
 // require grad (gradient norm and histogram, then the update-to-weight ratio ||dw|| / ||w||
 // after the optimizer's step). The backward and tensor hooks exist only on sampled steps

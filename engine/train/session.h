@@ -103,7 +103,7 @@ struct Evaluation {
   double loss = 0;
   double accuracy = 0;
   double sequence_accuracy = 0;  // sequences with every position right; NaN without positions
-  std::vector<double> position_accuracy;  // [T]; empty without positions
+  std::vector<double> position_accuracy{};  // [T]; empty without positions
 };
 
 struct SessionStatus {

@@ -111,6 +111,57 @@ TEST(NnRnn, BackwardThroughTimeMatchesFiniteDifferences) {
   }
 }
 
+// Whether a and b agree within atol + rtol * |b| everywhere.
+bool close(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-6) {
+  return ((a - b).abs() - b.abs() * rtol).max().item() <= atol;
+}
+
+// The gates a probe shows: recorded LSTM gates rebuild the LSTM's own outputs step by step
+// (c = f * c + i * g, h = o * tanh(c)), and GRU's (h = (1 - z) * n + z * h).
+TEST(NnRnn, RecordedGatesRebuildTheOutputs) {
+  constexpr int64_t kSteps = 5, kBatch = 3, kHidden = 4;
+  manual_seed(2);
+  nn::LSTM lstm(options(2, kHidden, 1, true));
+  const Tensor x = randn({kBatch, kSteps, 2});
+  EXPECT_TRUE(lstm.last_gates.empty());
+  lstm.record_gates = true;
+  const std::vector<Tensor> out = lstm.forward(std::vector<Tensor>{x});
+  ASSERT_EQ(lstm.last_gates.size(), 4u);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : lstm.last_gates) {
+    names.push_back(name);
+    EXPECT_EQ(value.sizes(), (Shape{kSteps * kBatch, kHidden})) << name;
+    EXPECT_FALSE(value.requires_grad()) << name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"input", "forget", "cell", "output"}));
+  Tensor c = zeros({kBatch, kHidden});
+  for (int64_t t = 0; t < kSteps; ++t) {
+    auto gate = [&](size_t k) { return lstm.last_gates[k].second.narrow(0, t * kBatch, kBatch); };
+    c = gate(1) * c + gate(0) * gate(2);
+    const Tensor h = gate(3) * c.tanh();
+    EXPECT_TRUE(close(h, out[0].select(1, t).detach())) << "step " << t;
+  }
+  EXPECT_TRUE(close(c, out[2].select(0, 0).detach()));
+
+  nn::GRU gru(options(2, kHidden, 1, true));
+  gru.record_gates = true;
+  const std::vector<Tensor> gout = gru.forward(std::vector<Tensor>{x});
+  ASSERT_EQ(gru.last_gates.size(), 3u);
+  EXPECT_EQ(gru.last_gates[1].first, "update");
+  Tensor h = zeros({kBatch, kHidden});
+  for (int64_t t = 0; t < kSteps; ++t) {
+    const Tensor z = gru.last_gates[1].second.narrow(0, t * kBatch, kBatch);
+    const Tensor n = gru.last_gates[2].second.narrow(0, t * kBatch, kBatch);
+    h = (1 - z) * n + z * h;
+    EXPECT_TRUE(close(h, gout[0].select(1, t).detach())) << "step " << t;
+  }
+  // Off again: nothing is kept.
+  lstm.record_gates = false;
+  lstm.last_gates.clear();
+  lstm.forward(std::vector<Tensor>{x});
+  EXPECT_TRUE(lstm.last_gates.empty());
+}
+
 TEST(NnRnn, BadInputsAndOptionsAreClearErrors) {
   nn::LSTM lstm(options(3, 4, 1, true));
   try {

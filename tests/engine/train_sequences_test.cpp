@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -199,6 +200,36 @@ TEST_F(TrainSequenceSession, APredictionCarriesTheMapsOfEveryAttentionModule) {
   model->train();
   ASSERT_EQ(expected.size(), 2u);
   for (size_t a = 0; a < 2; ++a) EXPECT_EQ(p->attention[a].weights, expected[a].weights) << a;
+}
+
+TEST(TrainSequenceProbes, AnLstmProbeShowsHowSaturatedItsGatesAre) {
+  const graph::Project project =
+      graph::load_project(std::string(NNS_SOURCE_DIR) + "/resources/examples/sine_lstm.nns");
+  std::unique_ptr<TrainingSession> session = make_session(project, ".");
+  ProbeOptions o;
+  o.every = 1;
+  o.max_overhead = 0;
+  o.gradients = o.parameters = false;
+  session->add_probe("lstm", o);
+  session->step(2);
+  ASSERT_TRUE(session->wait_idle(std::chrono::seconds(60)));
+  std::map<std::string, int> seen;
+  for (const ProbeSample& s : session->take_probe_samples()) {
+    if (s.tensor.rfind("gates.", 0) != 0) continue;
+    ++seen[s.tensor];
+    EXPECT_EQ(s.kind, ProbeKind::Activation);
+    EXPECT_EQ(s.stats.numel, 24 * 32 * 32);  // steps x batch x hidden
+    EXPECT_FALSE(std::isnan(s.stats.saturated_fraction)) << s.tensor;
+    if (s.tensor == "gates.cell") {
+      EXPECT_GE(s.stats.min, -1.0);
+      EXPECT_LE(s.stats.max, 1.0);
+    } else {
+      EXPECT_GE(s.stats.min, 0.0);
+      EXPECT_LE(s.stats.max, 1.0);
+    }
+  }
+  EXPECT_EQ(seen, (std::map<std::string, int>{
+                      {"gates.cell", 2}, {"gates.forget", 2}, {"gates.input", 2}, {"gates.output", 2}}));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
   3. The same weights and settings, 50 steps of full-batch training: the models train.py and
      `nnstudio-cli train` end with have the same loss on the training set (rtol 1e-4).
   4. The same for a regression project with SGD (Nesterov), clipping and a cosine schedule.
+  5. The same for a class per position (the reverse transformer): the loss over positions.
 
     /usr/bin/python3 tests/torch/export_train.py path/to/nnstudio-cli
 
@@ -27,6 +28,7 @@ import tempfile
 from torch_checks import ROOT, check, cli, load_module, main, run, torch
 
 SPIRALS = os.path.join(ROOT, "resources", "examples", "spirals.nns")
+REVERSE = os.path.join(ROOT, "resources", "examples", "reverse_transformer.nns")
 
 
 def steps_run(output):
@@ -133,6 +135,21 @@ def checks():
                             "SGD + Nesterov + clipping + cosine schedule, 20 epochs")
         check(re.search(r"^epoch  20/20  train loss [0-9.]+  test loss", out, re.M) is not None,
               "a regression project's train.py reports losses without accuracy")
+
+        # 5. A class per position (reverse): train.py scores the N * T positions as the CLI
+        # does, full batch, and the two end at the same loss.
+        reverse = json.load(open(REVERSE))
+        reverse["dataset"]["options"]["samples"] = 400
+        reverse["training"]["batch_size"] = 320
+        reverse["training"]["epochs"] = 12
+        out = same_training(
+            tmp, "reverse", reverse,
+            lambda out, y: torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]),
+                                                             y.reshape(-1)),
+            [], "a class per position (reverse transformer), 12 full-batch epochs")
+        check(re.search(r"^epoch  12/12  train loss [0-9.]+ accuracy [0-9.]+%  test loss [0-9.]+ "
+                        r"accuracy [0-9.]+%", out, re.M) is not None,
+              "a per-position project's train.py reports the accuracy over positions")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 from torch_checks import (HERE, ROOT, check, cli, engine_eval, engine_forward, input_for, main,
-                          safetensors_bytes, torch)
+                          safetensors_bytes, torch, without_onnx_form)
 
 try:
     import onnx
@@ -348,11 +348,25 @@ def check_refusals(tmp):
           "a plugin type is refused and nothing is written")
 
 
+def check_refused(tmp, path, node, node_type):
+    """An example with a layer that has no ONNX form: refused with the node's name, no file."""
+    out = os.path.join(tmp, os.path.basename(path) + ".onnx")
+    message = cli("export", path, "--format", "onnx", "--out", out, code=1)
+    check(f"node '{node}': the type {node_type} has no ONNX form" in message and
+          not os.path.exists(out),
+          f"{os.path.basename(path)}: {node_type} has no ONNX form yet, so the export is refused "
+          f"and nothing is written ({message.strip()})")
+
+
 def checks():
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for path in PROJECTS:
-            check_project(tmp, path)
+            missing = without_onnx_form(path)
+            if missing:
+                check_refused(tmp, path, *missing)
+            else:
+                check_project(tmp, path)
         check_chains(tmp)
         check_forms(tmp)
         check_refusals(tmp)

@@ -22,7 +22,8 @@ import os
 import tempfile
 import warnings
 
-from torch_checks import HERE, ROOT, check, cli, engine_eval, input_for, load_module, main, torch
+from torch_checks import (HERE, ROOT, check, cli, engine_eval, input_for, load_module, main,
+                          torch, without_onnx_form)
 
 import onnx
 from onnx import helper, TensorProto
@@ -329,6 +330,8 @@ def check_roundtrip(tmp):
     with the same values; only a switch ModuleDict's inactive members, which the export leaves
     unused, are not in the file's model."""
     for path in ROUNDTRIP:
+        if without_onnx_form(path):
+            continue  # no export to import (onnx_export.py checks the refusal)
         name = os.path.splitext(os.path.basename(path))[0]
         trained = os.path.join(tmp, f"rt_{name}_trained.safetensors")
         cli("train", path, "--steps", "3", "--batch-size", "8", "--quiet", "--save", trained)

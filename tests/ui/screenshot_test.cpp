@@ -28,6 +28,7 @@
 #include "ui/probes/attention_view.h"
 #include "ui/probes/node_health.h"
 #include "ui/probes/probe_panel.h"
+#include "ui/training/decision_boundary_widget.h"
 #include "ui/training/training_controller.h"
 #include "ui_test_support.h"
 
@@ -212,13 +213,13 @@ TEST(Screenshot, AttentionMapsMidTraining) {
   window.show();
   test::settle();
   window.training()->start();
-  // Mid-training: the first epoch done, the maps formed but the run not over.
-  ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 1; }, 60000));
+  // Mid-training: three epochs of ten done, the maps formed but the run not over.
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 3; }, 60000));
   window.training()->pause();
   ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
-  const int64_t step = window.training()->status().step;
   ASSERT_TRUE(QTest::qWaitFor(
       [&] {
+        const int64_t step = window.training()->status().step;
         return window.probePanel()->attentionView()->shownStep() == step &&
                window.boundary()->shownStep() == step;
       },

@@ -53,9 +53,15 @@ TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
   ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 2; }, 60000));
   window.training()->pause();
   ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
-  const int64_t step = window.training()->status().step;
+  // Both views catch up with the paused run (the status the window polls may be a step behind
+  // when the pause lands).
+  int64_t step = 0;
   ASSERT_TRUE(QTest::qWaitFor(
-      [&] { return attention->shownStep() == step && output->shownStep() == step; }, 10000));
+      [&] {
+        step = window.training()->status().step;
+        return attention->shownStep() == step && output->shownStep() == step;
+      },
+      10000));
   // One map per head of encoder.0's self_attn, 8 x 8, each query's row summing to 1.
   const std::vector<train::AttentionMap>& maps = attention->maps();
   ASSERT_EQ(maps.size(), 1u);
@@ -66,9 +72,12 @@ TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
     const float* w = maps[0].weights.data() + row * 8;
     EXPECT_NEAR(std::accumulate(w, w + 8, 0.0), 1.0, 1e-4);
   }
-  // Another sequence: new maps for it.
+  // Another sequence: its tokens on the axes, and its maps (choosing drops the old ones).
+  const QStringList firstTokens = attention->tokens();
   attention->sequenceBox()->setValue(3);
-  ASSERT_TRUE(QTest::qWaitFor([&] { return attention->shownStep() == step; }, 10000));
+  EXPECT_NE(attention->tokens(), firstTokens);
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return attention->shownStep() == step && !attention->maps().empty(); }, 10000));
   // The Output panel: an answer per position of the shown sequences, and after two epochs the
   // model reverses them (the per-position accuracy of the last evaluation is high).
   EXPECT_EQ(output->predictedTokens().size(), 6u * 8);

@@ -10,6 +10,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -546,12 +547,28 @@ TEST_F(TrainingDockTest, DatasetChooserListsEverySetAndSwitchesTheOutputView) {
   ASSERT_EQ(list->count(), static_cast<int>(data::dataset_catalog().size()) + 1);
   for (int i = 0; i < list->count(); ++i) EXPECT_FALSE(list->item(i)->icon().isNull());
   EXPECT_EQ(list->currentItem()->text(), "spirals");
+  ProjectDocument* document = window->document();
+  const graph::Graph& g = document->project().graph;
   dock->chooseDataset("curve");
-  EXPECT_EQ(window->document()->project().dataset.name, "curve");
-  // A 1-D regression set: the output view draws the fitted curve; the edit is one undo step.
+  EXPECT_EQ(document->project().dataset.name, "curve");
+  // The model's Input follows the data in the same undo step: one number per sample, so fc1
+  // (made for 2) no longer fits and says so.
+  const graph::Node* x = g.find_by_name("x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->options.at("shape"), graph::Json::array({1}));
+  EXPECT_EQ(x->options.at("dtype"), "float32");
+  ASSERT_TRUE(waitFor([&] { return !controller->lastError().isEmpty(); }));
+  EXPECT_TRUE(controller->lastError().contains("fc1")) << controller->lastError().toStdString();
+  // Made to fit: a 1-D regression set's output view draws the fitted curve.
+  graph::Json fc1 = g.find_by_name("fc1")->options;
+  fc1["in_features"] = 1;
+  ASSERT_TRUE(document->setNodeOptions(g.find_by_name("fc1")->id, fc1));
   ASSERT_TRUE(waitFor([&] { return controller->session() != nullptr; }));
   EXPECT_EQ(window->boundary()->mode(), DecisionBoundaryWidget::Mode::Curve);
-  window->document()->undoStack()->undo();
+  // Two undo steps: fc1, then the data set with its Input.
+  document->undoStack()->undo();
+  document->undoStack()->undo();
+  EXPECT_EQ(g.find_by_name("x")->options.at("shape"), graph::Json::array({2}));
   ASSERT_TRUE(
       waitFor([&] { return window->boundary()->mode() == DecisionBoundaryWidget::Mode::Heatmap; }));
   EXPECT_EQ(list->currentItem()->text(), "spirals");
@@ -595,6 +612,8 @@ graph::Json fieldValue(QWidget* field) {
   if (auto* box = qobject_cast<QSpinBox*>(field)) return box->value();
   if (auto* box = qobject_cast<QDoubleSpinBox*>(field)) return box->value();
   if (auto* box = qobject_cast<QComboBox*>(field)) return box->currentText().toStdString();
+  // A file's row: its path in a line edit beside a chooser button.
+  if (auto* edit = field->findChild<QLineEdit*>()) return edit->text().toStdString();
   ADD_FAILURE() << "not an option field: " << field->metaObject()->className();
   return nullptr;
 }
@@ -614,6 +633,18 @@ graph::Json changeField(QWidget* field) {
     box->setCurrentIndex((box->currentIndex() + 1) % box->count());
     emit box->textActivated(box->currentText());
     return box->currentText().toStdString();
+  }
+  if (auto* edit = field->findChild<QLineEdit*>()) {
+    // A file typed in (the chooser button opens a dialog).
+    static QTemporaryDir dir;
+    const QString path = dir.filePath("text.txt");
+    QFile file(path);
+    EXPECT_TRUE(file.open(QIODevice::WriteOnly));
+    for (int i = 0; i < 10; ++i) file.write("hello, sequences\n");
+    file.close();
+    edit->setText(path);
+    emit edit->editingFinished();
+    return path.toStdString();
   }
   ADD_FAILURE() << "not an option field: " << field->metaObject()->className();
   return nullptr;
@@ -654,7 +685,7 @@ TEST_F(TrainingDockTest, EveryOptionOfEveryDataSetIsAFieldThatEditsTheProjectInO
         EXPECT_EQ(shown, before.seed);
       } else if (before.options.contains(option.name)) {  // the example's own
         EXPECT_EQ(shown, before.options.at(option.name));
-      } else if (option.type == data::OptionType::Choice) {
+      } else if (option.type == data::OptionType::Choice || option.type == data::OptionType::File) {
         EXPECT_EQ(shown, option.default_choice);
       } else {
         EXPECT_EQ(shown.get<double>(), option.default_value);

@@ -36,19 +36,22 @@ AttentionView::AttentionView(TrainingController* controller, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* head = new QHBoxLayout;
-  auto* label = new QLabel(tr("Attention of test sequence"));
+  heading_ = new QLabel(tr("Attention, test sequence"));
   sequence_ = new QSpinBox;
   sequence_->setObjectName("attentionSequence");
   sequence_->setToolTip(tr("Which test sequence the maps are drawn for"));
   sequence_->setKeyboardTracking(false);
   caption_ = new QLabel;
   caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  head->addWidget(label);
+  // The tokens never widen the panel: a long sequence is cut (the axes show every token).
+  caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  head->addWidget(heading_);
   head->addWidget(sequence_);
   head->addWidget(caption_, 1);
   layout->addLayout(head);
   layout->addStretch(1);
-  setMinimumHeight(180);
+  // Room for a 2 x 2 grid of 8 x 8 maps with their tokens in a narrow inspector.
+  setMinimumHeight(320);
   setToolTip(
       tr("Each heatmap is one head: row q shows how much query position q attends to each key "
          "position (rows sum to 1), in eval mode on the chosen sequence"));
@@ -64,6 +67,8 @@ AttentionView::AttentionView(TrainingController* controller, QWidget* parent)
 void AttentionView::setModule(const QString& module) {
   if (module == module_ && module.isNull() == module_.isNull()) return;
   module_ = module;
+  heading_->setToolTip(tr("The attention maps of %1's MultiheadAttention on this test sequence")
+                          .arg(module.isEmpty() ? tr("the model") : module));
   maps_.clear();
   requestedStep_ = -1;
   update();
@@ -164,14 +169,22 @@ void AttentionView::paintEvent(QPaintEvent*) {
   for (const QString& t : labels) labelWidth = std::max(labelWidth, fm.horizontalAdvance(t));
   labelWidth += 4;
   const int title = fm.height() + 2;
-  // As many panels per row as keep a cell at least 6 px.
-  int columns = std::max(1, std::min(panels, area.width() / std::max(1, labelWidth + 6 * static_cast<int>(length) + 8)));
+  // The grid of panels (columns x rows) that gives the largest cells.
+  const auto queries = static_cast<double>(maps_.front().queries);
+  auto cellFor = [&](int columns) {
+    const int rows = (panels + columns - 1) / columns;
+    const double w = area.width() / static_cast<double>(columns) - labelWidth - 8.0;
+    const double h = area.height() / static_cast<double>(rows) - title - fm.height() - 6.0;
+    return std::min(w / static_cast<double>(length), h / queries);
+  };
+  int columns = 1;
+  for (int c = 2; c <= panels; ++c) {
+    if (cellFor(c) > cellFor(columns)) columns = c;
+  }
   const int rows = (panels + columns - 1) / columns;
   const int panelW = area.width() / columns;
   const int panelH = area.height() / std::max(rows, 1);
-  const double cell = std::max(
-      2.0, std::min((panelW - labelWidth - 8.0) / static_cast<double>(length),
-                    (panelH - title - fm.height() - 6.0) / static_cast<double>(maps_.front().queries)));
+  const double cell = std::max(2.0, cellFor(columns));
   const bool showLabels = cell >= fm.height() * 0.8;
   int index = 0;
   for (const train::AttentionMap& m : maps_) {
@@ -179,9 +192,15 @@ void AttentionView::paintEvent(QPaintEvent*) {
       const int x0 = area.left() + (index % columns) * panelW;
       const int y0 = area.top() + (index / columns) * panelH;
       p.setPen(palette().color(QPalette::WindowText));
-      const QString name = m.module.empty() ? module_ : qs(m.module);
+      // "head 1", or with several attention modules "self_attn · head 1" (the name below the
+      // probed module).
+      QString name = qs(m.module);
+      if (name.startsWith(module_ + ".")) name = name.mid(module_.size() + 1);
+      const QString head = maps_.size() > 1 && !name.isEmpty()
+                               ? tr("%1 · head %2").arg(name).arg(h + 1)
+                               : tr("head %1").arg(h + 1);
       p.drawText(QRect(x0, y0, panelW, title), Qt::AlignLeft | Qt::AlignVCenter,
-                 fm.elidedText(tr("%1 · head %2").arg(name).arg(h + 1), Qt::ElideLeft, panelW - 4));
+                 fm.elidedText(head, Qt::ElideLeft, panelW - 4));
       const double gx = x0 + (showLabels ? labelWidth : 4);
       const double gy = y0 + title + (showLabels ? fm.height() : 2);
       for (int64_t q = 0; q < m.queries; ++q) {

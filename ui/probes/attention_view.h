@@ -55,6 +55,7 @@ class AttentionView : public QWidget {
 
   TrainingController* controller_;
   QTimer* timer_;
+  QLabel* heading_;
   QSpinBox* sequence_;
   QLabel* caption_;
   QString module_;

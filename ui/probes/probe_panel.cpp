@@ -7,6 +7,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -87,7 +88,18 @@ const QColor kParamColours[] = {QColor(0x21, 0x71, 0xb5), QColor(0xd9, 0x5f, 0x0
 ProbePanel::ProbePanel(ProjectDocument* document, TrainingController* controller,
                        NodeHealthModel* health, QWidget* parent)
     : QWidget(parent), document_(document), controller_(controller), health_(health) {
-  auto* layout = new QVBoxLayout(this);
+  // The panel scrolls when the inspector is too short for it (a Transformer layer's attention
+  // maps take room of their own) instead of making the window taller.
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* content = new QWidget;
+  scroll->setWidget(content);
+  outer->addWidget(scroll);
+  auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->setSpacing(4);
 
@@ -224,8 +236,8 @@ void ProbePanel::updateHeader() {
   // A probed node with attention in it shows its maps.
   QString attentionModule;
   if (document_->probeOf(node_)) {
+    train::TrainingSession* session = controller_->session();  // made now if it is due
     const QString module = controller_->moduleNameOf(node_);
-    train::TrainingSession* session = controller_->session();
     if (!module.isNull() && session) {
       const std::string m = module.toStdString();
       for (const std::string& name : session->attention_module_names()) {

@@ -222,7 +222,6 @@ void DecisionBoundaryWidget::showPrediction(const train::Prediction& prediction)
     for (int64_t i = 0; i < rows; ++i) {
       curve_.emplace_back(xs[static_cast<size_t>(i)], values[static_cast<size_t>(i * cols)]);
     }
-  }
   } else if (mode_ == Mode::Sequence) {
     // The argmax of each row of class scores: [count, length, C] or [count, C].
     const int64_t classes = out.dim() > 0 ? out.size(-1) : 0;
@@ -250,27 +249,32 @@ void DecisionBoundaryWidget::paintSequences(QPainter& p) {
   const QFontMetricsF fm(small);
   const QColor text = palette().color(QPalette::WindowText);
   p.setPen(text);
-  const QString legend = perPosition_ ? tr("Test sequences: input, then the model's answer "
-                                           "(green right, red wrong: the target below)")
+  const QString legend = perPosition_ ? tr("Test sequences and the model's answers (green right, "
+                                           "red wrong, the target under it)")
                                       : tr("Test sequences and the model's class for each");
-  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft, legend);
+  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
+             fm.elidedText(legend, Qt::ElideRight, all.width()));
   const bool bars = perPosition_;
   const double barsHeight = bars ? std::max(60.0, all.height() * 0.28) : 0;
   const QRectF rows(all.left(), all.top() + fm.height() + 4, all.width(),
                     all.height() - fm.height() - 4 - barsHeight);
   const double labelWidth = fm.horizontalAdvance(tr("model")) + 8;
   const double answerWidth = perPosition_ ? 0 : fm.horizontalAdvance(tr("→ ")) + 110;
+  // Cells wide enough to read a token (at least a line of text), as many sequences as fit.
+  const double rowsPerSequence = perPosition_ ? 2.4 : 1.3;
   const double cell = std::clamp(
       std::min((rows.width() - labelWidth - answerWidth) / static_cast<double>(length_),
-               rows.height() / (static_cast<double>(shownCount_) * (perPosition_ ? 2.4 : 1.3))),
-      4.0, 34.0);
+               rows.height() / (static_cast<double>(shownCount_) * rowsPerSequence)),
+      fm.height() + 2, 34.0);
+  const int64_t shown = std::clamp<int64_t>(
+      static_cast<int64_t>(rows.height() / (cell * rowsPerSequence)), 1, shownCount_);
   auto name = [](const QStringList& names, int64_t index) {
     return index >= 0 && index < names.size() ? names[static_cast<int>(index)]
                                                : QString::number(index);
   };
   const bool answered = !predicted_.empty();
-  for (int64_t i = 0; i < shownCount_; ++i) {
-    const double y = rows.top() + static_cast<double>(i) * cell * (perPosition_ ? 2.4 : 1.3);
+  for (int64_t i = 0; i < shown; ++i) {
+    const double y = rows.top() + static_cast<double>(i) * cell * rowsPerSequence;
     p.setPen(text);
     p.drawText(QRectF(rows.left(), y, labelWidth, cell), Qt::AlignVCenter, tr("in"));
     for (int64_t t = 0; t < length_; ++t) {
@@ -337,9 +341,13 @@ void DecisionBoundaryWidget::paintSequences(QPainter& p) {
     const double h = std::clamp(a, 0.0, 1.0) * plot.height();
     const QRectF bar(plot.left() + static_cast<double>(t) * cell + 1, plot.bottom() - h, cell - 3, h);
     p.fillRect(bar, classColor(1));
-    p.setPen(text);
-    p.drawText(QRectF(bar.left() - 4, plot.bottom() + 1, cell + 2, fm.height()), Qt::AlignHCenter,
-               QString::number(std::lround(100 * a)));
+    // The percentage under its bar where it fits (else the bar alone tells).
+    const QString label = QString::number(std::lround(100 * a));
+    if (fm.horizontalAdvance(label) + 2 <= cell) {
+      p.setPen(text);
+      p.drawText(QRectF(bar.left() - 1, plot.bottom() + 1, cell, fm.height()), Qt::AlignHCenter,
+                 label);
+    }
   }
 }
 

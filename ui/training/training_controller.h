@@ -88,6 +88,9 @@ class TrainingController : public QObject {
   // The top-level node of a dotted module path ("fc1", "features.0.conv": the node whose
   // module name is its first component); 0 when none.
   graph::NodeId nodeOfModule(const std::string& modulePath) const;
+  // The module name of a node in the current session's model ("encoder.0"); null when the node
+  // makes no module or there is no session.
+  QString moduleNameOf(graph::NodeId node) const;
 
   // Asks the session for the model's outputs on `inputs` (eval mode, between two steps); the
   // answer comes with predictionArrived, carrying the returned id (each reader keeps to its
@@ -159,7 +162,6 @@ class TrainingController : public QObject {
   bool ensureTrainable();
   // Runs fn with the session's worker idle (pausing a run for the moment and resuming it).
   bool withIdleSession(const QString& what, const std::function<void(train::TrainingSession&)>& fn);
-  QString moduleNameOf(graph::NodeId node) const;
 
   ProjectDocument* document_;
   QTimer* timer_;

@@ -27,9 +27,11 @@
 #include <cmath>
 
 #include "engine/data/catalog.h"
+#include "engine/graph/node_types.h"
 #include "engine/optim/factory.h"
 #include "engine/train/losses.h"
 #include "engine/train/optimizers.h"
+#include "engine/train/session.h"
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
 #include "ui/training/decision_boundary_widget.h"
@@ -652,8 +654,24 @@ void TrainingDock::setDatasetOption(const std::string& name, const graph::Json& 
     });
     return;
   }
+  graph::Json stored = value;
+  // A file in or below the project's folder is kept relative to it, so the project moves with
+  // its data (the CSV import does the same).
+  const data::DatasetInfo* info = nullptr;
+  try {
+    info = &data::dataset_info(document_->project().dataset.name);
+  } catch (const Error&) {
+  }
+  if (info && value.is_string() && !document_->filePath().isEmpty()) {
+    for (const data::OptionInfo& o : info->options) {
+      if (o.name != name || o.type != data::OptionType::File) continue;
+      const QDir folder = QFileInfo(document_->filePath()).absoluteDir();
+      const QString relative = folder.relativeFilePath(qs(value.get<std::string>()));
+      if (!relative.startsWith(QLatin1String(".."))) stored = relative.toStdString();
+    }
+  }
   editDataset(tr("Set %1").arg(qs(name)),
-              [&](graph::DatasetSettings& d) { d.options[name] = value; });
+              [&](graph::DatasetSettings& d) { d.options[name] = stored; });
 }
 
 void TrainingDock::editDataset(const QString& text,
@@ -661,7 +679,63 @@ void TrainingDock::editDataset(const QString& text,
   graph::DatasetSettings d = document_->project().dataset;
   if (!d.options.is_object()) d.options = graph::Json::object();
   fn(d);
+  const graph::DatasetSettings& now = document_->project().dataset;
+  if (d == now) return;
+  // Only what can change a sample's shape is worth making the data for: another set, a CSV, a
+  // length, size or file. Other edits stay single commands (spin box steps merge).
+  bool shapeMayChange = d.name != now.name || d.csv_path != now.csv_path;
+  for (const char* key : {"length", "size", "dims", "digits", "file"}) {
+    shapeMayChange = shapeMayChange || d.options.value(key, graph::Json()) !=
+                                           now.options.value(key, graph::Json());
+  }
+  const auto input = shapeMayChange ? inputFittingData(d) : std::nullopt;
+  if (!input) {
+    document_->setDatasetSettings(d, text);
+    return;
+  }
+  const graph::Node* node = document_->project().graph.find(input->first);
+  const QString message = tr("Input %1 now reads the data: %2 %3 per sample")
+                              .arg(qs(node->name), qs(input->second.at("shape").dump()),
+                                   qs(input->second.at("dtype").get<std::string>()));
+  document_->undoStack()->beginMacro(text);
   document_->setDatasetSettings(d, text);
+  document_->setNodeOptions(input->first, input->second);
+  document_->undoStack()->endMacro();
+  emit controller_->message(message);
+}
+
+std::optional<std::pair<graph::NodeId, graph::Json>> TrainingDock::inputFittingData(
+    const graph::DatasetSettings& d) const {
+  graph::Project project = document_->project();
+  const graph::Node* input = nullptr;
+  for (const graph::Node& n : project.graph.nodes) {
+    if (graph::node_kind(n.type) != graph::NodeKind::Input) continue;
+    if (input) return std::nullopt;  // several inputs: which one reads the data is the user's
+    input = &n;
+  }
+  if (!input) return std::nullopt;
+  project.dataset = d;
+  data::DatasetSplit split;
+  try {
+    const QString base = document_->filePath().isEmpty()
+                             ? QString(".")
+                             : QFileInfo(document_->filePath()).absolutePath();
+    split = train::project_split(project, base.toStdString());
+  } catch (const std::exception&) {
+    return std::nullopt;  // the session says what is wrong with the data
+  }
+  const Tensor& x = split.train.inputs;
+  if (!x.defined() || x.dim() < 1) return std::nullopt;
+  const graph::Json shape(std::vector<int64_t>(x.sizes().begin() + 1, x.sizes().end()));
+  const std::string dtype = x.dtype() == kInt64 ? "int64" : "float32";
+  graph::Json options = input->options.is_object() ? input->options : graph::Json::object();
+  if (options.value("shape", graph::Json()) == shape &&
+      options.value("dtype", std::string("float32")) == dtype) {
+    return std::nullopt;
+  }
+  options["shape"] = shape;
+  options["dtype"] = dtype;
+  return std::make_pair(input->id, options);
 }
 
 void TrainingDock::editTraining(const QString& text,

@@ -91,6 +91,12 @@ class TrainingDock : public QWidget {
   void showStatus(const train::SessionStatus& status);
   void applyLearningRate();
   void editDataset(const QString& text, const std::function<void(graph::DatasetSettings&)>& fn);
+  // The model's one Input takes the data's sample shape and dtype (part of the data set's edit,
+  // so one undo takes both back): picking "reverse" leaves an Input of 8 int64 tokens, and the
+  // layers after it show what no longer fits. The Input's id and new options when it must
+  // change for data settings `d`.
+  std::optional<std::pair<graph::NodeId, graph::Json>> inputFittingData(
+      const graph::DatasetSettings& d) const;
   void editTraining(const QString& text, const std::function<void(graph::TrainingSettings&)>& fn);
 
   TrainingController* controller_;
