@@ -187,10 +187,10 @@ int run_train(const Options& o) {
     for (; printed < history.size(); ++printed) {
       const train::EpochMetrics& e = history[printed];
       if (quiet) continue;
-      const std::string test =
-          session->test_set().size() > 0
-              ? "  test " + loss_and_accuracy(e.test_loss, e.test_accuracy, e.test_sequence_accuracy)
-              : "";
+      const std::string test = session->test_set().size() > 0
+                                   ? "  test " + loss_and_accuracy(e.test_loss, e.test_accuracy,
+                                                                   e.test_sequence_accuracy)
+                                   : "";
       std::printf("epoch %3lld/%lld  train %s%s  %.0f steps/s\n", static_cast<long long>(e.epoch),
                   static_cast<long long>(epochs),
                   loss_and_accuracy(e.train_loss, e.train_accuracy).c_str(), test.c_str(),

@@ -31,15 +31,28 @@ OptionInfo integer(std::string name, std::string description, int64_t default_va
 
 OptionInfo real(std::string name, std::string description, double default_value, double min,
                 double max) {
-  return {
-      std::move(name), std::move(description), OptionType::Real, default_value, min, max, {}, {},
-      {}};
+  return {std::move(name),
+          std::move(description),
+          OptionType::Real,
+          default_value,
+          min,
+          max,
+          {},
+          {},
+          {}};
 }
 
 OptionInfo choice(std::string name, std::string description, std::string default_choice,
                   std::vector<std::string> choices) {
-  return {std::move(name),           std::move(description), OptionType::Choice, 0, 0, 0,
-          std::move(default_choice), std::move(choices), {}};
+  return {std::move(name),
+          std::move(description),
+          OptionType::Choice,
+          0,
+          0,
+          0,
+          std::move(default_choice),
+          std::move(choices),
+          {}};
 }
 
 OptionInfo file(std::string name, std::string description, std::string filter) {
@@ -331,8 +344,8 @@ const std::map<std::string, Builder>& builders() {
        }},
       {"parity",
        [](const ResolvedOptions& o) {
-         return make_parity({o.integer("samples"), o.integer("length"), o.number("noise"),
-                             o.seed()});
+         return make_parity(
+             {o.integer("samples"), o.integer("length"), o.number("noise"), o.seed()});
        }},
       {"reverse",
        [](const ResolvedOptions& o) {
@@ -356,8 +369,7 @@ const std::map<std::string, Builder>& builders() {
        }},
       {"text",
        [](const ResolvedOptions& o) {
-         return make_text(
-             {o.choice("file"), o.integer("samples"), o.integer("length"), o.seed()});
+         return make_text({o.choice("file"), o.integer("samples"), o.integer("length"), o.seed()});
        }},
   };
   return table;

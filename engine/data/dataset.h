@@ -61,8 +61,8 @@ struct Dataset {
   // test set. Classification splits are stratified: each class gives the same fraction of its
   // samples to the test set (the rounding remainders go to the classes with the largest
   // fractional parts, lowest class first on ties), so both sets keep the class balance.
-  // Regression and per-position splits take a random subset. Both parts keep the original sample order.
-  // test_fraction must be in [0, 1) and leave at least one training sample (ValueError).
+  // Regression and per-position splits take a random subset. Both parts keep the original sample
+  // order. test_fraction must be in [0, 1) and leave at least one training sample (ValueError).
   DatasetSplit split(double test_fraction, uint64_t seed) const;
 };
 

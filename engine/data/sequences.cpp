@@ -197,8 +197,7 @@ Dataset make_forecast(const ForecastOptions& o) {
     const double period = 8 + 16 * shape[static_cast<size_t>(2 * s)];
     const double phase = shape[static_cast<size_t>(2 * s + 1)];
     for (int64_t t = 0; t <= o.length; ++t) {
-      const double value =
-          f(phase + static_cast<double>(t) / period) + o.noise * noise[k++];
+      const double value = f(phase + static_cast<double>(t) / period) + o.noise * noise[k++];
       (t < o.length ? inputs : targets).push_back(static_cast<float>(value));
     }
   }

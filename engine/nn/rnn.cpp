@@ -69,8 +69,8 @@ std::vector<std::string> RNNBase::gate_names() const {
   }
 }
 
-Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, Tensor& h,
-                              Tensor& c, std::vector<std::vector<Tensor>>* gates_seen) const {
+Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, Tensor& h, Tensor& c,
+                              std::vector<std::vector<Tensor>>* gates_seen) const {
   const int64_t steps = x.size(0);
   const int64_t hidden = options_.hidden_size;
   // Every step's input projection in one product: [T, N, gates * H]. RNN and LSTM add the
@@ -152,9 +152,8 @@ std::vector<Tensor> RNNBase::forward(const std::vector<Tensor>& inputs) {
     for (int64_t d = 0; d < directions; ++d) {
       Tensor h = zeros({batch, o.hidden_size}, t);
       Tensor c = mode_ == Mode::LSTM ? zeros({batch, o.hidden_size}, t) : Tensor();
-      outs.push_back(
-          run_direction(cells_[static_cast<size_t>(layer * directions + d)], x, d == 1, h, c,
-                        gates_seen));
+      outs.push_back(run_direction(cells_[static_cast<size_t>(layer * directions + d)], x, d == 1,
+                                   h, c, gates_seen));
       h_n.push_back(h);
       if (mode_ == Mode::LSTM) c_n.push_back(c);
     }

@@ -46,7 +46,8 @@ double Accuracy::sequence_rate() const {
 
 std::vector<double> Accuracy::position_rates() const {
   std::vector<double> rates(position_counted.size());
-  for (size_t t = 0; t < rates.size(); ++t) rates[t] = ratio(position_correct[t], position_counted[t]);
+  for (size_t t = 0; t < rates.size(); ++t)
+    rates[t] = ratio(position_correct[t], position_counted[t]);
   return rates;
 }
 
@@ -119,8 +120,7 @@ std::optional<Accuracy> score_predictions(const Tensor& output, const Tensor& ta
 
 std::pair<Tensor, Tensor> loss_inputs(const Tensor& output, const Tensor& targets) {
   if (!per_position(targets)) return {output, targets};
-  if (output.dim() != 3 || output.size(0) != targets.size(0) ||
-      output.size(1) != targets.size(1)) {
+  if (output.dim() != 3 || output.size(0) != targets.size(0) || output.size(1) != targets.size(1)) {
     throw ShapeError("the targets hold a class per position, " + shape_str(targets.sizes()) +
                      " = [N, T], so the model's output must be [N, T, classes], but it is " +
                      shape_str(output.sizes()) +

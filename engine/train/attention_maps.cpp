@@ -9,7 +9,8 @@ AttentionModules attention_modules(const nn::ModulePtr& module) {
   AttentionModules out;
   if (!module) return out;
   for (auto& [name, m] : module->named_modules()) {
-    if (auto mha = std::dynamic_pointer_cast<nn::MultiheadAttention>(m)) out.emplace_back(name, mha);
+    if (auto mha = std::dynamic_pointer_cast<nn::MultiheadAttention>(m))
+      out.emplace_back(name, mha);
   }
   return out;
 }

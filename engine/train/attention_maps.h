@@ -28,7 +28,8 @@ struct AttentionMap {
   std::vector<float> weights;
 };
 
-using AttentionModules = std::vector<std::pair<std::string, std::shared_ptr<nn::MultiheadAttention>>>;
+using AttentionModules =
+    std::vector<std::pair<std::string, std::shared_ptr<nn::MultiheadAttention>>>;
 
 // The MultiheadAttention modules in `module`'s tree (itself included), in named_modules order.
 AttentionModules attention_modules(const nn::ModulePtr& module);

@@ -441,8 +441,8 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
             sample.step = step_;
             sample.kind = ProbeKind::Attention;
             sample.tensor = map.module;
-            sample.stats = summarize(
-                from_vector(map.weights, {map.heads, map.queries, map.keys}), Saturation::None);
+            sample.stats = summarize(from_vector(map.weights, {map.heads, map.queries, map.keys}),
+                                     Saturation::None);
             sample.interval = p->interval;
             sample.attention = std::move(map);
             publish(std::move(sample));

@@ -17,12 +17,13 @@
 // A probe places a forward hook on its module for as long as it exists (activation
 // summaries; on a module with MultiheadAttention in its tree the attention maps of the
 // sampled steps' first sequence, attention_maps.h; on an RNN, LSTM or GRU its gates'
-// activations, "gates.forget" and so on, with their saturation), and, on the steps it samples only, a full backward hook (gradients w.r.t. the
-// module's outputs and inputs) and a tensor hook on each of the module's parameters that
-// require grad (gradient norm and histogram, then the update-to-weight ratio ||dw|| / ||w||
-// after the optimizer's step). The backward and tensor hooks exist only on sampled steps
-// because a registered full backward hook adds two autograd nodes around the module on every
-// call; the forward hook returns at once on other steps and in evaluation passes.
+// activations, "gates.forget" and so on, with their saturation), and, on the steps it samples only,
+// a full backward hook (gradients w.r.t. the module's outputs and inputs) and a tensor hook on each
+// of the module's parameters that require grad (gradient norm and histogram, then the
+// update-to-weight ratio ||dw|| / ||w|| after the optimizer's step). The backward and tensor hooks
+// exist only on sampled steps because a registered full backward hook adds two autograd nodes
+// around the module on every call; the forward hook returns at once on other steps and in
+// evaluation passes.
 //
 // A probe samples steps 1, 1 + every, 1 + 2 * every, ... (steps count from 1) within an
 // overhead budget, the way a sampling profiler bounds its cost. The probes time themselves

@@ -91,7 +91,7 @@ struct EpochMetrics {
   double test_loss = 0;       // on the test set after the epoch, eval mode, no grad (NaN: no test
   double test_accuracy = 0;   // set)
   double test_sequence_accuracy = 0;  // a class per position: whole sequences right (else NaN)
-  double seconds = 0;         // wall time of the epoch's steps
+  double seconds = 0;                 // wall time of the epoch's steps
   double steps_per_second = 0;
 };
 
@@ -128,7 +128,7 @@ struct SessionStatus {
 struct Prediction {
   uint64_t id = 0;  // what predict() returned
   int64_t step = 0;
-  Tensor outputs;     // the model's outputs in eval mode (a tensor of its own)
+  Tensor outputs;  // the model's outputs in eval mode (a tensor of its own)
   // The attention weights per head of every MultiheadAttention in the model, for the first
   // input (row 0); empty for a model without attention.
   std::vector<AttentionMap> attention;
@@ -302,9 +302,9 @@ class TrainingSession {
 
 // A session for a project: the model from its graph (graph::build_model; a bad graph throws
 // its GraphError here), the train and test sets from its dataset settings (a CSV path or
-// a text file is relative to base_dir), its loss (make_loss), optimizer and scheduler (optim::make_optimizer,
-// make_scheduler; OneCycleLR steps per batch and, without a length of its own, spans the
-// configured epochs), batch size, epochs and seed, and its probes placed.
+// a text file is relative to base_dir), its loss (make_loss), optimizer and scheduler
+// (optim::make_optimizer, make_scheduler; OneCycleLR steps per batch and, without a length of its
+// own, spans the configured epochs), batch size, epochs and seed, and its probes placed.
 std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
                                               const std::string& base_dir);
 

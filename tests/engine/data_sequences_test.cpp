@@ -176,14 +176,26 @@ TEST_F(DataTextTest, MissingShortAndBinaryFilesAreRefusedByName) {
 }
 
 TEST(DataSequencesTest, CatalogOptionsAreCheckedAndAFileIsAPath) {
-  test::expect_error<ValueError>([] { make_dataset("reverse", {{"digits", 11.0}}); },
-                                 {"reverse: option 'digits' must be in [2, 10], got 11"});
-  test::expect_error<ValueError>([] { make_dataset("parity", {{"noise", 1.5}}); },
-                                 {"parity: option 'noise' must be in [0, 1], got 1.5"});
-  test::expect_error<ValueError>([] { make_dataset("forecast", {{"wave", std::string("square")}}); },
-                                 {"forecast: option 'wave' must be one of 'sine', 'sawtooth'"});
-  test::expect_error<ValueError>([] { make_dataset("text", {{"file", 3.0}}); },
-                                 {"text: option 'file' expects the path of a file, got the number 3"});
+  test::expect_error<ValueError>(
+      [] {
+        make_dataset("reverse", {{"digits", 11.0}});
+      },
+      {"reverse: option 'digits' must be in [2, 10], got 11"});
+  test::expect_error<ValueError>(
+      [] {
+        make_dataset("parity", {{"noise", 1.5}});
+      },
+      {"parity: option 'noise' must be in [0, 1], got 1.5"});
+  test::expect_error<ValueError>(
+      [] {
+        make_dataset("forecast", {{"wave", std::string("square")}});
+      },
+      {"forecast: option 'wave' must be one of 'sine', 'sawtooth'"});
+  test::expect_error<ValueError>(
+      [] {
+        make_dataset("text", {{"file", 3.0}});
+      },
+      {"text: option 'file' expects the path of a file, got the number 3"});
   EXPECT_EQ(dataset_info("text").option("file").type, OptionType::File);
 }
 

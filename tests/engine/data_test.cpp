@@ -300,8 +300,8 @@ TEST(DataCatalogTest, EveryEntryBuildsWithItsDefaults) {
   std::vector<std::string> names;
   for (const DatasetInfo& info : catalog) names.push_back(info.name);
   EXPECT_EQ(names, (std::vector<std::string>{"spirals", "moons", "circles", "xor", "blobs",
-                                             "checkerboard", "curve", "digits", "parity",
-                                             "reverse", "sort", "addition", "forecast", "text"}));
+                                             "checkerboard", "curve", "digits", "parity", "reverse",
+                                             "sort", "addition", "forecast", "text"}));
   for (const DatasetInfo& info : catalog) {
     SCOPED_TRACE(info.name);
     EXPECT_FALSE(info.description.empty());

@@ -72,7 +72,8 @@ void check_case(const std::string& name, uint64_t seed, const nn::TransformerOpt
     const std::vector<float> want = expected.to_vector<float>();
     ASSERT_EQ(maps[a].weights.size(), want.size()) << heads;
     for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_NEAR(maps[a].weights[i], want[i], kAtol + kRtol * std::abs(want[i])) << heads << " " << i;
+      ASSERT_NEAR(maps[a].weights[i], want[i], kAtol + kRtol * std::abs(want[i]))
+          << heads << " " << i;
     }
     EXPECT_FALSE(attention[a].second->record_head_weights);  // off again after the recording
   }

@@ -34,8 +34,8 @@ Tensor scores_for(const std::vector<int64_t>& predicted, int64_t n, int64_t t, i
 
 TEST(TrainAccuracy, PositionsSequencesAndIgnoredTargets) {
   // Two sequences of three positions; the second's first position does not count.
-  const Tensor targets = from_vector(std::vector<int64_t>{0, 1, 2, data::kIgnoredPosition, 1, 1},
-                                     {2, 3});
+  const Tensor targets =
+      from_vector(std::vector<int64_t>{0, 1, 2, data::kIgnoredPosition, 1, 1}, {2, 3});
   const Tensor output = scores_for({0, 1, 2, 0, 1, 2}, 2, 3, 3);
   const std::optional<Accuracy> a = score_predictions(output, targets);
   ASSERT_TRUE(a.has_value());
@@ -53,8 +53,9 @@ TEST(TrainAccuracy, PositionsSequencesAndIgnoredTargets) {
   EXPECT_EQ(sum.counted, 10);
   EXPECT_EQ(sum.position_correct, (std::vector<int64_t>{2, 4, 2}));
   // A class per sample: no sequence figures.
-  const std::optional<Accuracy> plain = score_predictions(
-      from_vector(std::vector<float>{1, 0, 0, 1}, {2, 2}), from_vector(std::vector<int64_t>{0, 0}, {2}));
+  const std::optional<Accuracy> plain =
+      score_predictions(from_vector(std::vector<float>{1, 0, 0, 1}, {2, 2}),
+                        from_vector(std::vector<int64_t>{0, 0}, {2}));
   ASSERT_TRUE(plain.has_value());
   EXPECT_DOUBLE_EQ(plain->rate(), 0.5);
   EXPECT_TRUE(std::isnan(plain->sequence_rate()));
@@ -64,8 +65,8 @@ TEST(TrainAccuracy, PositionsSequencesAndIgnoredTargets) {
 }
 
 TEST(TrainAccuracy, LossInputsFlattenPositionsAsPyTorchCodeDoes) {
-  const Tensor targets = from_vector(std::vector<int64_t>{0, 1, 2, data::kIgnoredPosition, 1, 1},
-                                     {2, 3});
+  const Tensor targets =
+      from_vector(std::vector<int64_t>{0, 1, 2, data::kIgnoredPosition, 1, 1}, {2, 3});
   manual_seed(3);
   const Tensor output = randn({2, 3, 4});
   const auto [scores, labels] = loss_inputs(output, targets);
@@ -86,9 +87,12 @@ TEST(TrainAccuracy, LossInputsFlattenPositionsAsPyTorchCodeDoes) {
   // A class per sample passes through; a per-position target with a flat output is refused.
   const Tensor plain = zeros({2, 4});
   EXPECT_TRUE(loss_inputs(plain, zeros({2}, kInt64)).first.is_same(plain));
-  test::expect_error<ShapeError>([&] { loss_inputs(zeros({2, 12}), targets); },
-                                 {"the targets hold a class per position, [2, 3] = [N, T], so the "
-                                  "model's output must be [N, T, classes], but it is [2, 12]"});
+  test::expect_error<ShapeError>(
+      [&] {
+        loss_inputs(zeros({2, 12}), targets);
+      },
+      {"the targets hold a class per position, [2, 3] = [N, T], so the "
+       "model's output must be [N, T, classes], but it is [2, 12]"});
 }
 
 class TrainSequenceSession : public ::testing::Test {
@@ -127,7 +131,8 @@ TEST_F(TrainSequenceSession, EvaluationReportsPositionsAndTheLossOverThem) {
   for (int64_t i = 0; i < test.size(); ++i) {
     bool all = true;
     for (int64_t t = 0; t < 8; ++t) {
-      const bool ok = predicted[static_cast<size_t>(i * 8 + t)] == y[static_cast<size_t>(i * 8 + t)];
+      const bool ok =
+          predicted[static_cast<size_t>(i * 8 + t)] == y[static_cast<size_t>(i * 8 + t)];
       right += ok;
       all = all && ok;
     }
@@ -136,7 +141,8 @@ TEST_F(TrainSequenceSession, EvaluationReportsPositionsAndTheLossOverThem) {
   EXPECT_DOUBLE_EQ(e.accuracy, static_cast<double>(right) / static_cast<double>(test.size() * 8));
   EXPECT_DOUBLE_EQ(e.sequence_accuracy,
                    static_cast<double>(sequences) / static_cast<double>(test.size()));
-  const double mean = std::accumulate(e.position_accuracy.begin(), e.position_accuracy.end(), 0.0) / 8;
+  const double mean =
+      std::accumulate(e.position_accuracy.begin(), e.position_accuracy.end(), 0.0) / 8;
   EXPECT_NEAR(mean, e.accuracy, 1e-12);
 }
 
@@ -228,8 +234,9 @@ TEST(TrainSequenceProbes, AnLstmProbeShowsHowSaturatedItsGatesAre) {
       EXPECT_LE(s.stats.max, 1.0);
     }
   }
-  EXPECT_EQ(seen, (std::map<std::string, int>{
-                      {"gates.cell", 2}, {"gates.forget", 2}, {"gates.input", 2}, {"gates.output", 2}}));
+  EXPECT_EQ(seen,
+            (std::map<std::string, int>{
+                {"gates.cell", 2}, {"gates.forget", 2}, {"gates.input", 2}, {"gates.output", 2}}));
 }
 
 }  // namespace

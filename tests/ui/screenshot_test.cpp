@@ -199,8 +199,8 @@ TEST(Screenshot, NanHighlightsTheNode) {
 // Probe tab, the test sequences with the model's answers in the Output panel.
 TEST(Screenshot, AttentionMapsMidTraining) {
   MainWindow window;
-  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) +
-                              "/resources/examples/reverse_transformer.nns"));
+  ASSERT_TRUE(
+      window.openFile(QString(NNS_SOURCE_DIR) + "/resources/examples/reverse_transformer.nns"));
   ProjectDocument* doc = window.document();
   graph::NodeId layer = 0;
   for (const graph::Node& n : doc->project().graph.nodes) {
@@ -229,8 +229,8 @@ TEST(Screenshot, AttentionMapsMidTraining) {
 }
 
 TEST(Screenshot, CanvasOfEachExample) {
-  for (const char* name : {"spirals", "digits", "residual_mlp", "dynamic_net",
-                           "reverse_transformer", "sine_lstm"}) {
+  for (const char* name :
+       {"spirals", "digits", "residual_mlp", "dynamic_net", "reverse_transformer", "sine_lstm"}) {
     const QString path = findExampleFile(QString(name) + ".nns");
     ASSERT_FALSE(path.isEmpty()) << name;
     MainWindow window;

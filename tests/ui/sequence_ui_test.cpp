@@ -30,8 +30,8 @@ graph::NodeId idOf(const ProjectDocument& doc, const std::string& type) {
 
 TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
   MainWindow window;
-  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) +
-                              "/resources/examples/reverse_transformer.nns"));
+  ASSERT_TRUE(
+      window.openFile(QString(NNS_SOURCE_DIR) + "/resources/examples/reverse_transformer.nns"));
   ProjectDocument* doc = window.document();
   const graph::NodeId layer = idOf(*doc, "TransformerEncoderLayer");  // encoder.0
   ASSERT_NE(layer, 0);

@@ -68,7 +68,7 @@ void AttentionView::setModule(const QString& module) {
   if (module == module_ && module.isNull() == module_.isNull()) return;
   module_ = module;
   heading_->setToolTip(tr("The attention maps of %1's MultiheadAttention on this test sequence")
-                          .arg(module.isEmpty() ? tr("the model") : module));
+                           .arg(module.isEmpty() ? tr("the model") : module));
   maps_.clear();
   requestedStep_ = -1;
   update();

@@ -262,15 +262,15 @@ void DecisionBoundaryWidget::paintSequences(QPainter& p) {
   const double answerWidth = perPosition_ ? 0 : fm.horizontalAdvance(tr("→ ")) + 110;
   // Cells wide enough to read a token (at least a line of text), as many sequences as fit.
   const double rowsPerSequence = perPosition_ ? 2.4 : 1.3;
-  const double cell = std::clamp(
-      std::min((rows.width() - labelWidth - answerWidth) / static_cast<double>(length_),
-               rows.height() / (static_cast<double>(shownCount_) * rowsPerSequence)),
-      fm.height() + 2, 34.0);
+  const double cell =
+      std::clamp(std::min((rows.width() - labelWidth - answerWidth) / static_cast<double>(length_),
+                          rows.height() / (static_cast<double>(shownCount_) * rowsPerSequence)),
+                 fm.height() + 2, 34.0);
   const int64_t shown = std::clamp<int64_t>(
       static_cast<int64_t>(rows.height() / (cell * rowsPerSequence)), 1, shownCount_);
   auto name = [](const QStringList& names, int64_t index) {
     return index >= 0 && index < names.size() ? names[static_cast<int>(index)]
-                                               : QString::number(index);
+                                              : QString::number(index);
   };
   const bool answered = !predicted_.empty();
   for (int64_t i = 0; i < shown; ++i) {
@@ -282,7 +282,8 @@ void DecisionBoundaryWidget::paintSequences(QPainter& p) {
                        cell - 1);
       p.fillRect(box, QColor(236, 236, 236));
       p.setPen(QColor(40, 40, 40));
-      p.drawText(box, Qt::AlignCenter, name(vocabulary_, tokens_[static_cast<size_t>(i * length_ + t)]));
+      p.drawText(box, Qt::AlignCenter,
+                 name(vocabulary_, tokens_[static_cast<size_t>(i * length_ + t)]));
     }
     if (!perPosition_) {
       const int64_t target = targets_[static_cast<size_t>(i)];
@@ -291,10 +292,11 @@ void DecisionBoundaryWidget::paintSequences(QPainter& p) {
       if (answered) {
         const int64_t got = predicted_[static_cast<size_t>(i)];
         p.setPen(got == target ? QColor(30, 130, 60) : QColor(190, 40, 40));
-        p.drawText(answerBox, Qt::AlignVCenter,
-                   got == target ? tr("→ %1").arg(name(classNames_, got))
-                                 : tr("→ %1 (target %2)").arg(name(classNames_, got),
-                                                               name(classNames_, target)));
+        p.drawText(
+            answerBox, Qt::AlignVCenter,
+            got == target
+                ? tr("→ %1").arg(name(classNames_, got))
+                : tr("→ %1 (target %2)").arg(name(classNames_, got), name(classNames_, target)));
       }
       continue;
     }
@@ -339,7 +341,8 @@ void DecisionBoundaryWidget::paintSequences(QPainter& p) {
     const double a = positionAccuracy_[t];
     if (std::isnan(a)) continue;
     const double h = std::clamp(a, 0.0, 1.0) * plot.height();
-    const QRectF bar(plot.left() + static_cast<double>(t) * cell + 1, plot.bottom() - h, cell - 3, h);
+    const QRectF bar(plot.left() + static_cast<double>(t) * cell + 1, plot.bottom() - h, cell - 3,
+                     h);
     p.fillRect(bar, classColor(1));
     // The percentage under its bar where it fits (else the bar alone tells).
     const QString label = QString::number(std::lround(100 * a));

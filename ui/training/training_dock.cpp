@@ -121,7 +121,9 @@ QImage thumbnail(const data::Dataset& d) {
       p.setPen(QPen(DecisionBoundaryWidget::classColor(w), 1.2));
       QPointF last;
       for (int64_t t = 0; t < length; ++t) {
-        const QPointF point(3 + static_cast<double>(t) / static_cast<double>(length - 1 > 0 ? length - 1 : 1) * (kThumb - 6),
+        const QPointF point(3 + static_cast<double>(t) /
+                                    static_cast<double>(length - 1 > 0 ? length - 1 : 1) *
+                                    (kThumb - 6),
                             kThumb - at(x[static_cast<size_t>(w * length + t)], ry));
         if (t > 0) p.drawLine(last, point);
         last = point;
@@ -685,8 +687,8 @@ void TrainingDock::editDataset(const QString& text,
   // length, size or file. Other edits stay single commands (spin box steps merge).
   bool shapeMayChange = d.name != now.name || d.csv_path != now.csv_path;
   for (const char* key : {"length", "size", "dims", "digits", "file"}) {
-    shapeMayChange = shapeMayChange || d.options.value(key, graph::Json()) !=
-                                           now.options.value(key, graph::Json());
+    shapeMayChange = shapeMayChange ||
+                     d.options.value(key, graph::Json()) != now.options.value(key, graph::Json());
   }
   const auto input = shapeMayChange ? inputFittingData(d) : std::nullopt;
   if (!input) {

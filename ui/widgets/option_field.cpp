@@ -6,10 +6,10 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLineEdit>
-#include <QToolButton>
 #include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QToolButton>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -193,9 +193,8 @@ QWidget* makeOptionField(const graph::OptionSpec& spec, const graph::Json& value
       browse->setToolTip(QObject::tr("Choose the file"));
       const QString filter = qs(spec.file_filter);
       QObject::connect(browse, &QToolButton::clicked, edit, [edit, filter, name] {
-        const QString path =
-            QFileDialog::getOpenFileName(edit, QObject::tr("Choose %1").arg(name), edit->text(),
-                                         filter);
+        const QString path = QFileDialog::getOpenFileName(edit, QObject::tr("Choose %1").arg(name),
+                                                          edit->text(), filter);
         if (path.isEmpty()) return;
         edit->setText(path);
         emit edit->editingFinished();
@@ -251,8 +250,8 @@ void setOptionFieldValue(QWidget* field, const graph::Json& value) {
   // the document changes elsewhere.
   if (!qobject_cast<QLineEdit*>(field)) {
     // A path's row: its line edit holds the value.
-    if (auto* edit = field->findChild<QLineEdit*>(); edit && !qobject_cast<QComboBox*>(field) &&
-                                                      !qobject_cast<QAbstractSpinBox*>(field)) {
+    if (auto* edit = field->findChild<QLineEdit*>();
+        edit && !qobject_cast<QComboBox*>(field) && !qobject_cast<QAbstractSpinBox*>(field)) {
       field = edit;
     }
   }
