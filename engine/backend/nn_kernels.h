@@ -1,8 +1,8 @@
 #pragma once
 // Kernels of the neural-network functionals (engine/ops/nn_ops.cpp, loss_ops.cpp): convolution,
-// pooling, batch and layer normalization, the NLL loss. The ops check shapes and dtypes and hand
-// the kernels contiguous tensors of one floating dtype; a TensorView whose data is null is an
-// absent optional operand (no bias, no affine weight, no gradient wanted).
+// pooling, batch and layer normalization, the NLL loss, the LSTM cell. The ops check shapes and
+// dtypes and hand the kernels contiguous tensors of one floating dtype; a TensorView whose data is
+// null is an absent optional operand (no bias, no affine weight, no gradient wanted).
 #include <cstdint>
 
 #include "engine/backend/kernel_types.h"
@@ -106,6 +106,20 @@ struct NNKernels {
                             const TensorView& weight, int64_t n, int64_t classes, int64_t spatial,
                             int64_t ignore_index, bool reduce, bool mean,
                             const TensorView& total_weight, const TensorView& grad_input);
+
+  // One LSTM step after the gates' pre-activations gates [n, 4 * hidden] (PyTorch's order:
+  // input, forget, cell, output): act [n, 4 * hidden] gets sigmoid of the input, forget and
+  // output gates and tanh of the cell gate; c = f * c_prev + i * g (c_prev absent: zeros),
+  // tanh_c = tanh(c), h = o * tanh_c. The sigmoid and tanh are the elementwise kernels'.
+  void (*lstm_cell_forward)(const TensorView& gates, const TensorView& c_prev, int64_t n,
+                            int64_t hidden, const TensorView& act, const TensorView& c,
+                            const TensorView& tanh_c, const TensorView& h);
+  // Its backward: from grad_h and grad_c (either absent: zeros), grad_gates [n, 4 * hidden]
+  // w.r.t. the pre-activations and, when wanted, grad_c_prev (both overwritten).
+  void (*lstm_cell_backward)(const TensorView& grad_h, const TensorView& grad_c,
+                             const TensorView& act, const TensorView& c_prev,
+                             const TensorView& tanh_c, int64_t n, int64_t hidden,
+                             const TensorView& grad_gates, const TensorView& grad_c_prev);
 
   static const NNKernels* for_device(DeviceType type);
 };

@@ -592,6 +592,91 @@ void nll_loss_backward(const TensorView& grad, const TensorView& target, const T
   });
 }
 
+// The columns [column, column + sizes[1]) of a row-major matrix, as a view with `strides`
+// (the matrix's row length and 1).
+TensorView column_block(const TensorView& m, int64_t column, const int64_t (&sizes)[2],
+                        const int64_t (&strides)[2]) {
+  TensorView v = m;
+  v.data = static_cast<char*>(m.data) + column * static_cast<int64_t>(element_size(m.dtype));
+  v.sizes = sizes;
+  v.strides = strides;
+  return v;
+}
+
+void lstm_cell_forward(const TensorView& gates, const TensorView& c_prev, int64_t n, int64_t hidden,
+                       const TensorView& act, const TensorView& c, const TensorView& tanh_c,
+                       const TensorView& h) {
+  const int64_t width = 4 * hidden;
+  // The gates through the same sigmoid and tanh as the elementwise ops (the cell gate's sigmoid
+  // is then overwritten by its tanh), so the fused step computes what the separate ops did.
+  elementwise_kernels.unary(UnaryOp::Sigmoid, act, gates, 0, 0);
+  const int64_t sizes[2] = {n, hidden};
+  const int64_t strides[2] = {width, 1};
+  elementwise_kernels.unary(UnaryOp::Tanh, column_block(act, 2 * hidden, sizes, strides),
+                            column_block(gates, 2 * hidden, sizes, strides), 0, 0);
+  dispatch_floating(gates.dtype, "lstm_cell", [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t r = 0; r < n; ++r) {
+      const T* a = act.ptr<T>() + r * width;
+      ConstArrayMap<T> i(a, hidden), f(a + hidden, hidden), g(a + 2 * hidden, hidden);
+      ArrayMap<T> cr(c.ptr<T>() + r * hidden, hidden);
+      if (c_prev.data) {
+        // Two products, then their sum, as the separate ops round f * c_prev + i * g.
+        cr = f * ConstArrayMap<T>(c_prev.ptr<T>() + r * hidden, hidden);
+        cr += i * g;
+      } else {
+        cr = i * g;
+      }
+    }
+  });
+  elementwise_kernels.unary(UnaryOp::Tanh, tanh_c, c, 0, 0);
+  dispatch_floating(gates.dtype, "lstm_cell", [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t r = 0; r < n; ++r) {
+      ArrayMap<T>(h.ptr<T>() + r * hidden, hidden) =
+          ConstArrayMap<T>(act.ptr<T>() + r * width + 3 * hidden, hidden) *
+          ConstArrayMap<T>(tanh_c.ptr<T>() + r * hidden, hidden);
+    }
+  });
+}
+
+void lstm_cell_backward(const TensorView& grad_h, const TensorView& grad_c, const TensorView& act,
+                        const TensorView& c_prev, const TensorView& tanh_c, int64_t n,
+                        int64_t hidden, const TensorView& grad_gates,
+                        const TensorView& grad_c_prev) {
+  const int64_t width = 4 * hidden;
+  dispatch_floating(act.dtype, "lstm_cell_backward", [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> dc_buffer(static_cast<size_t>(hidden));
+    ArrayMap<T> dc(dc_buffer.data(), hidden);
+    for (int64_t r = 0; r < n; ++r) {
+      const T* a = act.ptr<T>() + r * width;
+      ConstArrayMap<T> i(a, hidden), f(a + hidden, hidden), g(a + 2 * hidden, hidden),
+          o(a + 3 * hidden, hidden), tc(tanh_c.ptr<T>() + r * hidden, hidden);
+      T* gg = grad_gates.ptr<T>() + r * width;
+      // dL/dc: through h = o * tanh(c), plus what flows in from the next step's c.
+      dc.setZero();
+      if (grad_h.data) {
+        ConstArrayMap<T> gh(grad_h.ptr<T>() + r * hidden, hidden);
+        dc = gh * o * (T(1) - tc * tc);
+        ArrayMap<T>(gg + 3 * hidden, hidden) = gh * tc * o * (T(1) - o);
+      } else {
+        ArrayMap<T>(gg + 3 * hidden, hidden).setZero();
+      }
+      if (grad_c.data) dc += ConstArrayMap<T>(grad_c.ptr<T>() + r * hidden, hidden);
+      ArrayMap<T>(gg, hidden) = dc * g * i * (T(1) - i);
+      if (c_prev.data) {
+        ArrayMap<T>(gg + hidden, hidden) =
+            dc * ConstArrayMap<T>(c_prev.ptr<T>() + r * hidden, hidden) * f * (T(1) - f);
+      } else {
+        ArrayMap<T>(gg + hidden, hidden).setZero();
+      }
+      ArrayMap<T>(gg + 2 * hidden, hidden) = dc * i * (T(1) - g * g);
+      if (grad_c_prev.data) ArrayMap<T>(grad_c_prev.ptr<T>() + r * hidden, hidden) = dc * f;
+    }
+  });
+}
+
 }  // namespace
 
 const NNKernels nn_kernels{&conv2d_forward,
@@ -609,6 +694,8 @@ const NNKernels nn_kernels{&conv2d_forward,
                            &adaptive_avg_pool2d_forward,
                            &adaptive_avg_pool2d_backward,
                            &nll_loss_forward,
-                           &nll_loss_backward};
+                           &nll_loss_backward,
+                           &lstm_cell_forward,
+                           &lstm_cell_backward};
 
 }  // namespace nns::cpu

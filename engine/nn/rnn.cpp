@@ -92,16 +92,13 @@ Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, T
         h = addmm(xi, h, weight_hh_t).relu();
         break;
       case Mode::LSTM: {
-        // Gates i, f, g, o: one sigmoid over all four (g's is unused), one tanh over g.
-        const Tensor gates = addmm(xi, h, weight_hh_t);
-        const Tensor s = gates.sigmoid();
-        const Tensor g = gates.narrow(1, 2 * hidden, hidden).tanh();
-        c = s.narrow(1, hidden, hidden) * c + s.narrow(1, 0, hidden) * g;
-        h = s.narrow(1, 3 * hidden, hidden) * c.tanh();
+        // Gates i, f, g, o and the new c and h in one fused step (nn_ops.h).
+        const std::vector<Tensor> next = lstm_cell(addmm(xi, h, weight_hh_t), c);
+        h = next[0];
+        c = next[1];
         if (gates_seen) {
           for (int64_t k = 0; k < 4; ++k) {
-            (*gates_seen)[static_cast<size_t>(k)].push_back(
-                (k == 2 ? g : s.narrow(1, k * hidden, hidden)).detach());
+            (*gates_seen)[static_cast<size_t>(k)].push_back(next[2].narrow(1, k * hidden, hidden));
           }
         }
         break;

@@ -75,6 +75,66 @@ Tensor empty_for(const Shape& shape, const Tensor& like) {
   return empty(shape, TensorOptions(like.dtype()).device(like.device()));
 }
 
+// ---- LSTM cell ------------------------------------------------------------------------
+
+struct LstmCellBackward : Node {
+  SavedVariable c_prev;
+  Tensor act, tanh_c;  // the step's own buffers, never seen outside it
+  int64_t n = 0, hidden = 0;
+  std::string name() const override { return "LstmCellBackward"; }
+  variable_list apply(variable_list&& grads) override {
+    const Tensor gh = grads[0].defined() ? contiguous_data(grads[0]) : Tensor();
+    const Tensor gc = grads.size() > 1 && grads[1].defined() ? contiguous_data(grads[1]) : Tensor();
+    const Tensor c = c_prev.unpack(this);
+    Tensor g_gates = empty_for({n, 4 * hidden}, act);
+    Tensor g_c = next_edges[1].valid() ? empty_for({n, hidden}, act) : Tensor();
+    kernels<NNKernels>(act.device(), "lstm_cell_backward")
+        .lstm_cell_backward(optional_view(gh), optional_view(gc), view_of(act),
+                            optional_view(c.defined() ? contiguous_data(c) : c), view_of(tanh_c), n,
+                            hidden, view_of(g_gates), optional_view(g_c));
+    return {g_gates, g_c};
+  }
+  void release_variables() override {
+    c_prev.reset();
+    act = tanh_c = Tensor();
+  }
+};
+
+}  // namespace
+
+std::vector<Tensor> lstm_cell(const Tensor& gates, const Tensor& c) {
+  check_floating(gates, "lstm_cell", "gates");
+  check_like_input(c, gates, "lstm_cell", "c");
+  if (gates.dim() != 2 || gates.size(1) % 4 != 0) {
+    throw ShapeError("lstm_cell: gates must be [N, 4 * hidden], got " + shape_str(gates.sizes()));
+  }
+  const int64_t n = gates.size(0), hidden = gates.size(1) / 4;
+  if (c.defined() && c.sizes() != Shape{n, hidden}) {
+    throw ShapeError("lstm_cell: c must be [N, hidden] = " + shape_str({n, hidden}) + ", got " +
+                     shape_str(c.sizes()));
+  }
+  const Tensor g = contiguous_data(gates);
+  const Tensor cp = c.defined() ? contiguous_data(c) : c;
+  Tensor act = empty_for({n, 4 * hidden}, gates);
+  Tensor c_next = empty_for({n, hidden}, gates);
+  Tensor tanh_c = empty_for({n, hidden}, gates);
+  Tensor h = empty_for({n, hidden}, gates);
+  kernels<NNKernels>(gates.device(), "lstm_cell")
+      .lstm_cell_forward(view_of(g), optional_view(cp), n, hidden, view_of(act), view_of(c_next),
+                         view_of(tanh_c), view_of(h));
+  if (auto node = make_node<LstmCellBackward>({gates, c})) {
+    node->c_prev = SavedVariable(c);
+    node->act = act;
+    node->tanh_c = tanh_c;
+    node->n = n;
+    node->hidden = hidden;
+    set_history(std::vector<Tensor>{h, c_next}, node);
+  }
+  return {h, c_next, act};
+}
+
+namespace {
+
 // ---- conv2d ---------------------------------------------------------------------------
 
 struct ConvolutionBackward0 : Node {

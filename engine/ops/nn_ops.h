@@ -3,7 +3,9 @@
 // normalization, embedding. Shapes follow PyTorch: images are [N, C, H, W].
 #include <array>
 
+#include <vector>
 #include "engine/tensor/generator.h"
+
 #include "engine/tensor/tensor.h"
 
 namespace nns {
@@ -39,6 +41,12 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape,
                   const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
                   double eps = 1e-5);
+// One LSTM step after the gates' pre-activations gates [N, 4H] (input, forget, cell, output, in
+// PyTorch's order) from the cell state c [N, H] (undefined: zeros): {h, c', act} with
+// c' = sigmoid(f) * c + sigmoid(i) * tanh(g) and h = sigmoid(o) * tanh(c'); act [N, 4H] holds
+// the gates' activations (no gradient), for probes. One autograd node (LstmCellBackward) where
+// the separate ops make eight, which was most of a small LSTM step's cost. CPU tensors.
+std::vector<Tensor> lstm_cell(const Tensor& gates, const Tensor& c);
 // weight [num_embeddings, dim], indices int64 of any shape; padding_idx < 0: none. The row
 // at padding_idx gets no gradient.
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);

@@ -122,22 +122,7 @@ TEST(DataSequencesTest, ForecastWindowsEndWhereTheirTargetContinues) {
   for (float v : saw.inputs.to_vector<float>()) ASSERT_TRUE(v >= -1 && v < 1);
 }
 
-class DataTextTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("nns_data_text_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-  std::filesystem::path dir_;
-};
+using DataTextTest = test::TempDirTest;
 
 TEST_F(DataTextTest, WindowsPredictTheNextCharacterOverTheFilesBytes) {
   const std::string text = "abcab cab\nbca";

@@ -551,24 +551,7 @@ TEST(DataLoaderTest, InOrderWithoutShuffleAndDropLast) {
 
 // ---- CSV ---------------------------------------------------------------------------------------
 
-class DataCsvTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ("nns_data_csv_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-
-  std::filesystem::path dir_;
-};
+using DataCsvTest = test::TempDirTest;
 
 TEST_F(DataCsvTest, StringClassesAreNumberedInSortedOrder) {
   const std::string path = write("flowers.csv",

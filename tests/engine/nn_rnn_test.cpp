@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "engine/autograd/autograd.h"
 #include "engine/nn/nn.h"
 #include "engine/ops/ops.h"
 #include "support/fixtures.h"
@@ -114,6 +115,44 @@ TEST(NnRnn, BackwardThroughTimeMatchesFiniteDifferences) {
 // Whether a and b agree within atol + rtol * |b| everywhere.
 bool close(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-6) {
   return ((a - b).abs() - b.abs() * rtol).max().item() <= atol;
+}
+
+// The fused LSTM step (nn_ops.h lstm_cell) against the separate ops it replaces, forward and
+// backward, and against finite differences (with and without a previous c).
+TEST(NnRnn, LstmCellMatchesTheSeparateOpsAndFiniteDifferences) {
+  manual_seed(5);
+  for (const Dtype dtype : {kFloat32, kFloat64}) {
+    const Tensor gates = (randn({3, 8}) * 2).to(dtype).requires_grad_(true);
+    const Tensor c = randn({3, 2}).to(dtype).requires_grad_(true);
+    const std::vector<Tensor> fused = lstm_cell(gates, c);
+    const Tensor s = gates.sigmoid();
+    const Tensor g = gates.narrow(1, 4, 2).tanh();
+    const Tensor c_next = s.narrow(1, 2, 2) * c + s.narrow(1, 0, 2) * g;
+    const Tensor h = s.narrow(1, 6, 2) * c_next.tanh();
+    // The same functions in the same order: bit for bit.
+    EXPECT_EQ(fused[0].to_vector<double>(), h.to_vector<double>()) << dtype_name(dtype);
+    EXPECT_EQ(fused[1].to_vector<double>(), c_next.to_vector<double>()) << dtype_name(dtype);
+    EXPECT_FALSE(fused[2].requires_grad());
+    const Tensor w = randn({3, 2}).to(dtype);
+    const Tensor loss_fused = (fused[0] * w).sum() + (fused[1] * fused[1]).sum();
+    const Tensor loss_ops = (h * w).sum() + (c_next * c_next).sum();
+    const std::vector<Tensor> want = autograd::grad({loss_ops}, {gates, c});
+    const std::vector<Tensor> got = autograd::grad({loss_fused}, {gates, c});
+    EXPECT_TRUE(close(got[0], want[0])) << dtype_name(dtype);
+    EXPECT_TRUE(close(got[1], want[1])) << dtype_name(dtype);
+  }
+  EXPECT_TRUE(nns::testing::gradcheck(
+      [](const std::vector<Tensor>& x) {
+        const std::vector<Tensor> out = lstm_cell(x[0], x[1]);
+        return cat({out[0].flatten(), out[1].flatten()}, 0);
+      },
+      {randn({2, 12}, kFloat64), randn({2, 3}, kFloat64)}));
+  // Without a previous c (zeros), and only h used: c's gradient path is absent.
+  EXPECT_TRUE(nns::testing::gradcheck(
+      [](const std::vector<Tensor>& x) { return lstm_cell(x[0], Tensor()).at(0); },
+      {randn({2, 12}, kFloat64)}));
+  EXPECT_THROW(lstm_cell(randn({2, 7}), Tensor()), ShapeError);
+  EXPECT_THROW(lstm_cell(randn({2, 8}), randn({2, 3})), ShapeError);
 }
 
 // The gates a probe shows: recorded LSTM gates rebuild the LSTM's own outputs step by step

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "engine/plugin/loader.h"
+#include "reverse_example.h"
 #include "support/generated_projects.h"
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
@@ -199,19 +200,8 @@ TEST(Screenshot, NanHighlightsTheNode) {
 // Probe tab, the test sequences with the model's answers in the Output panel.
 TEST(Screenshot, AttentionMapsMidTraining) {
   MainWindow window;
-  ASSERT_TRUE(
-      window.openFile(QString(NNS_SOURCE_DIR) + "/resources/examples/reverse_transformer.nns"));
+  ASSERT_NE(test::openReverseWithProbedLayer(window), 0);
   ProjectDocument* doc = window.document();
-  graph::NodeId layer = 0;
-  for (const graph::Node& n : doc->project().graph.nodes) {
-    if (n.type == "TransformerEncoderLayer" && layer == 0) layer = n.id;
-  }
-  ASSERT_TRUE(doc->addProbe(layer, graph::ProbeSpec{.every = 5, .max_overhead = 0}));
-  doc->setSelection({layer});
-  window.inspector()->setCurrentWidget(window.probePanel());
-  window.resize(1600, 1000);
-  window.show();
-  test::settle();
   window.training()->start();
   // Mid-training: three epochs of ten done, the maps formed but the run not over.
   ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 3; }, 60000));

@@ -9,6 +9,7 @@
 #include <QTest>
 #include <numeric>
 
+#include "reverse_example.h"
 #include "ui/app/main_window.h"
 #include "ui/document/project_document.h"
 #include "ui/panels/inspector_widget.h"
@@ -21,26 +22,10 @@
 namespace nns::ui {
 namespace {
 
-graph::NodeId idOf(const ProjectDocument& doc, const std::string& type) {
-  for (const graph::Node& n : doc.project().graph.nodes) {
-    if (n.type == type) return n.id;
-  }
-  return 0;
-}
-
 TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
   MainWindow window;
-  ASSERT_TRUE(
-      window.openFile(QString(NNS_SOURCE_DIR) + "/resources/examples/reverse_transformer.nns"));
+  ASSERT_NE(test::openReverseWithProbedLayer(window), 0);
   ProjectDocument* doc = window.document();
-  const graph::NodeId layer = idOf(*doc, "TransformerEncoderLayer");  // encoder.0
-  ASSERT_NE(layer, 0);
-  ASSERT_TRUE(doc->addProbe(layer, graph::ProbeSpec{.every = 5, .max_overhead = 0}));
-  doc->setSelection({layer});
-  window.inspector()->setCurrentWidget(window.probePanel());
-  window.resize(1600, 1000);
-  window.show();
-  test::settle();
   DecisionBoundaryWidget* output = window.boundary();
   ASSERT_TRUE(QTest::qWaitFor(
       [&] { return output->mode() == DecisionBoundaryWidget::Mode::Sequence; }, 5000));
