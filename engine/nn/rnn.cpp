@@ -80,10 +80,12 @@ Tensor RNNBase::run_direction(const Cell& cell, const Tensor& x, bool reverse, T
   const Tensor bias = !gru && cell.bias_hh.defined() ? cell.bias_ih + cell.bias_hh : cell.bias_ih;
   const Tensor projected = linear(x, cell.weight_ih, bias);
   const Tensor weight_hh_t = cell.weight_hh.t();
+  // The steps' projections as views with one backward (unbind), not a select each.
+  const std::vector<Tensor> step_inputs = unbind(projected, 0);
   std::vector<Tensor> outputs(static_cast<size_t>(steps));
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t t = reverse ? steps - 1 - k : k;
-    const Tensor xi = projected.select(0, t);
+    const Tensor& xi = step_inputs[static_cast<size_t>(t)];
     switch (mode_) {
       case Mode::RNNTanh:
         h = addmm(xi, h, weight_hh_t).tanh();

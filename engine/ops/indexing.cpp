@@ -85,6 +85,21 @@ struct CatBackward0 : Node {
   }
 };
 
+struct UnbindBackward0 : Node {
+  int64_t dim = 0;
+  Shape slice_sizes;
+  Dtype dtype = kFloat32;
+  Device device;
+  std::string name() const override { return "UnbindBackward0"; }
+  variable_list apply(variable_list&& grads) override {
+    // A slice that got no gradient contributes zeros.
+    for (Tensor& g : grads) {
+      if (!g.defined()) g = zeros(slice_sizes, TensorOptions(dtype).device(device));
+    }
+    return {stack(grads, dim)};
+  }
+};
+
 struct StackBackward0 : Node {
   int64_t dim = 0;
   std::vector<Dtype> dtypes;
@@ -246,6 +261,25 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   if (auto node = make_node<StackBackward0>(tensors)) {
     node->dim = dim;
     for (const Tensor& t : tensors) node->dtypes.push_back(t.dtype());
+    set_history(out, node);
+  }
+  return out;
+}
+
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
+  check_defined(a, "unbind", "input");
+  dim = wrap_dim(dim, a.dim(), "unbind");
+  // Views of a detached alias (the same storage and version counter), given the one node's
+  // history below.
+  const Tensor base = a.detach();
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(a.size(dim)));
+  for (int64_t i = 0; i < a.size(dim); ++i) out.push_back(base.select(dim, i));
+  if (auto node = make_node<UnbindBackward0>({a})) {
+    node->dim = dim;
+    node->slice_sizes = out.empty() ? Shape{} : out.front().sizes();
+    node->dtype = a.dtype();
+    node->device = a.device();
     set_history(out, node);
   }
   return out;

@@ -84,6 +84,35 @@ TEST(Indexing, CatGradientInTheInputsDtype) {
   EXPECT_EQ(b.grad().dtype(), kFloat64);
 }
 
+// unbind: views of each slice with one node, whose backward stacks the slices' gradients (a
+// slice without one gives zeros).
+TEST(Indexing, UnbindGivesViewsWithOneBackward) {
+  const Tensor a = arange(24, kFloat64).reshape({2, 3, 4}).requires_grad_(true);
+  const std::vector<Tensor> rows = unbind(a, 1);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].sizes(), (Shape{2, 4}));
+  EXPECT_EQ(values(rows[1]), values(a.select(1, 1)));
+  EXPECT_EQ(rows[0].raw_data(), a.raw_data());  // a view, not a copy
+  EXPECT_EQ(rows[2].grad_fn()->name(), "UnbindBackward0");
+  EXPECT_EQ(rows[0].grad_fn(), rows[2].grad_fn());
+  // Only rows 0 and 2 are used: row 1's gradient is zero.
+  (rows[0] * 2 + rows[2]).sum().backward();
+  std::vector<double> want(24, 0.0);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t k = 0; k < 4; ++k) {
+      want[static_cast<size_t>(i * 12 + k)] = 2;
+      want[static_cast<size_t>(i * 12 + 8 + k)] = 1;
+    }
+  }
+  EXPECT_EQ(values(a.grad()), want);
+  EXPECT_TRUE(nns::testing::gradcheck(
+      [](const std::vector<Tensor>& x) {
+        const std::vector<Tensor> parts = unbind(x[0], -1);
+        return parts[0] * parts[1] + parts[2];
+      },
+      {randn({3, 3}, kFloat64)}));
+}
+
 TEST(Indexing, IndexSelectAndGatherValues) {
   Tensor a = tensor({{1, 2, 3}, {4, 5, 6}});
   EXPECT_EQ(values(index_select(a, 1, idx({2, 0, 2}))), (std::vector<double>{3, 1, 3, 6, 4, 6}));
