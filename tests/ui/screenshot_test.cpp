@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
@@ -215,6 +216,33 @@ TEST(Screenshot, AttentionMapsMidTraining) {
       },
       10000));
   shoot(window, "main_window_attention.png");
+  doc->undoStack()->setClean();
+}
+
+// The sine LSTM mid-training with a probe on the LSTM (issue 17): its forget gate's values over
+// steps and how saturated they are, in the Probe tab; the forecast windows in the Output panel.
+TEST(Screenshot, LstmGatesMidTraining) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(QString(NNS_SOURCE_DIR) + "/resources/examples/sine_lstm.nns"));
+  ProjectDocument* doc = window.document();
+  const graph::Node* lstm = doc->project().graph.find_by_name("lstm");
+  ASSERT_NE(lstm, nullptr);
+  ASSERT_TRUE(doc->addProbe(lstm->id, graph::ProbeSpec{.every = 5, .max_overhead = 0}));
+  doc->setSelection({lstm->id});
+  window.inspector()->setCurrentWidget(window.probePanel());
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  window.training()->start();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.training()->status().epoch >= 5; }, 60000));
+  window.training()->pause();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !window.training()->isRunning(); }, 10000));
+  QComboBox* series = window.probePanel()->seriesBox();
+  const int forget = series->findText("activation: gates.forget");
+  ASSERT_GE(forget, 0);
+  series->setCurrentIndex(forget);
+  QTest::qWait(2 * ProbePanel::kFrameMs);
+  shoot(window, "main_window_lstm_gates.png");
   doc->undoStack()->setClean();
 }
 

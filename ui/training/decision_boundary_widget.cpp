@@ -361,7 +361,8 @@ void DecisionBoundaryWidget::paintForecast(QPainter& p) {
   const QFontMetricsF fm(font());
   p.setPen(palette().color(QPalette::WindowText));
   p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
-             tr("Test windows: the next value (ring) and the model's forecast (dot)"));
+             fm.elidedText(tr("Test windows: next value (ring), forecast (dot)"), Qt::ElideRight,
+                           all.width()));
   const QRectF area(all.left(), all.top() + fm.height() + 4, all.width(),
                     all.height() - fm.height() - 4);
   float lo = INFINITY, hi = -INFINITY;
@@ -377,6 +378,7 @@ void DecisionBoundaryWidget::paintForecast(QPainter& p) {
                      area.top() + static_cast<double>(i / columns) * h + 3, w - 6, h - 6);
     p.fillRect(box, Qt::white);
     p.setPen(QPen(palette().color(QPalette::Mid), 1));
+    p.setBrush(Qt::NoBrush);
     p.drawRect(box);
     auto at = [&](double t, double v) {
       return QPointF(box.left() + 4 + t / static_cast<double>(length_) * (box.width() - 8),
