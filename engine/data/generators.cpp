@@ -223,11 +223,7 @@ const std::vector<std::pair<std::string, CurveFunction>>& curves() {
 }  // namespace
 
 const std::vector<std::string>& curve_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& entry : curves()) out.push_back(entry.first);
-    return out;
-  }();
+  static const std::vector<std::string> names = names_of(curves());
   return names;
 }
 

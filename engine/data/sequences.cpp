@@ -169,11 +169,7 @@ Dataset make_addition(const AdditionOptions& o) {
 }
 
 const std::vector<std::string>& wave_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& entry : waves()) out.push_back(entry.first);
-    return out;
-  }();
+  static const std::vector<std::string> names = names_of(waves());
   return names;
 }
 
