@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -148,8 +149,10 @@ int run_train(const Options& o) {
   }
   train::ProbeOptions probe_options;
   probe_options.max_overhead = o.real("probe-budget", 0, 1);
+  // The probes asked for here: with --quiet, only theirs are summarized (not the project's own).
+  std::set<train::ProbeId> asked;
   for (const std::string& module : split_list(o.text("probe")))
-    session->add_probe(module, probe_options);
+    asked.insert(session->add_probe(module, probe_options));
 
   const train::SessionStatus start = session->status();
   if (!quiet) {
@@ -231,6 +234,9 @@ int run_train(const Options& o) {
   }
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
               seconds > 0 ? static_cast<double>(st.step) / seconds : 0.0);
+  if (quiet) {
+    std::erase_if(samples, [&](const train::ProbeSample& s) { return !asked.count(s.probe); });
+  }
   print_probe_summaries(samples);
   if (o.has("metrics")) {
     const std::string csv = metrics_csv(history);
@@ -281,7 +287,8 @@ Command train_command() {
               {"resume", "FILE", "", "continue from a checkpoint (.pt: model, optimizer, step)"},
               {"save", "FILE", "", "save at the end: .pt a checkpoint, .safetensors the weights"},
               {"metrics", "FILE", "", "write each epoch's losses and accuracies as CSV"},
-              {"quiet", "", "", "print only the final result"},
+              {"quiet", "", "",
+               "print only the final result (and the summaries of the --probe probes)"},
           },
           run_train};
 }
