@@ -15,6 +15,7 @@
 #include "ui/panels/inspector_widget.h"
 #include "ui/probes/attention_view.h"
 #include "ui/probes/probe_panel.h"
+#include "ui/training/curves_widget.h"
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/training_controller.h"
 #include "ui_test_support.h"
@@ -66,6 +67,9 @@ TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
   // The Output panel: an answer per position of the shown sequences, and after two epochs the
   // model reverses them (the per-position accuracy of the last evaluation is high).
   EXPECT_EQ(output->predictedTokens().size(), 6u * 8);
+  // The Curves panel plots the share of whole test sequences right, one point per epoch (or
+  // evaluation) at least.
+  EXPECT_GE(window.curves()->testSequencePoints(), 2);
   ASSERT_EQ(output->positionAccuracy().size(), 8u);
   for (double a : output->positionAccuracy()) EXPECT_GT(a, 0.9);
   doc->undoStack()->setClean();

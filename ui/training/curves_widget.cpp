@@ -81,6 +81,9 @@ CurvesWidget::CurvesWidget(TrainingController* controller, QWidget* parent)
   // Solid: a dash pattern along a thousand-point zigzag cost most of a replot (7 ms of 9).
   trainAccuracy_ = addGraph(plot_, plot_->yAxis2, tr("train accuracy"), QColor(44, 160, 44), 1.5);
   testAccuracy_ = addGraph(plot_, plot_->yAxis2, tr("test accuracy"), QColor(214, 39, 40), 2);
+  testSequences_ =
+      addGraph(plot_, plot_->yAxis2, tr("test sequences right"), QColor(148, 103, 189), 2);
+  testSequences_->removeFromLegend();  // until a task with a class per position reports it
   // The raw curve's own legend entry would say nothing the smoothed one does not.
   rawLoss_->removeFromLegend();
   // Thousands of faint segments: antialiasing them costs most of a replot and shows little.
@@ -117,10 +120,16 @@ int CurvesWidget::testAccuracyPoints() const {
   return testAccuracy_->dataCount();
 }
 
+int CurvesWidget::testSequencePoints() const {
+  return testSequences_->dataCount();
+}
+
 void CurvesWidget::clear() {
-  for (QCPGraph* g : {rawLoss_, smoothLoss_, testLoss_, trainAccuracy_, testAccuracy_}) {
+  for (QCPGraph* g :
+       {rawLoss_, smoothLoss_, testLoss_, trainAccuracy_, testAccuracy_, testSequences_}) {
     g->data()->clear();
   }
+  testSequences_->removeFromLegend();
   stride_ = 1;
   epochGap_ = 0;
   lastTestStep_ = -1;
@@ -164,27 +173,31 @@ void CurvesWidget::addEpochs(const std::vector<train::EpochMetrics>& epochs) {
     }
     // Every epoch's test figures (the controller's evaluations carry only the latest one per
     // poll, and a fast model ends many epochs between two polls).
-    addTestPoint(e.step, e.test_loss, e.test_accuracy);
+    addTestPoint(e.step, e.test_loss, e.test_accuracy, e.test_sequence_accuracy);
   }
-  if (std::max({trainAccuracy_->dataCount(), testLoss_->dataCount(), testAccuracy_->dataCount()}) >
-      kMaxEpochPoints) {
+  if (std::max({trainAccuracy_->dataCount(), testLoss_->dataCount(), testAccuracy_->dataCount(),
+                testSequences_->dataCount()}) > kMaxEpochPoints) {
     thinEpochCurves();
   }
   requestReplot();
 }
 
 void CurvesWidget::addEvaluation(const train::Evaluation& evaluation) {
-  addTestPoint(evaluation.step, evaluation.loss, evaluation.accuracy);
+  addTestPoint(evaluation.step, evaluation.loss, evaluation.accuracy, evaluation.sequence_accuracy);
   requestReplot();
 }
 
-void CurvesWidget::addTestPoint(int64_t step, double loss, double accuracy) {
+void CurvesWidget::addTestPoint(int64_t step, double loss, double accuracy, double sequences) {
   // An epoch's end and its evaluation are the same point; keys stay increasing.
   if (!spacedAfter(step, lastTestStep_, epochGap_)) return;
   lastTestStep_ = step;
   const double key = static_cast<double>(step);
   if (std::isfinite(loss)) testLoss_->addData(key, loss);
   if (std::isfinite(accuracy)) testAccuracy_->addData(key, accuracy);
+  if (std::isfinite(sequences)) {
+    if (testSequences_->dataCount() == 0) testSequences_->addToLegend();
+    testSequences_->addData(key, sequences);
+  }
 }
 
 void CurvesWidget::thin() {
@@ -197,7 +210,7 @@ void CurvesWidget::thinEpochCurves() {
   // Twice the mean spacing of the densest curve halves it; later thinnings double the gap.
   int densest = 0;
   double span = 0;
-  for (QCPGraph* g : {trainAccuracy_, testLoss_, testAccuracy_}) {
+  for (QCPGraph* g : {trainAccuracy_, testLoss_, testAccuracy_, testSequences_}) {
     bool found = false;
     const QCPRange keys = g->data()->keyRange(found);
     if (found && g->dataCount() > densest) {
@@ -207,15 +220,17 @@ void CurvesWidget::thinEpochCurves() {
   }
   epochGap_ = std::max(2 * epochGap_, 2 * span / std::max(1, densest));
   lastTrainAccuracyStep_ = keepSpaced(trainAccuracy_, epochGap_);
-  lastTestStep_ = std::max(keepSpaced(testLoss_, epochGap_), keepSpaced(testAccuracy_, epochGap_));
+  lastTestStep_ = std::max({keepSpaced(testLoss_, epochGap_), keepSpaced(testAccuracy_, epochGap_),
+                            keepSpaced(testSequences_, epochGap_)});
 }
 
 void CurvesWidget::updateMarkers() {
-  for (QCPGraph* g : {testLoss_, testAccuracy_}) {
+  for (QCPGraph* g : {testLoss_, testAccuracy_, testSequences_}) {
     const bool marked = g->dataCount() <= kMaxMarkedPoints;
     if (marked == (g->scatterStyle().shape() != QCPScatterStyle::ssNone)) continue;
-    const QCPScatterStyle::ScatterShape shape =
-        g == testLoss_ ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssDisc;
+    const QCPScatterStyle::ScatterShape shape = g == testLoss_       ? QCPScatterStyle::ssCircle
+                                                : g == testAccuracy_ ? QCPScatterStyle::ssDisc
+                                                                     : QCPScatterStyle::ssSquare;
     g->setScatterStyle(marked ? QCPScatterStyle(shape, g->pen().color(), 5) : QCPScatterStyle());
   }
 }

@@ -2,7 +2,8 @@
 // CurvesWidget: the training curves (QCustomPlot). Loss on the left axis: the train loss of
 // every step (raw, faint) and its moving average, and the test loss of every evaluation;
 // accuracy on the right axis (0 to 1): the train accuracy of every epoch and the test
-// accuracy of every evaluation. A log-scale toggle for the loss axis.
+// accuracy of every evaluation, and for a class per position the share of test sequences right
+// at every position (in the legend only then). A log-scale toggle for the loss axis.
 //
 // The data comes from a TrainingController's signals, which its timer emits a few dozen
 // times a second; each batch of data asks for one queued replot, so the plot redraws at most
@@ -42,6 +43,7 @@ class CurvesWidget : public QWidget {
   int trainLossPoints() const;
   int testLossPoints() const;
   int testAccuracyPoints() const;
+  int testSequencePoints() const;
   // Replots done so far (the benchmark measures their rate).
   int replots() const { return replots_; }
 
@@ -52,7 +54,7 @@ class CurvesWidget : public QWidget {
   void addSteps(const std::vector<train::StepMetrics>& metrics);
   void addEpochs(const std::vector<train::EpochMetrics>& epochs);
   void addEvaluation(const train::Evaluation& evaluation);
-  void addTestPoint(int64_t step, double loss, double accuracy);
+  void addTestPoint(int64_t step, double loss, double accuracy, double sequences);
   void thin();
   void thinEpochCurves();
   void updateMarkers();
@@ -66,6 +68,7 @@ class CurvesWidget : public QWidget {
   QCPGraph* testLoss_;
   QCPGraph* trainAccuracy_;
   QCPGraph* testAccuracy_;
+  QCPGraph* testSequences_;
   int64_t stride_ = 1;         // keep steps that are multiples of this
   double epochGap_ = 0;        // per-epoch points kept at least this many steps apart
   int64_t lastTestStep_ = -1;  // the last test point's step
