@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,8 +91,9 @@ struct EpochMetrics {
   double train_accuracy = 0;  // then (as PyTorch loops report it); NaN for regression
   double test_loss = 0;       // on the test set after the epoch, eval mode, no grad (NaN: no test
   double test_accuracy = 0;   // set)
-  double test_sequence_accuracy = 0;  // a class per position: whole sequences right (else NaN)
-  double seconds = 0;                 // wall time of the epoch's steps
+  // A class per position: the test sequences right at every position (else NaN).
+  double test_sequence_accuracy = std::numeric_limits<double>::quiet_NaN();
+  double seconds = 0;  // wall time of the epoch's steps
   double steps_per_second = 0;
 };
 
@@ -102,7 +104,8 @@ struct Evaluation {
   int64_t step = 0;
   double loss = 0;
   double accuracy = 0;
-  double sequence_accuracy = 0;  // sequences with every position right; NaN without positions
+  // Sequences with every position right; NaN without positions.
+  double sequence_accuracy = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> position_accuracy{};  // [T]; empty without positions
 };
 
