@@ -98,7 +98,6 @@ TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config
       parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
   for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
   attention_modules_ = attention_modules(model_);
-  for (const auto& [name, mha] : attention_modules_) attention_names_.push_back(name);
   status_.batch_size = config_.batch_size;
   status_.batches_per_epoch = loader_->num_batches();
   status_.lr = current_lr();
@@ -262,6 +261,12 @@ std::vector<StepMetrics> TrainingSession::take_step_metrics() {
 std::vector<EpochMetrics> TrainingSession::epoch_history() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return history_;
+}
+
+std::vector<std::string> TrainingSession::attention_module_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, mha] : attention_modules_) names.push_back(name);
+  return names;
 }
 
 std::optional<Prediction> TrainingSession::take_prediction() {

@@ -219,7 +219,7 @@ class TrainingSession {
   // The model's module names (named_modules order), for a UI that offers probes.
   const std::vector<std::string>& module_names() const { return module_names_; }
   // The names of its MultiheadAttention modules, whose maps predictions carry.
-  const std::vector<std::string>& attention_module_names() const { return attention_names_; }
+  std::vector<std::string> attention_module_names() const;
   // The data, for drawing it (it never changes while the session lives).
   const data::Dataset& train_set() const { return parts_.train; }
   const data::Dataset& test_set() const { return parts_.test; }
@@ -262,7 +262,6 @@ class TrainingSession {
   std::optional<data::EpochBatches> epoch_batches_;
   std::vector<std::string> module_names_;
   AttentionModules attention_modules_;  // the model's, for predictions
-  std::vector<std::string> attention_names_;
   Probes probes_;
   std::atomic<ProbeId> next_probe_id_{1};
 

@@ -684,6 +684,9 @@ void ProjectDocument::saveStateDict(const QString& path) {
   emit logMessage(tr("Saved the state dict to %1").arg(QFileInfo(path).fileName()));
 }
 
+QString ProjectDocument::baseDir() const {
+  return filePath_.isEmpty() ? QStringLiteral(".") : QFileInfo(filePath_).absolutePath();
+}
 }  // namespace nns::ui
 
 namespace nns::ui {

@@ -87,6 +87,9 @@ class ProjectDocument : public QObject {
 
   // ---- Files ----
   QString filePath() const { return filePath_; }
+  // The folder that the project's relative paths (a CSV, a text file) are read from: the
+  // project file's, or "." for a project not saved yet.
+  QString baseDir() const;
   bool isModified() const { return !undoStack_->isClean(); }
   void newProject();
   // Replaces the project with a file's; throws the engine's error (the document is unchanged).

@@ -234,17 +234,8 @@ void ProbePanel::updateHeader() {
   probeButton_->setVisible(true);
   probeButton_->setEnabled(document_->canProbe(node_));
   // A probed node with attention in it shows its maps.
-  QString attentionModule;
-  if (document_->probeOf(node_)) {
-    train::TrainingSession* session = controller_->session();  // made now if it is due
-    const QString module = controller_->moduleNameOf(node_);
-    if (!module.isNull() && session) {
-      const std::string m = module.toStdString();
-      for (const std::string& name : session->attention_module_names()) {
-        if (m.empty() || name == m || name.rfind(m + ".", 0) == 0) attentionModule = module;
-      }
-    }
-  }
+  const QString attentionModule =
+      document_->probeOf(node_) ? controller_->attentionModuleOf(node_) : QString();
   attention_->setModule(attentionModule);
   attention_->setVisible(!attentionModule.isNull());
   if (const graph::ProbeSpec* spec = document_->probeOf(node_)) {

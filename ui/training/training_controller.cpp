@@ -132,6 +132,16 @@ QString TrainingController::moduleNameOf(graph::NodeId node) const {
   return qs(model->module_name(node));
 }
 
+QString TrainingController::attentionModuleOf(graph::NodeId node) const {
+  const QString module = moduleNameOf(node);
+  if (module.isNull() || !session_) return {};
+  const std::string m = module.toStdString();
+  for (const std::string& name : session_->attention_module_names()) {
+    if (name == m || name.rfind(m + ".", 0) == 0) return module;
+  }
+  return {};
+}
+
 uint64_t TrainingController::requestPrediction(const Tensor& inputs) {
   train::TrainingSession* s = session();
   return s ? s->predict(inputs) : 0;
@@ -193,12 +203,9 @@ void TrainingController::rebuild() {
   graph::Project withoutProbes = project;
   // The probes are placed below, where their ids are known.
   withoutProbes.probes.clear();
-  const QString base = document_->filePath().isEmpty()
-                           ? QString(".")
-                           : QFileInfo(document_->filePath()).absolutePath();
   ++sessionsMade_;
   try {
-    session_ = train::make_session(withoutProbes, base.toStdString());
+    session_ = train::make_session(withoutProbes, document_->baseDir().toStdString());
     lastError_.clear();
   } catch (const std::exception& e) {
     lastError_ = qs(e.what());

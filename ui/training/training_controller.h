@@ -91,6 +91,10 @@ class TrainingController : public QObject {
   // The module name of a node in the current session's model ("encoder.0"); null when the node
   // makes no module or there is no session.
   QString moduleNameOf(graph::NodeId node) const;
+  // The same, but only for a node whose module is or holds a MultiheadAttention (whose maps a
+  // prediction carries); null otherwise. Reads the current session without remaking it, so a
+  // burst of edits still makes one session (sessionReset says when another is made).
+  QString attentionModuleOf(graph::NodeId node) const;
 
   // Asks the session for the model's outputs on `inputs` (eval mode, between two steps); the
   // answer comes with predictionArrived, carrying the returned id (each reader keeps to its

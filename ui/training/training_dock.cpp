@@ -719,10 +719,7 @@ std::optional<std::pair<graph::NodeId, graph::Json>> TrainingDock::inputFittingD
   project.dataset = d;
   data::DatasetSplit split;
   try {
-    const QString base = document_->filePath().isEmpty()
-                             ? QString(".")
-                             : QFileInfo(document_->filePath()).absolutePath();
-    split = train::project_split(project, base.toStdString());
+    split = train::project_split(project, document_->baseDir().toStdString());
   } catch (const std::exception&) {
     return std::nullopt;  // the session says what is wrong with the data
   }
