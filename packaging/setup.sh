@@ -20,6 +20,7 @@ packages=(
   libeigen3-dev libopenblas-dev            # the engine's CPU kernels and BLAS
   nlohmann-json3-dev                       # project files, fixtures
   libonnx-dev libprotobuf-dev              # ONNX import/export (the onnx protobuf schema, checker)
+  libsqlite3-dev                           # the run store beside a project (engine/train/run_store)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   xvfb xauth fonts-dejavu-core             # window tests without a screen
   clang-format                             # the formatting check

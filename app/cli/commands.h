@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app/cli/options.h"
+#include "engine/train/run_store.h"
 
 namespace nns::cli {
 
@@ -27,5 +28,12 @@ Command layout_command();
 Command plugins_command();
 Command export_command();
 Command import_command();
+Command runs_command();
+
+// Shared by train --from and runs --export (app/cli/runs.cpp): "RUN:STEP" read from an option
+// (a UsageError naming it otherwise), and the recorded snapshot of RUN nearest at or before
+// STEP (a RunStoreError saying what is missing).
+std::pair<int64_t, int64_t> run_and_step(const Options& o, const std::string& option);
+train::SnapshotInfo recorded_snapshot(const train::RunStore& store, int64_t run, int64_t step);
 
 }  // namespace nns::cli

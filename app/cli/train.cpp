@@ -18,6 +18,9 @@
 #include "engine/graph/project.h"
 #include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/run_recorder.h"
+#include "engine/train/run_store.h"
 #include "engine/train/session.h"
 
 namespace nns::cli {
@@ -133,19 +136,62 @@ int run_train(const Options& o) {
   if (steps > 0 && !o.has("epochs")) t.epochs = 0;
   const bool quiet = o.flag("quiet");
 
+  const bool record = !o.flag("no-record");
+  if (o.has("from") && o.has("resume")) {
+    throw UsageError("--from and --resume both say where to start; give one", "train");
+  }
+  // The run store: a branch needs it; recording without one (a damaged store, a read-only
+  // folder) trains anyway and says so.
+  std::shared_ptr<train::RunStore> store;
+  if (record || o.has("from")) {
+    try {
+      store = std::make_shared<train::RunStore>(train::RunStore::folder_for(path));
+    } catch (const train::RunStoreError& e) {
+      if (o.has("from")) throw;
+      std::fprintf(stderr, "%s: warning: %s; training without recording\n", kProgram, e.what());
+    }
+  }
+
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   std::unique_ptr<train::TrainingSession> session = train::make_session(project, base_dir);
   if (o.has("weights")) {
     serialize::load_into(*session->model(), serialize::load_state_dict_file(o.text("weights")),
                          /*strict=*/true);
   }
-  if (o.has("resume")) {
-    const serialize::Checkpoint ckpt = serialize::load_checkpoint(o.text("resume"));
-    serialize::load_into(*session->model(), ckpt.model, /*strict=*/true);
-    if (ckpt.optimizer) session->optimizer().load_state_dict(*ckpt.optimizer);
-    const serialize::PyValue* step = ckpt.find("step");
-    const serialize::PyValue* epoch = ckpt.find("epoch");
-    session->set_progress(step ? step->as_int() : 0, epoch ? epoch->as_int() : 0);
+  if (o.has("resume")) session->restore(train::load_checkpoint(o.text("resume")));
+  std::optional<train::RunInfo> parent;
+  int64_t parent_step = 0;
+  if (o.has("from")) {
+    const auto [run, step] = run_and_step(o, "from");
+    const train::SnapshotInfo snapshot = recorded_snapshot(*store, run, step);
+    parent = store->run(run);
+    parent_step = snapshot.step;
+    train::BranchStart branch =
+        train::branch_start(*store, *parent, snapshot, project, *session->model());
+    session->restore(std::move(branch.state));
+    if (branch.lr) session->set_lr(*branch.lr);
+    if (!quiet) {
+      std::printf("branch of run %lld from its snapshot at step %lld%s%s\n",
+                  static_cast<long long>(run), static_cast<long long>(snapshot.step),
+                  branch.note.empty() ? "" : ": ", branch.note.c_str());
+    }
+  }
+  if (o.has("resume") || o.has("from")) {
+    session->wait_idle();
+    const train::SessionStatus restored = session->status();
+    if (restored.state == train::RunState::Failed) {
+      std::fprintf(stderr, "%s: error: %s\n", kProgram, restored.error.c_str());
+      return 1;
+    }
+  }
+  std::shared_ptr<train::RunRecorder> recorder;
+  if (record && store) {
+    const int64_t run = store->begin_run(train::new_run_info(project, parent, parent_step));
+    train::SnapshotSchedule schedule;
+    if (o.has("snapshot-every")) schedule.every = o.integer("snapshot-every", 1, INT64_MAX);
+    recorder = std::make_shared<train::RunRecorder>(store, run, schedule);
+    session->set_observer(recorder);
+    session->snapshot();  // where the run starts (its first snapshot; a branch has it already)
   }
   train::ProbeOptions probe_options;
   probe_options.max_overhead = o.real("probe-budget", 0, 1);
@@ -154,6 +200,7 @@ int run_train(const Options& o) {
   for (const std::string& module : split_list(o.text("probe")))
     asked.insert(session->add_probe(module, probe_options));
 
+  session->wait_idle();
   const train::SessionStatus start = session->status();
   if (!quiet) {
     int64_t parameters = 0;
@@ -206,20 +253,32 @@ int run_train(const Options& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   train::SessionStatus st = session->status();
   if (st.state == train::RunState::Failed) {
+    if (recorder) {
+      recorder->finish({st.step});
+      std::printf("run %lld recorded up to step %lld (it failed there)\n",
+                  static_cast<long long>(recorder->run()), static_cast<long long>(st.step));
+    }
     std::fprintf(stderr, "%s: error: training failed: %s\n", kProgram, st.error.c_str());
     return 1;
   }
-  // The final figures, with the weights as they are now (steps may end mid-epoch).
+  // The final figures, with the weights as they are now (steps may end mid-epoch), and the
+  // last step's snapshot.
   session->evaluate();
+  session->snapshot();
   session->wait_idle();
   st = session->status();
   const std::vector<train::EpochMetrics> history = session->epoch_history();
+  train::RunResult result{st.step};
   if (!history.empty() && history.back().step == st.step) {
     const train::EpochMetrics& e = history.back();
     std::printf("train: %s\n", loss_and_accuracy(e.train_loss, e.train_accuracy).c_str());
+    result.train_loss = e.train_loss;
+    result.train_accuracy = e.train_accuracy;
   }
   if (st.last_evaluation) {
     const train::Evaluation& test = *st.last_evaluation;
+    result.test_loss = test.loss;
+    result.test_accuracy = test.accuracy;
     std::printf("test: %s\n",
                 loss_and_accuracy(test.loss, test.accuracy, test.sequence_accuracy).c_str());
     if (!test.position_accuracy.empty()) {
@@ -233,7 +292,18 @@ int run_train(const Options& o) {
     std::printf("test: no test set (the project's test_fraction is 0)\n");
   }
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
-              seconds > 0 ? static_cast<double>(st.step) / seconds : 0.0);
+              seconds > 0 ? static_cast<double>(st.step - start.step) / seconds : 0.0);
+  if (recorder) {
+    recorder->finish(result);
+    if (!recorder->error().empty()) {
+      std::fprintf(stderr, "%s: warning: recording stopped: %s\n", kProgram,
+                   recorder->error().c_str());
+    } else if (!quiet) {
+      std::printf("recorded as run %lld in %s (%zu snapshots)\n",
+                  static_cast<long long>(recorder->run()), store->folder().c_str(),
+                  store->snapshots(recorder->run()).size());
+    }
+  }
   if (quiet) {
     std::erase_if(samples, [&](const train::ProbeSample& s) { return !asked.count(s.probe); });
   }
@@ -247,11 +317,7 @@ int run_train(const Options& o) {
   if (o.has("save")) {
     const std::string out = o.text("save");
     if (serialize::format_from_extension(out) == serialize::Format::TorchZip) {
-      serialize::Checkpoint ckpt{
-          session->model()->state_dict(), session->optimizer().state_dict(), {}};
-      ckpt.extra.emplace_back("epoch", serialize::PyValue(st.epoch));
-      ckpt.extra.emplace_back("step", serialize::PyValue(st.step));
-      serialize::save_checkpoint(ckpt, out);
+      train::save_checkpoint(session->training_state(), out);
     } else {
       serialize::save_state_dict_file(session->model()->state_dict(), out);
     }
@@ -284,7 +350,15 @@ Command train_command() {
                "step they would sample is skipped while they cost more; 0: sample exactly "
                "every 10 steps"},
               {"weights", "FILE", "", "load the model's weights (.pt, .pth, .safetensors) first"},
-              {"resume", "FILE", "", "continue from a checkpoint (.pt: model, optimizer, step)"},
+              {"resume", "FILE", "",
+               "continue from a checkpoint (.pt: model, optimizer, step; one --save wrote "
+               "continues bit for bit)"},
+              {"from", "RUN:STEP", "",
+               "branch from a recorded run: its snapshot nearest at or before STEP, with the "
+               "settings given here (the new run is recorded under it)"},
+              {"no-record", "", "", "do not record the run in the project's run store"},
+              {"snapshot-every", "N", "",
+               "snapshot the training state every N steps (default: log-spaced, dense early)"},
               {"save", "FILE", "", "save at the end: .pt a checkpoint, .safetensors the weights"},
               {"metrics", "FILE", "", "write each epoch's losses and accuracies as CSV"},
               {"quiet", "", "",

@@ -1,5 +1,10 @@
 #include "engine/tensor/generator.h"
 
+#include <cstring>
+#include <sstream>
+
+#include "engine/tensor/error.h"
+
 namespace nns {
 
 // PyTorch's Mersenne Twister keeps only the low 32 bits of the seed for its state, exactly as
@@ -21,6 +26,47 @@ uint64_t Generator::random64() {
   const uint64_t hi = random();
   const uint64_t lo = random();
   return (hi << 32) | lo;
+}
+
+namespace {
+constexpr const char* kStateTag = "mt19937";
+}  // namespace
+
+std::string Generator::get_state() const {
+  std::ostringstream out;
+  out << kStateTag << ' ' << seed_ << ' ';
+  if (next_double_normal_sample) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &*next_double_normal_sample, sizeof bits);
+    out << "1 " << bits;
+  } else {
+    out << "0 0";
+  }
+  out << ' ' << engine_;
+  return out.str();
+}
+
+void Generator::set_state(const std::string& state) {
+  std::istringstream in(state);
+  std::string tag;
+  uint64_t seed = 0, bits = 0;
+  int has_normal = 0;
+  std::mt19937 engine;
+  in >> tag >> seed >> has_normal >> bits >> engine;
+  if (in.fail() || tag != kStateTag || (has_normal != 0 && has_normal != 1)) {
+    throw ValueError("Generator::set_state: not a generator state (" +
+                     std::to_string(state.size()) + " bytes starting '" + state.substr(0, 16) +
+                     "')");
+  }
+  seed_ = seed;
+  engine_ = engine;
+  if (has_normal) {
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    next_double_normal_sample = v;
+  } else {
+    next_double_normal_sample.reset();
+  }
 }
 
 Generator& default_generator() {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <string>
 
 namespace nns {
 
@@ -16,6 +17,11 @@ class Generator {
   uint64_t initial_seed() const { return seed_; }
   uint32_t random();    // one 32-bit draw
   uint64_t random64();  // two draws, first one high
+  // The whole state (seed, Mersenne Twister words and the cached normal sample) as text, for
+  // a snapshot a run continues from bit for bit (torch.Generator.get_state/set_state).
+  // set_state throws ValueError on text get_state did not write, changing nothing.
+  std::string get_state() const;
+  void set_state(const std::string& state);
   // PyTorch's at::normal_distribution<double> keeps the second Box-Muller sample.
   std::optional<double> next_double_normal_sample;
   // Callers that draw many numbers hold it for the whole fill.

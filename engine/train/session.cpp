@@ -10,6 +10,7 @@
 #include "engine/cpu/flush_denormal.h"
 #include "engine/nn/clip_grad.h"
 #include "engine/ops/ops.h"
+#include "engine/serialize/serialize.h"
 #include "engine/tensor/generator.h"
 #include "engine/train/accuracy.h"
 
@@ -94,8 +95,7 @@ TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config
       probes_(model_) {
   optimizer_ = parts_.make_optimizer(model_->parameters());
   if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
-  loader_ = std::make_unique<data::DataLoader>(
-      parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+  make_loader();
   for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
   attention_modules_ = attention_modules(model_);
   status_.batch_size = config_.batch_size;
@@ -196,6 +196,27 @@ void TrainingSession::set_progress(int64_t step, int64_t epoch) {
     status_.epoch = epoch;
     status_.batch = 0;
   });
+}
+
+void TrainingSession::restore(TrainingState state) {
+  post([this, state = std::move(state)] {
+    try {
+      apply_restore(state);
+    } catch (const std::exception& e) {
+      fail(std::string("continuing from the saved state failed: ") + e.what(), "");
+    }
+  });
+}
+
+void TrainingSession::set_observer(std::shared_ptr<SessionObserver> observer) {
+  post([this, observer = std::move(observer)] {
+    observer_ = observer;
+    snapshot_step_ = -1;
+  });
+}
+
+void TrainingSession::snapshot() {
+  post([this] { offer_snapshot(/*forced=*/true); });
 }
 
 void TrainingSession::evaluate() {
@@ -327,8 +348,7 @@ void TrainingSession::begin_epoch() {
   if (pending_batch_size_ > 0) {
     config_.batch_size = pending_batch_size_;
     pending_batch_size_ = 0;
-    loader_ = std::make_unique<data::DataLoader>(
-        parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+    make_loader();
   }
   epoch_batches_ = loader_->epoch(epoch_);
   batch_ = 0;
@@ -432,12 +452,14 @@ void TrainingSession::run_step() {
   m.accuracy = accuracy ? accuracy->rate() : kNaN;
   m.lr = current_lr();
   publish_step(m);
+  if (observer_) observer_->on_step(m);
   if (batch_ == epoch_batches_->size()) end_epoch();
   if (config_.max_steps > 0 && step_ >= config_.max_steps) {
     std::lock_guard<std::mutex> lock(mutex_);
     status_.state = RunState::Stopped;
     steps_to_run_ = 0;
   }
+  offer_snapshot(/*forced=*/false);
 }
 
 void TrainingSession::publish_step(const StepMetrics& m) {
@@ -473,8 +495,12 @@ void TrainingSession::end_epoch() {
   ++epoch_;
   epoch_batches_.reset();
   if (scheduler_ && !config_.scheduler_per_step) scheduler_->step();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.state == RunState::Failed) return;
+  }
+  if (observer_) observer_->on_epoch(e);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (status_.state == RunState::Failed) return;
   history_.push_back(e);
   status_.epoch = epoch_;
   status_.lr = current_lr();
@@ -625,6 +651,133 @@ std::string TrainingSession::locate_non_finite_gradient(const data::Batch& batch
   return found ? where : "a gradient the module hooks did not see";
 }
 
+void TrainingSession::make_loader() {
+  loader_ = std::make_unique<data::DataLoader>(
+      parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+}
+
+void TrainingSession::offer_snapshot(bool forced) {
+  if (!observer_ || step_ == snapshot_step_) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status_.state == RunState::Failed) return;
+  }
+  if (!forced && !observer_->wants_snapshot(step_)) return;
+  snapshot_step_ = step_;
+  observer_->on_snapshot(training_state());
+}
+
+TrainingState TrainingSession::training_state() const {
+  TrainingState s;
+  for (const auto& item : model_->state_dict()) s.model.insert(item.key(), item.value().clone());
+  s.optimizer = optimizer_->state_dict();
+  // The optimizer's state tensors change in place on the next step: keep copies.
+  for (auto& [index, entries] : s.optimizer->state) {
+    for (auto& item : entries) item.value() = item.value().clone();
+  }
+  if (scheduler_) s.scheduler = scheduler_->state_dict();
+  s.step = step_;
+  s.epoch = epoch_;
+  s.batch_size = config_.batch_size;
+  s.seed = config_.seed;
+  s.has_seed = true;
+  {
+    Generator& g = default_generator();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    s.generator = g.get_state();
+  }
+  s.smoothed = smoothed_;
+  s.smoothed_count = smoothed_count_;
+  // Between epochs (none begun, or the last one just ended) nothing of an epoch is summed.
+  if (epoch_batches_ && batch_ < epoch_batches_->size()) {
+    s.batch = batch_;
+    s.epoch_loss_sum = epoch_loss_sum_;
+    s.epoch_samples = epoch_samples_;
+    s.epoch_seconds = epoch_seconds_;
+    s.epoch_accuracy = epoch_accuracy_;
+  }
+  return s;
+}
+
+void TrainingSession::apply_restore(const TrainingState& s) {
+  // Everything is checked before anything changes.
+  const serialize::LoadReport report = serialize::compare_state_dict(*model_, s.model);
+  if (!report.loadable(/*strict=*/true)) {
+    throw ValueError("the saved weights do not fit this model: " + report.str());
+  }
+  std::unique_ptr<optim::Optimizer> optimizer = parts_.make_optimizer(model_->parameters());
+  if (s.optimizer) optimizer->load_state_dict(*s.optimizer);
+  std::unique_ptr<optim::LRScheduler> scheduler;
+  if (parts_.make_scheduler) {
+    scheduler = parts_.make_scheduler(*optimizer);
+    if (s.scheduler) scheduler->load_state_dict(*s.scheduler);
+    // Making the scheduler set the rates from its own start: the saved ones go back.
+    if (s.optimizer) optimizer->load_state_dict(*s.optimizer);
+  }
+  if (!s.generator.empty()) {
+    Generator probe;
+    probe.set_state(s.generator);  // throws on a bad state, before anything changed
+  }
+  {
+    NoGradGuard no_grad;
+    model_->load_state_dict(s.model);
+  }
+  model_->train();
+  scheduler_.reset();
+  optimizer_ = std::move(optimizer);
+  scheduler_ = std::move(scheduler);
+  if (!s.generator.empty()) {
+    Generator& g = default_generator();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    g.set_state(s.generator);
+  }
+  // The saved batch size finishes the saved epoch; the session's own applies from the next.
+  const int64_t own_batch_size = pending_batch_size_ > 0 ? pending_batch_size_ : config_.batch_size;
+  if (s.batch_size > 0) config_.batch_size = s.batch_size;
+  pending_batch_size_ = own_batch_size != config_.batch_size ? own_batch_size : 0;
+  make_loader();
+  step_ = s.step;
+  epoch_ = s.epoch;
+  epoch_batches_.reset();
+  batch_ = 0;
+  epoch_loss_sum_ = 0;
+  epoch_accuracy_ = Accuracy();
+  epoch_samples_ = 0;
+  epoch_seconds_ = 0;
+  if (s.batch > 0) {
+    epoch_batches_ = loader_->epoch(epoch_);
+    if (s.batch >= epoch_batches_->size()) {
+      throw ValueError("the saved state is at batch " + std::to_string(s.batch) +
+                       " of an epoch of " + std::to_string(epoch_batches_->size()));
+    }
+    batch_ = s.batch;
+    epoch_loss_sum_ = s.epoch_loss_sum;
+    epoch_accuracy_ = s.epoch_accuracy;
+    epoch_samples_ = s.epoch_samples;
+    epoch_seconds_ = s.epoch_seconds;
+  }
+  smoothed_ = s.smoothed;
+  smoothed_count_ = s.smoothed_count;
+  rate_seconds_ = 0;
+  rate_steps_ = 0;
+  rate_ = 0;
+  snapshot_step_ = step_;  // the state came from a snapshot: no second one of this step
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t resets = status_.resets;
+  status_ = SessionStatus();
+  status_.resets = resets;
+  status_.state = step_ > 0 ? RunState::Paused : RunState::Idle;
+  status_.step = step_;
+  status_.epoch = epoch_;
+  status_.batch = batch_;
+  status_.batch_size = config_.batch_size;
+  status_.batches_per_epoch = epoch_batches_ ? epoch_batches_->size() : loader_->num_batches();
+  status_.lr = current_lr();
+  steps_to_run_ = 0;
+  step_metrics_.clear();
+  history_.clear();
+}
+
 void TrainingSession::apply_reset(uint64_t seed) {
   config_.seed = seed;
   manual_seed(seed);
@@ -641,10 +794,10 @@ void TrainingSession::apply_reset(uint64_t seed) {
     config_.batch_size = pending_batch_size_;
     pending_batch_size_ = 0;
   }
-  loader_ = std::make_unique<data::DataLoader>(
-      parts_.train, data::DataLoaderOptions{config_.batch_size, config_.shuffle, config_.seed});
+  make_loader();
   epoch_batches_.reset();
   step_ = epoch_ = batch_ = 0;
+  snapshot_step_ = -1;
   smoothed_ = 0;
   smoothed_count_ = 0;
   rate_seconds_ = 0;

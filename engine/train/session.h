@@ -56,6 +56,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/train/accuracy.h"
 #include "engine/train/attention_maps.h"
+#include "engine/train/checkpoint.h"
 #include "engine/train/probes.h"
 
 namespace nns::graph {
@@ -171,6 +172,20 @@ struct SessionParts {
   data::Dataset test;  // may be empty (no test metrics)
 };
 
+// Sees a session's run as it goes, on the session's worker thread, between two steps: every
+// step's and epoch's metrics, and a snapshot of the training state at the steps it asks for.
+// A run store's recorder (run_recorder.h) is one. The calls must return quickly: hand the
+// work to another thread.
+class SessionObserver {
+ public:
+  virtual ~SessionObserver() = default;
+  virtual void on_step(const StepMetrics& metrics) = 0;
+  virtual void on_epoch(const EpochMetrics& metrics) = 0;
+  // Whether the state after `step` is to be snapshotted (on_snapshot follows at once).
+  virtual bool wants_snapshot(int64_t step) = 0;
+  virtual void on_snapshot(TrainingState state) = 0;
+};
+
 class TrainingSession {
  public:
   // Makes the model and optimizer and checks the parts (ValueError naming what is missing);
@@ -206,6 +221,18 @@ class TrainingSession {
   // placed before the next step. The id is valid at once.
   ProbeId add_probe(const std::string& module_name, const ProbeOptions& options = {});
   void remove_probe(ProbeId id);
+  // Continues from a training state (a snapshot or a checkpoint): its weights (strict: every
+  // key, the model's shapes), the optimizer's and scheduler's state, step, epoch and batch,
+  // the batch size, the shuffling seed, the default generator's state and the epoch's sums,
+  // each where the state has it. The history and step metrics start again from there (state
+  // Paused, or Idle at step 0). An error (a key or shape that does not fit) fails the run
+  // with its message, like a failed step; the model is then as it was.
+  void restore(TrainingState state);
+  // From the next step on, `observer` sees the run (nullptr: none). The session keeps it.
+  void set_observer(std::shared_ptr<SessionObserver> observer);
+  // Hands the observer a snapshot of the state as it is now (the last step of a run, or
+  // where it paused), unless it had one of this step already.
+  void snapshot();
 
   // ---- Reading: any thread, never waits for a step -----------------------------------------
   SessionStatus status() const;
@@ -233,6 +260,8 @@ class TrainingSession {
   // checkpoint, saving, printing a summary. Never while it runs.
   nn::ModulePtr model() const { return model_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
+  // The whole state (checkpoint.h), for the same moments as model(): copies of every tensor.
+  TrainingState training_state() const;
   // Queued: continue counting from here (a resumed checkpoint): the next step is step + 1,
   // in epoch `epoch` + 1 from its first batch.
   void set_progress(int64_t step, int64_t epoch);
@@ -250,6 +279,10 @@ class TrainingSession {
   std::string locate_non_finite_activation(const data::Batch& batch);
   std::string locate_non_finite_gradient(const data::Batch& batch);
   void apply_reset(uint64_t seed);
+  void apply_restore(const TrainingState& state);
+  // A new data loader for the configured batch size and seed.
+  void make_loader();
+  void offer_snapshot(bool forced);
   void publish_step(const StepMetrics& metrics);
   double current_lr() const;
 
@@ -280,6 +313,8 @@ class TrainingSession {
   int64_t rate_steps_ = 0;
   double rate_ = 0;
   std::string failed_module_;  // set by locate_non_finite_gradient
+  std::shared_ptr<SessionObserver> observer_;
+  int64_t snapshot_step_ = -1;  // the step of the observer's last snapshot
 
   // Shared with the reading threads, under mutex_.
   mutable std::mutex mutex_;

@@ -1,0 +1,146 @@
+// nnstudio-cli runs: the runs recorded in a project's run store (train records them), one
+// line each, and what can be done with them: export a snapshot's weights, delete a run.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "app/cli/commands.h"
+#include "engine/serialize/serialize.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/run_store.h"
+
+namespace nns::cli {
+
+std::pair<int64_t, int64_t> run_and_step(const Options& o, const std::string& option) {
+  const std::string& text = o.text(option);
+  const size_t colon = text.find(':');
+  try {
+    size_t used = 0;
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    const long long run = std::stoll(text.substr(0, colon), &used);
+    if (used != colon || run < 1) throw std::invalid_argument("run");
+    const std::string step_text = text.substr(colon + 1);
+    const long long step = std::stoll(step_text, &used);
+    if (used != step_text.size() || step < 0) throw std::invalid_argument("step");
+    return {run, step};
+  } catch (const std::logic_error&) {
+    o.bad(option, text, "RUN:STEP, e.g. 3:300 (a run id from 'nnstudio-cli runs' and a step)");
+  }
+}
+
+train::SnapshotInfo recorded_snapshot(const train::RunStore& store, int64_t run, int64_t step) {
+  if (!store.run(run)) {
+    throw train::RunStoreError("there is no run " + std::to_string(run) + " in " + store.folder() +
+                               " ('nnstudio-cli runs PROJECT' lists them)");
+  }
+  std::optional<train::SnapshotInfo> snapshot = store.snapshot_at(run, step);
+  if (!snapshot) {
+    throw train::RunStoreError("run " + std::to_string(run) +
+                               " has no snapshot at or before step " + std::to_string(step));
+  }
+  return *snapshot;
+}
+
+namespace {
+
+std::string number(double v, const char* format) {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string percent(double v) { return std::isnan(v) ? "-" : number(100 * v, "%.1f%%"); }
+
+void list_runs(const train::RunStore& store) {
+  const std::vector<train::RunInfo> runs = store.runs();
+  if (runs.empty()) {
+    std::printf("no runs recorded in %s yet ('nnstudio-cli train' records one)\n",
+                store.folder().c_str());
+    return;
+  }
+  std::printf("%4s  %-10s %8s  %10s %9s  %10s %9s  %5s  %-19s  %s\n", "run", "parent", "steps",
+              "train loss", "train acc", "test loss", "test acc", "snaps", "started",
+              "changes from parent");
+  for (const train::RunInfo& r : runs) {
+    const std::string parent =
+        r.parent ? std::to_string(r.parent) + ":" + std::to_string(r.parent_step) : "-";
+    std::string changes = r.parent ? (r.changes.empty() ? "(none)" : r.changes) : "";
+    if (!r.name.empty()) changes = "\"" + r.name + "\" " + changes;
+    if (!r.finished) changes += changes.empty() ? "(unfinished)" : " (unfinished)";
+    std::printf("%4lld  %-10s %8lld  %10s %9s  %10s %9s  %5zu  %-19s  %s\n",
+                static_cast<long long>(r.id), parent.c_str(), static_cast<long long>(r.steps),
+                number(r.train_loss, "%.4f").c_str(), percent(r.train_accuracy).c_str(),
+                number(r.test_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(),
+                store.snapshots(r.id).size(), r.started.c_str(), changes.c_str());
+  }
+  std::printf("%lld snapshots' files take %.1f MiB of the %.0f MiB budget\n",
+              static_cast<long long>([&] {
+                int64_t n = 0;
+                for (const train::RunInfo& r : runs) n += store.snapshots(r.id).size();
+                return n;
+              }()),
+              store.snapshot_bytes() / 1048576.0, store.budget() / 1048576.0);
+}
+
+int run_runs(const Options& o) {
+  const std::string path = o.positional(0);
+  if (o.has("export") != o.has("out")) {
+    throw UsageError("--export RUN:STEP and --out FILE go together", "runs");
+  }
+  if (o.has("export") && o.has("delete")) {
+    throw UsageError("give --export or --delete, not both", "runs");
+  }
+  const std::string folder = train::RunStore::folder_for(path);
+  if (!std::filesystem::exists(folder)) {
+    if (o.has("export") || o.has("delete")) {
+      throw train::RunStoreError("no runs are recorded beside " + path + " (no " + folder + ")");
+    }
+    std::printf("no runs recorded beside %s yet ('nnstudio-cli train' records one)\n", path.c_str());
+    return 0;
+  }
+  train::RunStore store(folder);
+  if (o.has("export")) {
+    const auto [run, step] = run_and_step(o, "export");
+    const train::SnapshotInfo snapshot = recorded_snapshot(store, run, step);
+    const std::string out = o.text("out");
+    if (serialize::format_from_extension(out) == serialize::Format::TorchZip) {
+      train::save_checkpoint(store.load(snapshot), out);
+    } else {
+      serialize::save_state_dict_file(store.load_weights(snapshot), out);
+    }
+    std::printf("wrote %s: run %lld at step %lld%s\n", out.c_str(), static_cast<long long>(run),
+                static_cast<long long>(snapshot.step),
+                snapshot.step == step ? "" : " (the snapshot nearest before the step asked for)");
+    return 0;
+  }
+  if (o.has("delete")) {
+    const int64_t run = o.integer("delete", 1, INT64_MAX);
+    store.delete_run(run);
+    std::printf("deleted run %lld\n", static_cast<long long>(run));
+    return 0;
+  }
+  list_runs(store);
+  return 0;
+}
+
+}  // namespace
+
+Command runs_command() {
+  return {"runs",
+          "list the training runs recorded beside a project, export a snapshot, delete a run",
+          {{"PROJECT", "the project file (.nns); its runs are in PROJECT's folder, <name>.runs/"}},
+          {
+              {"export", "RUN:STEP", "",
+               "write the weights of run RUN's snapshot nearest at or before STEP (with --out)"},
+              {"out", "FILE", "",
+               "where --export writes: .safetensors the weights, .pt the whole training state"},
+              {"delete", "RUN", "", "delete a run, its metrics and snapshots (branches of it "
+                                    "become branches of its parent)"},
+          },
+          run_runs};
+}
+
+}  // namespace nns::cli

@@ -1,0 +1,204 @@
+#include "engine/train/run_recorder.h"
+
+#include <chrono>
+
+#include "engine/graph/builder.h"
+#include "engine/graph/project.h"
+#include "engine/serialize/serialize.h"
+
+namespace nns::train {
+namespace {
+
+// Step metrics are written in batches at most this far apart (one transaction each).
+constexpr auto kWriteEvery = std::chrono::milliseconds(250);
+
+bool log_spaced(int64_t step) {
+  if (step < 1) return false;
+  if (step < 10) return step != 7 && step != 9;
+  while (step >= 100 && step % 10 == 0) step /= 10;
+  switch (step) {
+    case 10: case 12: case 15: case 20: case 25: case 30: case 40: case 50: case 60: case 80:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool SnapshotSchedule::due(int64_t step) const {
+  return every > 0 ? step > 0 && step % every == 0 : log_spaced(step);
+}
+
+RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>& parent,
+                     int64_t parent_step) {
+  RunInfo info;
+  info.settings = run_settings(project);
+  info.architecture = architecture_hash(project);
+  info.project = graph::project_to_json(project);
+  if (parent) {
+    info.parent = parent->id;
+    info.parent_step = parent_step;
+    info.changes = describe_changes(*parent, info);
+  }
+  return info;
+}
+
+BranchStart branch_start(const RunStore& store, const RunInfo& parent,
+                         const SnapshotInfo& snapshot, const graph::Project& project,
+                         nn::Module& model) {
+  BranchStart out;
+  out.state = store.load(snapshot);
+  TrainingState& s = out.state;
+  const graph::Json before = graph::Json::parse(parent.settings);
+  const graph::Json now = graph::Json::parse(run_settings(project));
+  const graph::Json& t0 = before["training"];
+  const graph::Json& t1 = now["training"];
+  std::vector<std::string> notes;
+  if (parent.architecture != architecture_hash(project)) {
+    auto* to = dynamic_cast<graph::GraphModule*>(&model);
+    if (!to) throw ValueError("branch: the session's model is not a project's graph model");
+    std::shared_ptr<graph::GraphModule> from = graph::build_model(
+        graph::parse_project(parent.project, "run " + std::to_string(parent.id)));
+    serialize::load_into(*from, s.model, /*strict=*/true);
+    const graph::CarriedState carried = graph::carry_state(*from, *to, project.graph);
+    s.model = nn::StateDict();
+    for (const auto& item : to->state_dict()) s.model.insert(item.key(), item.value().clone());
+    s.optimizer.reset();
+    s.scheduler.reset();
+    notes.push_back("another architecture: " + std::to_string(carried.kept.size()) +
+                    " nodes kept their weights, " + std::to_string(carried.mixed.size()) +
+                    " some, " + std::to_string(carried.fresh.size()) +
+                    " start fresh; the optimizer starts fresh");
+  }
+  if (t0.value("optimizer", "") != t1.value("optimizer", "") && s.optimizer) {
+    s.optimizer.reset();
+    notes.push_back("another optimizer: it starts fresh");
+  }
+  if (t0.value("scheduler", "") != t1.value("scheduler", "") ||
+      t0.value("scheduler_options", graph::Json()) != t1.value("scheduler_options", graph::Json())) {
+    if (s.scheduler) notes.push_back("another scheduler: it starts fresh");
+    s.scheduler.reset();
+  }
+  if (before["dataset"] != now["dataset"] && s.batch > 0) {
+    // Another data set's batches are other batches: the branch starts at the next epoch.
+    s.batch = 0;
+    ++s.epoch;
+    s.epoch_loss_sum = 0;
+    s.epoch_samples = 0;
+    s.epoch_seconds = 0;
+    s.epoch_accuracy = Accuracy();
+    notes.push_back("other data: the branch starts at epoch " + std::to_string(s.epoch + 1));
+  }
+  const graph::Json lr0 = t0.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
+  const graph::Json lr1 = t1.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
+  if (lr1.is_number() && lr0 != lr1) out.lr = lr1.get<double>();
+  for (const std::string& n : notes) out.note += (out.note.empty() ? "" : "; ") + n;
+  return out;
+}
+
+RunRecorder::RunRecorder(std::shared_ptr<RunStore> store, int64_t run, SnapshotSchedule schedule)
+    : store_(std::move(store)), run_(run), schedule_(schedule) {
+  writer_ = std::thread(&RunRecorder::writer_loop, this);
+}
+
+RunRecorder::~RunRecorder() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  writer_.join();
+}
+
+void RunRecorder::on_step(const StepMetrics& metrics) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  steps_.push_back(metrics);
+  ++handed_;
+}
+
+void RunRecorder::on_epoch(const EpochMetrics& metrics) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  epochs_.push_back(metrics);
+  ++handed_;
+}
+
+void RunRecorder::on_snapshot(TrainingState state) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshots_.push_back(std::move(state));
+    ++handed_;
+  }
+  wake_.notify_all();
+}
+
+void RunRecorder::flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t target = handed_;
+  ++flushing_;
+  wake_.notify_all();
+  written_.wait(lock, [&] { return written_count_ >= target || !error_.empty(); });
+  --flushing_;
+}
+
+void RunRecorder::finish(const RunResult& result) {
+  flush();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.empty()) return;
+  try {
+    store_->finish_run(run_, result);
+  } catch (const std::exception& e) {
+    error_ = e.what();
+  }
+}
+
+std::string RunRecorder::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void RunRecorder::writer_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    const bool pending = !steps_.empty() || !epochs_.empty() || !snapshots_.empty();
+    if (!pending) {
+      if (quit_) return;
+      wake_.wait(lock, [&] {
+        return quit_ || !steps_.empty() || !epochs_.empty() || !snapshots_.empty();
+      });
+      continue;
+    }
+    // Metrics before the snapshot that follows them, in one go.
+    std::vector<StepMetrics> steps;
+    std::vector<EpochMetrics> epochs;
+    std::optional<TrainingState> snapshot;
+    steps.swap(steps_);
+    epochs.swap(epochs_);
+    if (!snapshots_.empty()) {
+      snapshot = std::move(snapshots_.front());
+      snapshots_.pop_front();
+    }
+    const uint64_t count = steps.size() + epochs.size() + (snapshot ? 1 : 0);
+    const bool failed = !error_.empty();
+    lock.unlock();
+    std::string error;
+    if (!failed) {
+      try {
+        store_->add_steps(run_, steps);
+        store_->add_epochs(run_, epochs);
+        if (snapshot) store_->add_snapshot(run_, *snapshot);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    lock.lock();
+    if (!error.empty() && error_.empty()) error_ = error;
+    written_count_ += count;
+    written_.notify_all();
+    // Without a snapshot waiting, gather metrics for a while (one transaction per batch).
+    wake_.wait_for(lock, kWriteEvery,
+                   [&] { return quit_ || flushing_ > 0 || !snapshots_.empty(); });
+  }
+}
+
+}  // namespace nns::train

@@ -1,0 +1,598 @@
+#include "engine/train/run_store.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "engine/graph/project.h"
+#include "engine/serialize/serialize.h"
+
+namespace nns::train {
+namespace {
+
+namespace fs = std::filesystem;
+using graph::Json;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr const char* kDatabase = "runs.db";
+// The schema's version, in SQLite's user_version (a later one may migrate).
+constexpr int kSchemaVersion = 1;
+
+// One prepared statement; bind with 1-based indices, step, read with 0-based columns.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+      throw RunStoreError(std::string("run store: ") + sqlite3_errmsg(db) + " (in: " + sql + ")");
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  // NaN is stored as NULL (SQLite would anyway) and read back as NaN.
+  Statement& bind(int i, double v) {
+    if (std::isnan(v)) {
+      sqlite3_bind_null(stmt_, i);
+    } else {
+      sqlite3_bind_double(stmt_, i, v);
+    }
+    return *this;
+  }
+  Statement& bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw RunStoreError(std::string("run store: ") + sqlite3_errmsg(db_));
+  }
+  void run() {
+    while (step()) {
+    }
+    reset();
+  }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  int64_t integer(int c) const { return sqlite3_column_int64(stmt_, c); }
+  double real(int c) const {
+    return sqlite3_column_type(stmt_, c) == SQLITE_NULL ? kNaN : sqlite3_column_double(stmt_, c);
+  }
+  std::string text(int c) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, c));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, c))) : std::string();
+  }
+  sqlite3_stmt* get() const { return stmt_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back if the scope ends by an exception.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {
+    exec("BEGIN IMMEDIATE");
+  }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    exec("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  void exec(const char* sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string message = error ? error : "unknown error";
+      sqlite3_free(error);
+      throw RunStoreError("run store: " + message);
+    }
+  }
+  sqlite3* db_;
+  bool done_ = false;
+};
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// Node positions are where the canvas draws, not what the model is.
+void drop_positions(Json& json) {
+  if (json.is_object()) {
+    if (json.contains("id") && json.contains("type")) {
+      json.erase("x");
+      json.erase("y");
+    }
+    for (auto& [key, value] : json.items()) drop_positions(value);
+  } else if (json.is_array()) {
+    for (Json& value : json) drop_positions(value);
+  }
+}
+
+// Every leaf as "a.b.c" -> its JSON text.
+void flatten(const Json& json, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (json.is_object() && !json.empty()) {
+    for (auto it = json.begin(); it != json.end(); ++it) {
+      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    }
+  } else {
+    out[prefix] = json.dump();
+  }
+}
+
+std::string relative_snapshot_path(int64_t run, int64_t step, const char* extension) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "run-%lld/step-%09lld%s", static_cast<long long>(run),
+                static_cast<long long>(step), extension);
+  return buf;
+}
+
+int64_t file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(size);
+}
+
+}  // namespace
+
+std::string run_settings(const graph::Project& project) {
+  const Json json = Json::parse(graph::project_to_json(project));
+  Json settings = Json::object();
+  settings["dataset"] = json.value("dataset", Json::object());
+  settings["training"] = json.value("training", Json::object());
+  return settings.dump();
+}
+
+std::string architecture_hash(const graph::Project& project) {
+  Json json = Json::parse(graph::project_to_json(project));
+  Json model = Json::object();
+  model["name"] = json.value("name", Json());
+  model["graph"] = json.value("graph", Json());
+  model["blocks"] = json.value("blocks", Json());
+  drop_positions(model);
+  // FNV-1a, 64 bits: a label that tells architectures apart, not a security measure.
+  uint64_t h = 14695981039346656037ULL;
+  for (const unsigned char c : model.dump()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string describe_changes(const RunInfo& from, const RunInfo& to) {
+  std::map<std::string, std::string> a, b;
+  try {
+    flatten(Json::parse(from.settings), "", a);
+    flatten(Json::parse(to.settings), "", b);
+  } catch (const std::exception&) {
+    // Settings that are not JSON (a store written by hand) compare as unknown.
+  }
+  std::vector<std::string> parts;
+  auto name = [](const std::string& key) {
+    return key.rfind("training.", 0) == 0 ? key.substr(9) : key;
+  };
+  // How long a run goes is not how it trains.
+  a.erase("training.epochs");
+  b.erase("training.epochs");
+  for (const auto& [key, value] : b) {
+    const auto it = a.find(key);
+    if (it == a.end()) {
+      parts.push_back(name(key) + " " + value);
+    } else if (it->second != value) {
+      parts.push_back(name(key) + " " + it->second + " -> " + value);
+    }
+  }
+  for (const auto& [key, value] : a) {
+    if (!b.count(key)) parts.push_back(name(key) + " removed");
+  }
+  if (from.architecture != to.architecture) parts.push_back("architecture");
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+std::string RunStore::folder_for(const std::string& project_path) {
+  fs::path p(project_path);
+  const fs::path stem = p.stem();
+  return (p.parent_path() / (stem.string() + ".runs")).string();
+}
+
+RunStore::RunStore(const std::string& folder) : folder_(folder) {
+  std::error_code ec;
+  fs::create_directories(folder_, ec);
+  if (ec) {
+    throw RunStoreError("run store '" + folder_ + "': cannot make the folder: " + ec.message());
+  }
+  const std::string db_path = (fs::path(folder_) / kDatabase).string();
+  if (sqlite3_open_v2(db_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw RunStoreError("run store '" + db_path + "' cannot be opened: " + message);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  try {
+    // A file that is not a database fails here ("file is not a database").
+    Statement check(db_, "PRAGMA quick_check");
+    std::string verdict;
+    while (check.step()) verdict += (verdict.empty() ? "" : "; ") + check.text(0);
+    if (verdict != "ok") throw RunStoreError(verdict);
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=NORMAL");
+    Statement version(db_, "PRAGMA user_version");
+    version.step();
+    const int64_t found = version.integer(0);
+    if (found > kSchemaVersion) {
+      throw RunStoreError("it was written by a newer NN Studio (schema " + std::to_string(found) +
+                          ", this one reads " + std::to_string(kSchemaVersion) + ")");
+    }
+    exec(R"(
+      CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS runs(
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL DEFAULT '',
+        started TEXT NOT NULL,
+        parent INTEGER NOT NULL DEFAULT 0,
+        parent_step INTEGER NOT NULL DEFAULT 0,
+        settings TEXT NOT NULL,
+        architecture TEXT NOT NULL,
+        project TEXT NOT NULL,
+        changes TEXT NOT NULL DEFAULT '',
+        steps INTEGER NOT NULL DEFAULT 0,
+        finished INTEGER NOT NULL DEFAULT 0,
+        train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL);
+      CREATE TABLE IF NOT EXISTS step_metrics(
+        run INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL,
+        loss REAL, smoothed_loss REAL, accuracy REAL, lr REAL,
+        PRIMARY KEY(run, step)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS epoch_metrics(
+        run INTEGER NOT NULL, epoch INTEGER NOT NULL, step INTEGER NOT NULL,
+        train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL,
+        test_sequence_accuracy REAL, seconds REAL, steps_per_second REAL,
+        PRIMARY KEY(run, epoch)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS snapshots(
+        run INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL,
+        weights TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
+        PRIMARY KEY(run, step)) WITHOUT ROWID;
+    )");
+    exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+  } catch (const Error& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw RunStoreError("run store '" + db_path + "' is damaged or not a run store: " + e.what() +
+                        "; the project is unaffected: move the folder '" + folder_ +
+                        "' aside to start a new one");
+  }
+}
+
+RunStore::~RunStore() { sqlite3_close(db_); }
+
+void RunStore::exec(const std::string& sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw RunStoreError("run store: " + message);
+  }
+}
+
+std::string RunStore::path_in_store(const std::string& relative) const {
+  return (fs::path(folder_) / relative).string();
+}
+
+int64_t RunStore::budget() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_, "SELECT value FROM meta WHERE key = 'budget_bytes'");
+  if (!s.step()) return kDefaultBudgetBytes;
+  try {
+    return std::stoll(s.text(0));
+  } catch (const std::exception&) {
+    return kDefaultBudgetBytes;
+  }
+}
+
+void RunStore::set_budget(int64_t bytes) {
+  if (bytes < 0) throw ValueError("run store: the budget must not be negative");
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES('budget_bytes', ?)")
+      .bind(1, std::to_string(bytes))
+      .run();
+  thin_to_budget();
+}
+
+int64_t RunStore::snapshot_bytes() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_, "SELECT COALESCE(SUM(bytes), 0) FROM snapshots");
+  s.step();
+  return s.integer(0);
+}
+
+int64_t RunStore::begin_run(const RunInfo& info) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_,
+              "INSERT INTO runs(name, started, parent, parent_step, settings, architecture, "
+              "project, changes, steps) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  s.bind(1, info.name)
+      .bind(2, info.started.empty() ? utc_now() : info.started)
+      .bind(3, info.parent)
+      .bind(4, info.parent_step)
+      .bind(5, info.settings)
+      .bind(6, info.architecture)
+      .bind(7, info.project)
+      .bind(8, info.changes)
+      .bind(9, info.parent_step)
+      .run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void RunStore::add_steps(int64_t run, const std::vector<StepMetrics>& steps) {
+  if (steps.empty()) return;
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Transaction t(db_);
+  Statement s(db_,
+              "INSERT OR REPLACE INTO step_metrics(run, step, epoch, loss, smoothed_loss, "
+              "accuracy, lr) VALUES(?, ?, ?, ?, ?, ?, ?)");
+  int64_t last = 0;
+  for (const StepMetrics& m : steps) {
+    s.bind(1, run).bind(2, m.step).bind(3, m.epoch).bind(4, m.loss).bind(5, m.smoothed_loss);
+    s.bind(6, m.accuracy).bind(7, m.lr).run();
+    last = std::max(last, m.step);
+  }
+  Statement(db_, "UPDATE runs SET steps = MAX(steps, ?) WHERE id = ?").bind(1, last).bind(2, run).run();
+  t.commit();
+}
+
+void RunStore::add_epochs(int64_t run, const std::vector<EpochMetrics>& epochs) {
+  if (epochs.empty()) return;
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Transaction t(db_);
+  Statement s(db_,
+              "INSERT OR REPLACE INTO epoch_metrics(run, epoch, step, train_loss, "
+              "train_accuracy, test_loss, test_accuracy, test_sequence_accuracy, seconds, "
+              "steps_per_second) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const EpochMetrics& e : epochs) {
+    s.bind(1, run).bind(2, e.epoch).bind(3, e.step).bind(4, e.train_loss);
+    s.bind(5, e.train_accuracy).bind(6, e.test_loss).bind(7, e.test_accuracy);
+    s.bind(8, e.test_sequence_accuracy).bind(9, e.seconds).bind(10, e.steps_per_second).run();
+  }
+  t.commit();
+}
+
+void RunStore::add_snapshot(int64_t run, const TrainingState& state) {
+  const std::string weights = relative_snapshot_path(run, state.step, ".safetensors");
+  const std::string rest = relative_snapshot_path(run, state.step, ".pt");
+  std::error_code ec;
+  fs::create_directories(fs::path(path_in_store(weights)).parent_path(), ec);
+  if (ec) throw RunStoreError("run store: cannot make the folder for " + weights + ": " + ec.message());
+  // The files first (each atomically), outside the lock: a reader is never kept waiting for a
+  // write, and a row only ever names complete files.
+  save_snapshot(state, path_in_store(weights), path_in_store(rest));
+  const int64_t bytes = file_bytes(path_in_store(weights)) + file_bytes(path_in_store(rest));
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement(db_,
+            "INSERT OR REPLACE INTO snapshots(run, step, epoch, weights, state, bytes) "
+            "VALUES(?, ?, ?, ?, ?, ?)")
+      .bind(1, run)
+      .bind(2, state.step)
+      .bind(3, state.epoch)
+      .bind(4, weights)
+      .bind(5, rest)
+      .bind(6, bytes)
+      .run();
+  thin_to_budget();
+}
+
+void RunStore::thin_to_budget() {
+  const int64_t limit = budget();
+  int64_t total = snapshot_bytes();
+  while (total > limit) {
+    // The oldest run with an intermediate snapshot; in it, the snapshot whose neighbours are
+    // closest together (what is lost is the least of the run's coverage), the earliest of
+    // equals.
+    Statement runs(db_, "SELECT DISTINCT run FROM snapshots ORDER BY run");
+    std::optional<SnapshotInfo> victim;
+    while (!victim && runs.step()) {
+      const std::vector<SnapshotInfo> list = snapshots(runs.integer(0));
+      int64_t best_gap = std::numeric_limits<int64_t>::max();
+      for (size_t i = 1; i + 1 < list.size(); ++i) {
+        const int64_t gap = list[i + 1].step - list[i - 1].step;
+        if (gap < best_gap) {
+          best_gap = gap;
+          victim = list[i];
+        }
+      }
+    }
+    if (!victim) return;  // only firsts and lasts left: those are kept over the budget
+    Statement(db_, "DELETE FROM snapshots WHERE run = ? AND step = ?")
+        .bind(1, victim->run)
+        .bind(2, victim->step)
+        .run();
+    std::error_code ec;
+    fs::remove(victim->weights_path, ec);
+    fs::remove(victim->state_path, ec);
+    total -= victim->bytes;
+  }
+}
+
+void RunStore::finish_run(int64_t run, const RunResult& r) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement(db_,
+            "UPDATE runs SET steps = ?, finished = 1, train_loss = ?, train_accuracy = ?, "
+            "test_loss = ?, test_accuracy = ? WHERE id = ?")
+      .bind(1, r.steps)
+      .bind(2, r.train_loss)
+      .bind(3, r.train_accuracy)
+      .bind(4, r.test_loss)
+      .bind(5, r.test_accuracy)
+      .bind(6, run)
+      .run();
+}
+
+void RunStore::rename_run(int64_t run, const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement(db_, "UPDATE runs SET name = ? WHERE id = ?").bind(1, name).bind(2, run).run();
+}
+
+void RunStore::delete_run(int64_t id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const std::optional<RunInfo> info = run(id);
+  if (!info) throw RunStoreError("run store: there is no run " + std::to_string(id));
+  {
+    Transaction t(db_);
+    Statement(db_, "UPDATE runs SET parent = ? WHERE parent = ?").bind(1, info->parent).bind(2, id).run();
+    for (const char* table : {"step_metrics", "epoch_metrics", "snapshots"}) {
+      Statement(db_, std::string("DELETE FROM ") + table + " WHERE run = ?").bind(1, id).run();
+    }
+    Statement(db_, "DELETE FROM runs WHERE id = ?").bind(1, id).run();
+    t.commit();
+  }
+  std::error_code ec;
+  fs::remove_all(fs::path(folder_) / ("run-" + std::to_string(id)), ec);
+}
+
+RunInfo RunStore::read_run(void* statement) const {
+  const Statement& s = *static_cast<const Statement*>(statement);
+  RunInfo r;
+  r.id = s.integer(0);
+  r.name = s.text(1);
+  r.started = s.text(2);
+  r.parent = s.integer(3);
+  r.parent_step = s.integer(4);
+  r.settings = s.text(5);
+  r.architecture = s.text(6);
+  r.project = s.text(7);
+  r.changes = s.text(8);
+  r.first_step = r.parent_step;
+  r.steps = s.integer(9);
+  r.finished = s.integer(10) != 0;
+  r.train_loss = s.real(11);
+  r.train_accuracy = s.real(12);
+  r.test_loss = s.real(13);
+  r.test_accuracy = s.real(14);
+  return r;
+}
+
+namespace {
+constexpr const char* kRunColumns =
+    "SELECT id, name, started, parent, parent_step, settings, architecture, project, changes, "
+    "steps, finished, train_loss, train_accuracy, test_loss, test_accuracy FROM runs";
+}  // namespace
+
+std::vector<RunInfo> RunStore::runs() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_, std::string(kRunColumns) + " ORDER BY id");
+  std::vector<RunInfo> out;
+  while (s.step()) out.push_back(read_run(&s));
+  return out;
+}
+
+std::optional<RunInfo> RunStore::run(int64_t id) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_, std::string(kRunColumns) + " WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_run(&s);
+}
+
+std::vector<StepMetrics> RunStore::steps(int64_t run) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_,
+              "SELECT step, epoch, loss, smoothed_loss, accuracy, lr FROM step_metrics "
+              "WHERE run = ? ORDER BY step");
+  s.bind(1, run);
+  std::vector<StepMetrics> out;
+  while (s.step()) {
+    StepMetrics m;
+    m.step = s.integer(0);
+    m.epoch = s.integer(1);
+    m.loss = s.real(2);
+    m.smoothed_loss = s.real(3);
+    m.accuracy = s.real(4);
+    m.lr = s.real(5);
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::vector<EpochMetrics> RunStore::epochs(int64_t run) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_,
+              "SELECT epoch, step, train_loss, train_accuracy, test_loss, test_accuracy, "
+              "test_sequence_accuracy, seconds, steps_per_second FROM epoch_metrics "
+              "WHERE run = ? ORDER BY epoch");
+  s.bind(1, run);
+  std::vector<EpochMetrics> out;
+  while (s.step()) {
+    EpochMetrics e;
+    e.epoch = s.integer(0);
+    e.step = s.integer(1);
+    e.train_loss = s.real(2);
+    e.train_accuracy = s.real(3);
+    e.test_loss = s.real(4);
+    e.test_accuracy = s.real(5);
+    e.test_sequence_accuracy = s.real(6);
+    e.seconds = s.real(7);
+    e.steps_per_second = s.real(8);
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<SnapshotInfo> RunStore::snapshots(int64_t run) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_,
+              "SELECT step, epoch, weights, state, bytes FROM snapshots WHERE run = ? "
+              "ORDER BY step");
+  s.bind(1, run);
+  std::vector<SnapshotInfo> out;
+  while (s.step()) {
+    out.push_back({run, s.integer(0), s.integer(1), s.integer(4), path_in_store(s.text(2)),
+                   path_in_store(s.text(3))});
+  }
+  return out;
+}
+
+std::optional<SnapshotInfo> RunStore::snapshot_at(int64_t run, int64_t step) const {
+  std::optional<SnapshotInfo> best;
+  for (const SnapshotInfo& s : snapshots(run)) {
+    if (s.step <= step) best = s;
+  }
+  return best;
+}
+
+TrainingState RunStore::load(const SnapshotInfo& snapshot) const {
+  return load_snapshot(snapshot.weights_path, snapshot.state_path);
+}
+
+nn::StateDict RunStore::load_weights(const SnapshotInfo& snapshot) const {
+  return serialize::load_state_dict_file(snapshot.weights_path);
+}
+
+}  // namespace nns::train
