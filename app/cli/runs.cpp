@@ -52,7 +52,9 @@ std::string number(double v, const char* format) {
   return buf;
 }
 
-std::string percent(double v) { return std::isnan(v) ? "-" : number(100 * v, "%.1f%%"); }
+std::string percent(double v) {
+  return std::isnan(v) ? "-" : number(100 * v, "%.1f%%");
+}
 
 void list_runs(const train::RunStore& store) {
   const std::vector<train::RunInfo> runs = store.runs();
@@ -98,7 +100,8 @@ int run_runs(const Options& o) {
     if (o.has("export") || o.has("delete")) {
       throw train::RunStoreError("no runs are recorded beside " + path + " (no " + folder + ")");
     }
-    std::printf("no runs recorded beside %s yet ('nnstudio-cli train' records one)\n", path.c_str());
+    std::printf("no runs recorded beside %s yet ('nnstudio-cli train' records one)\n",
+                path.c_str());
     return 0;
   }
   train::RunStore store(folder);
@@ -137,8 +140,9 @@ Command runs_command() {
                "write the weights of run RUN's snapshot nearest at or before STEP (with --out)"},
               {"out", "FILE", "",
                "where --export writes: .safetensors the weights, .pt the whole training state"},
-              {"delete", "RUN", "", "delete a run, its metrics and snapshots (branches of it "
-                                    "become branches of its parent)"},
+              {"delete", "RUN", "",
+               "delete a run, its metrics and snapshots (branches of it "
+               "become branches of its parent)"},
           },
           run_runs};
 }

@@ -69,7 +69,9 @@ std::vector<int64_t> int_list_from(const PyValue* value) {
   return out;
 }
 
-int64_t int_or(const PyValue* value, int64_t fallback) { return value ? value->as_int() : fallback; }
+int64_t int_or(const PyValue* value, int64_t fallback) {
+  return value ? value->as_int() : fallback;
+}
 double float_or(const PyValue* value, double fallback) {
   return value ? value->as_float() : fallback;
 }
@@ -121,7 +123,8 @@ TrainingState from_checkpoint(serialize::Checkpoint ckpt, const std::string& whe
       s.has_seed = true;
     }
     if (const PyValue* g = own->find("generator")) s.generator = g->as_bytes();
-    if (const PyValue* sched = own->find("scheduler")) s.scheduler = scheduler_from_py(*sched, where);
+    if (const PyValue* sched = own->find("scheduler"))
+      s.scheduler = scheduler_from_py(*sched, where);
     if (const PyValue* sums = own->find("epoch_sums")) {
       s.epoch_loss_sum = float_or(sums->find("loss_sum"), 0);
       s.epoch_samples = int_or(sums->find("samples"), 0);

@@ -17,7 +17,16 @@ bool log_spaced(int64_t step) {
   if (step < 10) return step != 7 && step != 9;
   while (step >= 100 && step % 10 == 0) step /= 10;
   switch (step) {
-    case 10: case 12: case 15: case 20: case 25: case 30: case 40: case 50: case 60: case 80:
+    case 10:
+    case 12:
+    case 15:
+    case 20:
+    case 25:
+    case 30:
+    case 40:
+    case 50:
+    case 60:
+    case 80:
       return true;
     default:
       return false;
@@ -44,9 +53,8 @@ RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>
   return info;
 }
 
-BranchStart branch_start(const RunStore& store, const RunInfo& parent,
-                         const SnapshotInfo& snapshot, const graph::Project& project,
-                         nn::Module& model) {
+BranchStart branch_start(const RunStore& store, const RunInfo& parent, const SnapshotInfo& snapshot,
+                         const graph::Project& project, nn::Module& model) {
   BranchStart out;
   out.state = store.load(snapshot);
   TrainingState& s = out.state;
@@ -76,7 +84,8 @@ BranchStart branch_start(const RunStore& store, const RunInfo& parent,
     notes.push_back("another optimizer: it starts fresh");
   }
   if (t0.value("scheduler", "") != t1.value("scheduler", "") ||
-      t0.value("scheduler_options", graph::Json()) != t1.value("scheduler_options", graph::Json())) {
+      t0.value("scheduler_options", graph::Json()) !=
+          t1.value("scheduler_options", graph::Json())) {
     if (s.scheduler) notes.push_back("another scheduler: it starts fresh");
     s.scheduler.reset();
   }
@@ -90,8 +99,10 @@ BranchStart branch_start(const RunStore& store, const RunInfo& parent,
     s.epoch_accuracy = Accuracy();
     notes.push_back("other data: the branch starts at epoch " + std::to_string(s.epoch + 1));
   }
-  const graph::Json lr0 = t0.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
-  const graph::Json lr1 = t1.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
+  const graph::Json lr0 =
+      t0.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
+  const graph::Json lr1 =
+      t1.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
   if (lr1.is_number() && lr0 != lr1) out.lr = lr1.get<double>();
   for (const std::string& n : notes) out.note += (out.note.empty() ? "" : "; ") + n;
   return out;
@@ -141,15 +152,18 @@ void RunRecorder::flush() {
   --flushing_;
 }
 
-void RunRecorder::finish(const RunResult& result) {
-  flush();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!error_.empty()) return;
-  try {
-    store_->finish_run(run_, result);
-  } catch (const std::exception& e) {
-    error_ = e.what();
+void RunRecorder::set_result(const RunResult& result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!result_) ++handed_;  // a newer result replaces one not written yet
+    result_ = result;
   }
+  wake_.notify_all();
+}
+
+void RunRecorder::finish(const RunResult& result) {
+  set_result(result);
+  flush();
 }
 
 std::string RunRecorder::error() const {
@@ -160,11 +174,13 @@ std::string RunRecorder::error() const {
 void RunRecorder::writer_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    const bool pending = !steps_.empty() || !epochs_.empty() || !snapshots_.empty();
+    const bool pending =
+        !steps_.empty() || !epochs_.empty() || !snapshots_.empty() || result_.has_value();
     if (!pending) {
       if (quit_) return;
       wake_.wait(lock, [&] {
-        return quit_ || !steps_.empty() || !epochs_.empty() || !snapshots_.empty();
+        return quit_ || !steps_.empty() || !epochs_.empty() || !snapshots_.empty() ||
+               result_.has_value();
       });
       continue;
     }
@@ -178,7 +194,10 @@ void RunRecorder::writer_loop() {
       snapshot = std::move(snapshots_.front());
       snapshots_.pop_front();
     }
-    const uint64_t count = steps.size() + epochs.size() + (snapshot ? 1 : 0);
+    // The figures go after the last snapshot handed over before them.
+    std::optional<RunResult> result;
+    if (snapshots_.empty()) result.swap(result_);
+    const uint64_t count = steps.size() + epochs.size() + (snapshot ? 1 : 0) + (result ? 1 : 0);
     const bool failed = !error_.empty();
     lock.unlock();
     std::string error;
@@ -187,6 +206,7 @@ void RunRecorder::writer_loop() {
         store_->add_steps(run_, steps);
         store_->add_epochs(run_, epochs);
         if (snapshot) store_->add_snapshot(run_, *snapshot);
+        if (result) store_->finish_run(run_, *result);
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -196,8 +216,9 @@ void RunRecorder::writer_loop() {
     written_count_ += count;
     written_.notify_all();
     // Without a snapshot waiting, gather metrics for a while (one transaction per batch).
-    wake_.wait_for(lock, kWriteEvery,
-                   [&] { return quit_ || flushing_ > 0 || !snapshots_.empty(); });
+    wake_.wait_for(lock, kWriteEvery, [&] {
+      return quit_ || flushing_ > 0 || !snapshots_.empty() || result_.has_value();
+    });
   }
 }
 

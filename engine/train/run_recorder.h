@@ -54,9 +54,8 @@ struct BranchStart {
   std::optional<double> lr;
   std::string note;  // what did not carry over, for the user ("" when everything did)
 };
-BranchStart branch_start(const RunStore& store, const RunInfo& parent,
-                         const SnapshotInfo& snapshot, const graph::Project& project,
-                         nn::Module& model);
+BranchStart branch_start(const RunStore& store, const RunInfo& parent, const SnapshotInfo& snapshot,
+                         const graph::Project& project, nn::Module& model);
 
 class RunRecorder : public SessionObserver {
  public:
@@ -75,7 +74,10 @@ class RunRecorder : public SessionObserver {
 
   // Waits until everything handed over so far is in the store.
   void flush();
-  // flush(), then the run's final figures.
+  // The run's figures as they are now (the run marked ended), written after what was handed
+  // over before; returns at once.
+  void set_result(const RunResult& result);
+  // set_result(), then flush().
   void finish(const RunResult& result);
   // The first write that failed ("" none); nothing more is recorded after it.
   std::string error() const;
@@ -93,7 +95,8 @@ class RunRecorder : public SessionObserver {
   std::vector<StepMetrics> steps_;
   std::vector<EpochMetrics> epochs_;
   std::deque<TrainingState> snapshots_;
-  uint64_t handed_ = 0;   // items handed over
+  std::optional<RunResult> result_;
+  uint64_t handed_ = 0;  // items handed over
   uint64_t written_count_ = 0;
   int flushing_ = 0;  // flush() calls waiting: the writer writes at once
   bool quit_ = false;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -87,9 +88,7 @@ class Statement {
 // BEGIN IMMEDIATE ... COMMIT, rolled back if the scope ends by an exception.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) {
-    exec("BEGIN IMMEDIATE");
-  }
+  explicit Transaction(sqlite3* db) : db_(db) { exec("BEGIN IMMEDIATE"); }
   ~Transaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
@@ -219,8 +218,10 @@ std::string describe_changes(const RunInfo& from, const RunInfo& to) {
 
 std::string RunStore::folder_for(const std::string& project_path) {
   fs::path p(project_path);
-  const fs::path stem = p.stem();
-  return (p.parent_path() / (stem.string() + ".runs")).string();
+  const std::string name = p.stem().string() + ".runs";
+  const char* elsewhere = std::getenv("NNSTUDIO_RUNS_DIR");
+  if (elsewhere && *elsewhere) return (fs::path(elsewhere) / name).string();
+  return (p.parent_path() / name).string();
 }
 
 RunStore::RunStore(const std::string& folder) : folder_(folder) {
@@ -230,8 +231,8 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
     throw RunStoreError("run store '" + folder_ + "': cannot make the folder: " + ec.message());
   }
   const std::string db_path = (fs::path(folder_) / kDatabase).string();
-  if (sqlite3_open_v2(db_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                      nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(db_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
     const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
@@ -292,7 +293,9 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
   }
 }
 
-RunStore::~RunStore() { sqlite3_close(db_); }
+RunStore::~RunStore() {
+  sqlite3_close(db_);
+}
 
 void RunStore::exec(const std::string& sql) const {
   char* error = nullptr;
@@ -365,7 +368,10 @@ void RunStore::add_steps(int64_t run, const std::vector<StepMetrics>& steps) {
     s.bind(6, m.accuracy).bind(7, m.lr).run();
     last = std::max(last, m.step);
   }
-  Statement(db_, "UPDATE runs SET steps = MAX(steps, ?) WHERE id = ?").bind(1, last).bind(2, run).run();
+  Statement(db_, "UPDATE runs SET steps = MAX(steps, ?) WHERE id = ?")
+      .bind(1, last)
+      .bind(2, run)
+      .run();
   t.commit();
 }
 
@@ -390,7 +396,8 @@ void RunStore::add_snapshot(int64_t run, const TrainingState& state) {
   const std::string rest = relative_snapshot_path(run, state.step, ".pt");
   std::error_code ec;
   fs::create_directories(fs::path(path_in_store(weights)).parent_path(), ec);
-  if (ec) throw RunStoreError("run store: cannot make the folder for " + weights + ": " + ec.message());
+  if (ec)
+    throw RunStoreError("run store: cannot make the folder for " + weights + ": " + ec.message());
   // The files first (each atomically), outside the lock: a reader is never kept waiting for a
   // write, and a row only ever names complete files.
   save_snapshot(state, path_in_store(weights), path_in_store(rest));
@@ -466,7 +473,10 @@ void RunStore::delete_run(int64_t id) {
   if (!info) throw RunStoreError("run store: there is no run " + std::to_string(id));
   {
     Transaction t(db_);
-    Statement(db_, "UPDATE runs SET parent = ? WHERE parent = ?").bind(1, info->parent).bind(2, id).run();
+    Statement(db_, "UPDATE runs SET parent = ? WHERE parent = ?")
+        .bind(1, info->parent)
+        .bind(2, id)
+        .run();
     for (const char* table : {"step_metrics", "epoch_metrics", "snapshots"}) {
       Statement(db_, std::string("DELETE FROM ") + table + " WHERE run = ?").bind(1, id).run();
     }

@@ -50,17 +50,17 @@ class RunStoreError : public Error {
 
 struct RunInfo {
   int64_t id = 0;
-  std::string name;            // "" until the user names it
-  std::string started;         // UTC, "2026-11-25 17:46:22"
-  int64_t parent = 0;          // 0: none
-  int64_t parent_step = 0;     // the parent's snapshot step it started from
-  std::string settings;        // run_settings(): JSON
-  std::string architecture;    // architecture_hash()
-  std::string project;         // the whole project file's JSON as it was at the start
-  std::string changes;         // what changed from the parent ("lr 0.1 -> 0.01"); "" for none
-  int64_t first_step = 0;      // the step it started from (the parent_step, or 0)
-  int64_t steps = 0;           // the last step recorded
-  bool finished = false;       // false: still going, or the process was killed
+  std::string name;          // "" until the user names it
+  std::string started;       // UTC, "2026-11-25 17:46:22"
+  int64_t parent = 0;        // 0: none
+  int64_t parent_step = 0;   // the parent's snapshot step it started from
+  std::string settings;      // run_settings(): JSON
+  std::string architecture;  // architecture_hash()
+  std::string project;       // the whole project file's JSON as it was at the start
+  std::string changes;       // what changed from the parent ("lr 0.1 -> 0.01"); "" for none
+  int64_t first_step = 0;    // the step it started from (the parent_step, or 0)
+  int64_t steps = 0;         // the last step recorded
+  bool finished = false;     // false: still going, or the process was killed
   double train_loss = std::numeric_limits<double>::quiet_NaN();
   double train_accuracy = std::numeric_limits<double>::quiet_NaN();
   double test_loss = std::numeric_limits<double>::quiet_NaN();
@@ -71,8 +71,8 @@ struct SnapshotInfo {
   int64_t run = 0;
   int64_t step = 0;
   int64_t epoch = 0;
-  int64_t bytes = 0;          // both files
-  std::string weights_path;   // absolute
+  int64_t bytes = 0;         // both files
+  std::string weights_path;  // absolute
   std::string state_path;
 };
 
@@ -97,7 +97,9 @@ class RunStore {
  public:
   static constexpr int64_t kDefaultBudgetBytes = 200LL * 1024 * 1024;
 
-  // "<dir>/<stem>.runs" for "<dir>/<stem>.nns".
+  // "<dir>/<stem>.runs" for "<dir>/<stem>.nns"; with the environment variable
+  // NNSTUDIO_RUNS_DIR set, "$NNSTUDIO_RUNS_DIR/<stem>.runs" instead (projects on read-only
+  // media; the test suite keeps the source tree clean with it).
   static std::string folder_for(const std::string& project_path);
   // Opens the store in `folder`, making it if it is not there (RunStoreError when it cannot,
   // or the database is damaged).

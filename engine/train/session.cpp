@@ -699,12 +699,21 @@ TrainingState TrainingSession::training_state() const {
   return s;
 }
 
-void TrainingSession::apply_restore(const TrainingState& s) {
-  // Everything is checked before anything changes.
+void TrainingSession::check_restorable(const TrainingState& s) const {
   const serialize::LoadReport report = serialize::compare_state_dict(*model_, s.model);
   if (!report.loadable(/*strict=*/true)) {
     throw ValueError("the saved weights do not fit this model: " + report.str());
   }
+  if (s.optimizer) parts_.make_optimizer(model_->parameters())->load_state_dict(*s.optimizer);
+  if (!s.generator.empty()) {
+    Generator probe;
+    probe.set_state(s.generator);
+  }
+}
+
+void TrainingSession::apply_restore(const TrainingState& s) {
+  // Everything is checked before anything changes.
+  check_restorable(s);
   std::unique_ptr<optim::Optimizer> optimizer = parts_.make_optimizer(model_->parameters());
   if (s.optimizer) optimizer->load_state_dict(*s.optimizer);
   std::unique_ptr<optim::LRScheduler> scheduler;
@@ -713,10 +722,6 @@ void TrainingSession::apply_restore(const TrainingState& s) {
     if (s.scheduler) scheduler->load_state_dict(*s.scheduler);
     // Making the scheduler set the rates from its own start: the saved ones go back.
     if (s.optimizer) optimizer->load_state_dict(*s.optimizer);
-  }
-  if (!s.generator.empty()) {
-    Generator probe;
-    probe.set_state(s.generator);  // throws on a bad state, before anything changed
   }
   {
     NoGradGuard no_grad;

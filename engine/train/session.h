@@ -262,6 +262,9 @@ class TrainingSession {
   optim::Optimizer& optimizer() { return *optimizer_; }
   // The whole state (checkpoint.h), for the same moments as model(): copies of every tensor.
   TrainingState training_state() const;
+  // Whether restore(state) would take it (weights and optimizer state fitting the model, a
+  // generator state that reads), for the same moments: ValueError saying what does not fit.
+  void check_restorable(const TrainingState& state) const;
   // Queued: continue counting from here (a resumed checkpoint): the next step is step + 1,
   // in epoch `epoch` + 1 from its first batch.
   void set_progress(int64_t step, int64_t epoch);

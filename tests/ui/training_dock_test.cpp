@@ -184,6 +184,7 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   controller->start();
   ASSERT_TRUE(waitFor([&] { return controller->status().step > 30; }));
   pauseAndSettle();
+  const int64_t trainedSteps = controller->session()->status().step;
   const std::vector<float> trained = stateOf(controller->session(), "fc1.weight");
   const std::vector<float> fc3Bias = stateOf(controller->session(), "fc3.bias");
   ASSERT_NE(trained, initial);
@@ -201,7 +202,9 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   ASSERT_TRUE(document->setNodeOptions(node("fc3"), {{"in_features", 32}, {"out_features", 3}}));
   train::TrainingSession* session = controller->session();  // made now, from the edited graph
   ASSERT_NE(session, nullptr) << controller->lastError().toStdString();
-  EXPECT_EQ(session->status().step, 0);
+  // It continues the run: its steps go on from the old session's last one (the curves too).
+  EXPECT_EQ(session->status().step, trainedSteps);
+  EXPECT_TRUE(controller->sessionContinues());
   EXPECT_EQ(stateOf(session, "first.weight"), trained);
   EXPECT_EQ(stateOf(session, "fc3.bias"), fc3Bias);  // its weight changed shape, its bias not
   EXPECT_EQ(session->model()->state_dict()["fc2.weight"].sizes(), (Shape{32, 64}));
@@ -214,6 +217,7 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   controller->reset();
   ASSERT_TRUE(waitFor([&] { return stateOf(controller->session(), "first.weight") != trained; }));
   EXPECT_EQ(controller->status().step, 0);
+  EXPECT_FALSE(controller->sessionContinues());
 }
 
 // Opening another project ends the run of the one before, and its weights stay with it.

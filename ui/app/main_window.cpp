@@ -50,6 +50,7 @@
 #include "ui/probes/probe_panel.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/decision_boundary_widget.h"
+#include "ui/training/runs_panel.h"
 #include "ui/training/training_controller.h"
 #include "ui/training/training_dock.h"
 
@@ -429,6 +430,8 @@ void MainWindow::createDocks() {
   dock(tr("Output"), "boundaryDock", boundary_, Qt::BottomDockWidgetArea);
   curves_ = new CurvesWidget(training_, this);
   dock(tr("Curves"), "curvesDock", curves_, Qt::BottomDockWidgetArea);
+  runsPanel_ = new RunsPanel(training_, curves_, this);
+  dock(tr("Runs"), "runsDock", runsPanel_, Qt::BottomDockWidgetArea);
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 
   // Probes: health and the NaN highlight on the canvas, the probe panel in the inspector.
@@ -456,6 +459,7 @@ void MainWindow::applyDefaultLayout() {
   QDockWidget* bottomDock = find("bottomDock");
   QDockWidget* boundaryDock = find("boundaryDock");
   QDockWidget* curvesDock = find("curvesDock");
+  QDockWidget* runsDock = find("runsDock");
   for (QDockWidget* d : docks_) {
     d->setFloating(false);
     d->show();
@@ -469,6 +473,9 @@ void MainWindow::applyDefaultLayout() {
   trainDock->raise();
   splitDockWidget(bottomDock, boundaryDock, Qt::Horizontal);
   splitDockWidget(boundaryDock, curvesDock, Qt::Horizontal);
+  // The runs beside the problems and the log: a tab away from the curves they draw into.
+  tabifyDockWidget(bottomDock, runsDock);
+  bottomDock->raise();
   // The canvas gets the room: side docks no wider than their controls need, a low bottom row
   // whose log is a narrow column (one problem is one row), the output picture near square.
   resizeDocks({trainDock, inspectorDock}, {290, 370}, Qt::Horizontal);

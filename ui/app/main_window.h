@@ -25,6 +25,7 @@ class PaletteWidget;
 class ProblemsWidget;
 class ProjectDocument;
 class CurvesWidget;
+class RunsPanel;
 class DecisionBoundaryWidget;
 class NodeHealthModel;
 class ProbePanel;
@@ -51,6 +52,7 @@ class MainWindow : public QMainWindow {
   NodeHealthModel* nodeHealth() const { return health_; }
   ProbePanel* probePanel() const { return probePanel_; }
   CurvesWidget* curves() const { return curves_; }
+  RunsPanel* runsPanel() const { return runsPanel_; }
   DecisionBoundaryWidget* boundary() const { return boundary_; }
   QPlainTextEdit* log() const { return log_; }
 
@@ -147,6 +149,7 @@ class MainWindow : public QMainWindow {
   NodeHealthModel* health_;
   ProbePanel* probePanel_;
   CurvesWidget* curves_;
+  RunsPanel* runsPanel_;
   DecisionBoundaryWidget* boundary_;
   QPlainTextEdit* log_;
   QUndoView* history_;

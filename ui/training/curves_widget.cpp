@@ -105,7 +105,57 @@ CurvesWidget::CurvesWidget(TrainingController* controller, QWidget* parent)
   connect(controller, &TrainingController::stepMetricsArrived, this, &CurvesWidget::addSteps);
   connect(controller, &TrainingController::epochMetricsArrived, this, &CurvesWidget::addEpochs);
   connect(controller, &TrainingController::evaluationArrived, this, &CurvesWidget::addEvaluation);
-  connect(controller, &TrainingController::sessionReset, this, &CurvesWidget::clear);
+  // A session that continues the one before it (an edit that kept the weights) draws on.
+  connect(controller, &TrainingController::sessionReset, this, [this, controller] {
+    if (!controller->sessionContinues()) clear();
+  });
+  cursor_ = new QCPItemStraightLine(plot_);
+  cursor_->setPen(QPen(palette().color(QPalette::WindowText), 1, Qt::DashLine));
+  cursor_->setVisible(false);
+}
+
+void CurvesWidget::setOverlays(const std::vector<RunCurves>& runs) {
+  for (QCPGraph* g : overlayGraphs_) plot_->removeGraph(g);
+  overlayGraphs_.clear();
+  // At most this many points a curve: a stored run may have many thousand steps.
+  constexpr size_t kMaxOverlayPoints = 2000;
+  for (const RunCurves& r : runs) {
+    QCPGraph* loss = addGraph(plot_, plot_->yAxis, tr("%1 loss").arg(r.label), r.colour, 1.5);
+    QPen dashed(r.colour, 1.5, Qt::DashLine);
+    QCPGraph* accuracy =
+        addGraph(plot_, plot_->yAxis2, tr("%1 test accuracy").arg(r.label), r.colour, 1.5);
+    accuracy->setPen(dashed);
+    const size_t every = std::max<size_t>(1, r.steps.size() / kMaxOverlayPoints);
+    QVector<double> keys, values;
+    for (size_t i = 0; i < r.steps.size(); i += every) {
+      keys.push_back(static_cast<double>(r.steps[i].step));
+      values.push_back(r.steps[i].smoothed_loss);
+    }
+    loss->setData(keys, values, /*alreadySorted=*/true);
+    keys.clear();
+    values.clear();
+    const size_t epochEvery = std::max<size_t>(1, r.epochs.size() / kMaxOverlayPoints);
+    for (size_t i = 0; i < r.epochs.size(); i += epochEvery) {
+      if (!std::isfinite(r.epochs[i].test_accuracy)) continue;
+      keys.push_back(static_cast<double>(r.epochs[i].step));
+      values.push_back(r.epochs[i].test_accuracy);
+    }
+    accuracy->setData(keys, values, /*alreadySorted=*/true);
+    if (keys.isEmpty()) accuracy->removeFromLegend();
+    overlayGraphs_.push_back(loss);
+    overlayGraphs_.push_back(accuracy);
+  }
+  requestReplot();
+}
+
+void CurvesWidget::setCursorStep(int64_t step) {
+  cursorStep_ = step;
+  cursor_->setVisible(step >= 0);
+  if (step >= 0) {
+    cursor_->point1->setCoords(static_cast<double>(step), 0);
+    cursor_->point2->setCoords(static_cast<double>(step), 1);
+  }
+  requestReplot();
 }
 
 int CurvesWidget::trainLossPoints() const {
@@ -238,6 +288,13 @@ void CurvesWidget::updateMarkers() {
 void CurvesWidget::rescale() {
   bool found = false;
   QCPRange steps = rawLoss_->data()->keyRange(found);
+  for (QCPGraph* g : overlayGraphs_) {
+    bool ok = false;
+    const QCPRange r = g->data()->keyRange(ok);
+    if (!ok) continue;
+    steps = found ? QCPRange(std::min(steps.lower, r.lower), std::max(steps.upper, r.upper)) : r;
+    found = true;
+  }
   bool foundTest = false;
   const QCPRange testSteps = testLoss_->data()->keyRange(foundTest);
   if (foundTest)
@@ -249,7 +306,9 @@ void CurvesWidget::rescale() {
       plot_->yAxis->scaleType() == QCPAxis::stLogarithmic ? QCP::sdPositive : QCP::sdBoth;
   QCPRange loss;
   bool any = false;
-  for (QCPGraph* g : {rawLoss_, smoothLoss_, testLoss_}) {
+  std::vector<QCPGraph*> lossGraphs{rawLoss_, smoothLoss_, testLoss_};
+  for (size_t i = 0; i < overlayGraphs_.size(); i += 2) lossGraphs.push_back(overlayGraphs_[i]);
+  for (QCPGraph* g : lossGraphs) {
     bool ok = false;
     const QCPRange r = g->data()->valueRange(ok, domain);
     if (!ok) continue;

@@ -14,6 +14,12 @@
 // second): past kMaxEpochPoints they keep only points at least a growing number of steps
 // apart. Markers are drawn while a curve has few points; on a dense curve they would only
 // overlap, and drawing thousands of them made a replot take longer than a frame.
+//
+// Other runs (the Runs panel's checked ones) are drawn beside the live curves, each in its
+// own colour: its smoothed train loss (solid) and its test accuracy (dashed), from the run
+// store. A vertical line marks the step the session was put at (the time slider).
+#include <QColor>
+#include <QString>
 #include <QWidget>
 #include <vector>
 
@@ -22,10 +28,20 @@
 class QCheckBox;
 class QCustomPlot;
 class QCPGraph;
+class QCPItemStraightLine;
 
 namespace nns::ui {
 
 class TrainingController;
+
+// A recorded run's curves, for drawing beside the live ones.
+struct RunCurves {
+  int64_t run = 0;
+  QColor colour;
+  QString label;  // "run 3"
+  std::vector<train::StepMetrics> steps;
+  std::vector<train::EpochMetrics> epochs;
+};
 
 class CurvesWidget : public QWidget {
   Q_OBJECT
@@ -49,6 +65,12 @@ class CurvesWidget : public QWidget {
 
   void clear();
   void setLogScale(bool on);
+  // Replaces the other runs drawn (none: an empty list).
+  void setOverlays(const std::vector<RunCurves>& runs);
+  int overlayCount() const { return static_cast<int>(overlayGraphs_.size() / 2); }
+  // The vertical line at `step` (negative: none).
+  void setCursorStep(int64_t step);
+  int64_t cursorStep() const { return cursorStep_; }
 
  private:
   void addSteps(const std::vector<train::StepMetrics>& metrics);
@@ -74,6 +96,9 @@ class CurvesWidget : public QWidget {
   int64_t lastTestStep_ = -1;  // the last test point's step
   int64_t lastTrainAccuracyStep_ = -1;
   int replots_ = 0;
+  std::vector<QCPGraph*> overlayGraphs_;  // two per run: loss, test accuracy
+  QCPItemStraightLine* cursor_ = nullptr;
+  int64_t cursorStep_ = -1;
 };
 
 }  // namespace nns::ui

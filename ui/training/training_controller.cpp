@@ -11,6 +11,7 @@
 #include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
+#include "engine/train/checkpoint.h"
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
 
@@ -84,17 +85,99 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   connect(document_, &ProjectDocument::projectReplaced, this, [this] {
     keepLearned_ = false;
     learned_ = false;
+    endRun();
+    branchFrom_.reset();
+    shown_.reset();
     // The old project's run ends with it; the next poll makes the new project's session.
     pause();
     stale_ = true;
   });
   connect(document_, &ProjectDocument::stateLoaded, this, &TrainingController::takeLoadedState);
+  connect(document_, &ProjectDocument::filePathChanged, this, &TrainingController::openRunStore);
+  openRunStore();
   timer_->setTimerType(Qt::PreciseTimer);
   connect(timer_, &QTimer::timeout, this, &TrainingController::poll);
   timer_->start(kPollMs);
 }
 
-TrainingController::~TrainingController() = default;
+TrainingController::~TrainingController() {
+  // The run's last state and figures go into the store before the window closes.
+  if (session_ && recorder_) {
+    session_->pause();
+    session_->snapshot();
+    session_->wait_idle(kIdleWait);
+  }
+  endRun();
+}
+
+void TrainingController::openRunStore() {
+  const QString path = document_->filePath();
+  const std::string folder =
+      path.isEmpty() ? std::string() : train::RunStore::folder_for(path.toStdString());
+  if (store_ && store_->folder() == folder) return;
+  endRun();
+  branchFrom_.reset();
+  shown_.reset();
+  store_.reset();
+  storeError_.clear();
+  if (!folder.empty()) {
+    try {
+      store_ = std::make_shared<train::RunStore>(folder);
+    } catch (const std::exception& e) {
+      storeError_ = qs(e.what());
+      emit message(tr("Runs are not recorded: %1").arg(storeError_));
+    }
+  }
+  emit runsChanged();
+}
+
+void TrainingController::beginRun() {
+  if (recorder_ || !store_ || !session_) return;
+  try {
+    std::optional<train::RunInfo> parent;
+    int64_t parentStep = 0;
+    if (branchFrom_) {
+      parent = store_->run(branchFrom_->first);
+      parentStep = branchFrom_->second;
+    }
+    const int64_t run =
+        store_->begin_run(train::new_run_info(document_->project(), parent, parentStep));
+    recorder_ = std::make_shared<train::RunRecorder>(store_, run, train::SnapshotSchedule{});
+    session_->set_observer(recorder_);
+    session_->snapshot();  // where it starts (a branch's parent has that one already)
+    emit message(parent ? tr("Recording run %1, a branch of run %2 at step %3")
+                              .arg(run)
+                              .arg(parent->id)
+                              .arg(parentStep)
+                        : tr("Recording run %1").arg(run));
+  } catch (const std::exception& e) {
+    emit message(tr("The run is not recorded: %1").arg(qs(e.what())));
+  }
+  branchFrom_.reset();
+  shown_.reset();
+  emit runsChanged();
+}
+
+void TrainingController::endRun() {
+  if (!recorder_) return;
+  train::RunResult result{status_.step};
+  if (status_.last_epoch) {
+    result.train_loss = status_.last_epoch->train_loss;
+    result.train_accuracy = status_.last_epoch->train_accuracy;
+  }
+  if (status_.last_evaluation) {
+    result.test_loss = status_.last_evaluation->loss;
+    result.test_accuracy = status_.last_evaluation->accuracy;
+  }
+  if (session_) session_->set_observer(nullptr);
+  recorder_->finish(result);
+  if (!recorder_->error().empty()) {
+    emit message(
+        tr("Recording run %1 stopped: %2").arg(recorder_->run()).arg(qs(recorder_->error())));
+  }
+  recorder_.reset();
+  emit runsChanged();
+}
 
 train::TrainingSession* TrainingController::session() {
   if (stale_ && !isRunning()) rebuild();
@@ -180,11 +263,23 @@ void TrainingController::rebuild() {
   nn::ModulePtr learned;
   graph::Graph learnedGraph;
   bool fromFile = false;
+  // The run the new session continues (its steps numbered on from the old one's).
+  std::optional<std::pair<int64_t, int64_t>> continued;
+  int64_t continuedStep = 0;
   if (keepLearned_ && session_ && built_) {
     const train::SessionStatus st = session_->status();
     if ((st.step > 0 || learned_) && st.state != train::RunState::Failed) {
       learned = session_->model();
       learnedGraph = built_->graph;
+      continuedStep = st.step;
+      if (recorder_) {
+        // The old session's last state is its run's last snapshot, the branch point.
+        session_->snapshot();
+        session_->wait_idle(kIdleWait);
+        continued = std::make_pair(recorder_->run(), st.step);
+      } else if (shown_) {
+        continued = shown_;
+      }
     }
   } else if (keepLearned_ && learned_) {
     // No session held them (the graph had problems when they were loaded): the document did.
@@ -194,6 +289,10 @@ void TrainingController::rebuild() {
   }
   keepLearned_ = true;
   learned_ = false;
+  endRun();
+  branchFrom_.reset();
+  shown_.reset();
+  continues_ = false;
   // The old worker stops (and joins) before the new one starts; its model is only read from
   // here on.
   session_.reset();
@@ -224,11 +323,19 @@ void TrainingController::rebuild() {
     built_ = std::move(built);
     if (auto* from = dynamic_cast<graph::GraphModule*>(learned.get())) {
       learned_ = carryLearned(*from, learnedGraph, /*quiet=*/fromFile);
+      if (learned_ && continuedStep > 0) {
+        // Drawn as the old run's continuation: the steps go on from its last one.
+        session_->set_progress(continuedStep, 0);
+        session_->wait_idle(kIdleWait);
+        continues_ = true;
+        branchFrom_ = continued;
+      }
     }
     applyFrozen();
     syncProbes();
   }
   status_ = session_ ? session_->status() : train::SessionStatus{};
+  wasRunning_ = false;
   epochsSent_ = 0;
   resetsSeen_ = status_.resets;
   evaluationSent_.reset();
@@ -375,8 +482,10 @@ void TrainingController::start() {
     emit message(tr("The run failed: reset it before training again"));
     return;
   }
+  beginRun();
   runRequested_ = true;
   session_->start();
+  emit runsChanged();
 }
 
 void TrainingController::pause() {
@@ -387,6 +496,7 @@ void TrainingController::pause() {
 void TrainingController::stepOnce() {
   if (!ensureTrainable()) return;
   if (isRunning()) return;
+  beginRun();
   session_->step(1);
 }
 
@@ -398,6 +508,10 @@ void TrainingController::reset() {
     return;
   }
   if (!session_) return;
+  endRun();
+  branchFrom_.reset();
+  shown_.reset();
+  continues_ = false;
   session_->reset();
   learned_ = false;
   // The optimizer is made again from the settings the session was made with: the live
@@ -465,28 +579,28 @@ bool TrainingController::withIdleSession(const QString& what,
 
 bool TrainingController::saveCheckpoint(const QString& path) {
   return withIdleSession(tr("Save checkpoint"), [&](train::TrainingSession& s) {
-    const train::SessionStatus st = s.status();
-    serialize::Checkpoint ckpt{s.model()->state_dict(), s.optimizer().state_dict(), {}};
-    ckpt.extra.emplace_back("epoch", serialize::PyValue(st.epoch));
-    ckpt.extra.emplace_back("step", serialize::PyValue(st.step));
-    serialize::save_checkpoint(ckpt, path.toStdString());
-    emit message(tr("Saved checkpoint %1 at step %2").arg(QFileInfo(path).fileName()).arg(st.step));
+    const train::TrainingState state = s.training_state();
+    train::save_checkpoint(state, path.toStdString());
+    emit message(
+        tr("Saved checkpoint %1 at step %2").arg(QFileInfo(path).fileName()).arg(state.step));
   });
 }
 
 bool TrainingController::loadCheckpoint(const QString& path) {
   const bool ok = withIdleSession(tr("Load checkpoint"), [&](train::TrainingSession& s) {
-    const serialize::Checkpoint ckpt = serialize::load_checkpoint(path.toStdString());
-    serialize::load_into(*s.model(), ckpt.model, /*strict=*/true);
-    if (ckpt.optimizer) s.optimizer().load_state_dict(*ckpt.optimizer);
-    const serialize::PyValue* step = ckpt.find("step");
-    const serialize::PyValue* epoch = ckpt.find("epoch");
-    s.set_progress(step ? step->as_int() : 0, epoch ? epoch->as_int() : 0);
-    emit message(tr("Loaded checkpoint %1 (step %2)")
-                     .arg(QFileInfo(path).fileName())
-                     .arg(step ? step->as_int() : 0));
+    train::TrainingState state = train::load_checkpoint(path.toStdString());
+    const int64_t step = state.step;
+    s.check_restorable(state);  // a file that does not fit changes nothing
+    s.restore(std::move(state));
+    s.wait_idle(kIdleWait);
+    emit message(tr("Loaded checkpoint %1 (step %2)").arg(QFileInfo(path).fileName()).arg(step));
   });
   if (ok) {
+    // Another run's state: what follows is a run of its own.
+    endRun();
+    branchFrom_.reset();
+    shown_.reset();
+    continues_ = false;
     // The curves so far belong to other weights: they start again from the loaded step.
     epochsSent_ = session_->epoch_history().size();
     session_->take_step_metrics();
@@ -494,6 +608,84 @@ bool TrainingController::loadCheckpoint(const QString& path) {
     emit sessionReset();
   }
   return ok;
+}
+
+bool TrainingController::showSnapshot(int64_t run, int64_t step) {
+  if (!store_) {
+    emit message(
+        tr("No runs to show: %1")
+            .arg(storeError_.isEmpty() ? tr("save the project to record its runs") : storeError_));
+    return false;
+  }
+  pause();
+  std::optional<train::SnapshotInfo> snapshot;
+  std::optional<train::RunInfo> info;
+  const bool ok = withIdleSession(
+      tr("Show step %1 of run %2").arg(step).arg(run), [&](train::TrainingSession& s) {
+        // The run being recorded: its state now is its last snapshot, written before reading.
+        if (recorder_) {
+          s.snapshot();
+          s.wait_idle(kIdleWait);
+          recorder_->flush();
+        }
+        info = store_->run(run);
+        if (!info) throw ValueError("there is no run " + std::to_string(run));
+        snapshot = store_->snapshot_at(run, step);
+        if (!snapshot) {
+          throw ValueError("run " + std::to_string(run) + " has no snapshot at or before step " +
+                           std::to_string(step));
+        }
+        train::BranchStart branch =
+            train::branch_start(*store_, *info, *snapshot, document_->project(), *s.model());
+        s.check_restorable(branch.state);
+        s.restore(std::move(branch.state));
+        if (branch.lr) s.set_lr(*branch.lr);
+        s.wait_idle(kIdleWait);
+        if (!branch.note.empty())
+          emit message(
+              tr("Step %1 of run %2: %3").arg(snapshot->step).arg(run).arg(qs(branch.note)));
+      });
+  if (!ok) return false;
+  // What trains from here is a branch of that run.
+  endRun();
+  branchFrom_ = std::make_pair(run, snapshot->step);
+  shown_ = branchFrom_;
+  continues_ = false;
+  wasRunning_ = false;
+  epochsSent_ = 0;
+  evaluationSent_.reset();
+  emit sessionReset();
+  emit snapshotShown(run, snapshot->step);
+  return true;
+}
+
+void TrainingController::renameRun(int64_t run, const QString& name) {
+  if (!store_) return;
+  try {
+    store_->rename_run(run, name.toStdString());
+  } catch (const std::exception& e) {
+    emit message(tr("Rename run %1 failed: %2").arg(run).arg(qs(e.what())));
+  }
+  emit runsChanged();
+}
+
+bool TrainingController::deleteRun(int64_t run) {
+  if (!store_) return false;
+  if (run == currentRun()) {
+    emit message(tr("Run %1 is being recorded: reset or branch before deleting it").arg(run));
+    return false;
+  }
+  try {
+    store_->delete_run(run);
+    if (branchFrom_ && branchFrom_->first == run) branchFrom_.reset();
+    if (shown_ && shown_->first == run) shown_.reset();
+    emit message(tr("Deleted run %1").arg(run));
+  } catch (const std::exception& e) {
+    emit message(tr("Delete run %1 failed: %2").arg(run).arg(qs(e.what())));
+    return false;
+  }
+  emit runsChanged();
+  return true;
 }
 
 void TrainingController::poll() {
@@ -514,6 +706,23 @@ void TrainingController::poll() {
       (st.state == train::RunState::Failed || st.state == train::RunState::Stopped)) {
     runRequested_ = false;
   }
+  // A run that pauses or ends leaves a snapshot of where it stopped and its figures so far.
+  const bool running = st.state == train::RunState::Running;
+  if (wasRunning_ && !running && recorder_) {
+    s.snapshot();
+    train::RunResult result{st.step};
+    if (st.last_epoch) {
+      result.train_loss = st.last_epoch->train_loss;
+      result.train_accuracy = st.last_epoch->train_accuracy;
+    }
+    if (st.last_evaluation) {
+      result.test_loss = st.last_evaluation->loss;
+      result.test_accuracy = st.last_evaluation->accuracy;
+    }
+    recorder_->set_result(result);
+    emit runsChanged();
+  }
+  wasRunning_ = running;
   const bool statusMoved = st.state != status_.state || st.step != status_.step ||
                            st.epoch != status_.epoch || st.lr != status_.lr ||
                            st.batch_size != status_.batch_size ||

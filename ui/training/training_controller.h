@@ -33,6 +33,15 @@
 // fresh optimizer and the step count at 0; the log says which nodes kept theirs. Reset, a run
 // that failed (NaN) and another project (new, opened) start from fresh weights.
 //
+// Runs: every run is recorded in the project's run store (`<project>.runs/`, run_store.h) once
+// the project has a file: its metrics and snapshots of its training state (log-spaced, and
+// where it pauses). A run begins at the first step after a session is made or reset; a new
+// session made after an edit that kept weights is a branch of the run before it, its steps
+// numbered on from where that one stopped, so its curves continue the old ones.
+// showSnapshot(run, step) puts the session at a snapshot (the one nearest at or before the
+// step; with weights carried by node id when the architecture changed since) and the next
+// start() or stepOnce() branches a new run from there with whatever was changed since.
+//
 // One model to the user: the document's model (the inspector's parameters, Load and Save
 // State Dict) is kept equal to the session's. At rest (not running, after any step or reset)
 // the session's values go into the document's model; a state dict the user loads into the
@@ -49,6 +58,8 @@
 
 #include "engine/graph/builder.h"
 #include "engine/graph/project.h"
+#include "engine/train/run_recorder.h"
+#include "engine/train/run_store.h"
 #include "engine/train/session.h"
 
 class QTimer;
@@ -80,6 +91,9 @@ class TrainingController : public QObject {
   // Whether the session's worker is running (state Running).
   bool isRunning() const;
   bool evalMode() const { return evalMode_; }
+  // Whether the current session continues the one before it (made after an edit that kept
+  // the weights, its steps numbered on): curves keep what they drew at its sessionReset.
+  bool sessionContinues() const { return continues_; }
 
   // The node a probe of the current session belongs to (0 when unknown).
   graph::NodeId probeNode(train::ProbeId probe) const;
@@ -95,6 +109,16 @@ class TrainingController : public QObject {
   // prediction carries); null otherwise. Reads the current session without remaking it, so a
   // burst of edits still makes one session (sessionReset says when another is made).
   QString attentionModuleOf(graph::NodeId node) const;
+
+  // The project's run store (null without one: an unsaved project, or one that could not be
+  // opened: runStoreError() says why).
+  train::RunStore* runStore() const { return store_.get(); }
+  QString runStoreError() const { return storeError_; }
+  // The run being recorded (0 before the first step of a session, or without a store).
+  int64_t currentRun() const { return recorder_ ? recorder_->run() : 0; }
+  // The run and step whose snapshot the session was put at by showSnapshot (nullopt once a
+  // run goes on from it, or after another session or a reset).
+  std::optional<std::pair<int64_t, int64_t>> shownSnapshot() const { return shown_; }
 
   // Asks the session for the model's outputs on `inputs` (eval mode, between two steps); the
   // answer comes with predictionArrived, carrying the returned id (each reader keeps to its
@@ -130,6 +154,13 @@ class TrainingController : public QObject {
   // values are not finite): the document keeps the last good ones. False when nothing was
   // copied.
   bool syncDocumentModel();
+  // Puts the session at run `run`'s snapshot nearest at or before `step` (pausing a run); the
+  // next start() or stepOnce() branches from there. False (with message()) when there is no
+  // such snapshot or it does not load.
+  bool showSnapshot(int64_t run, int64_t step);
+  void renameRun(int64_t run, const QString& name);
+  // Not the run being recorded.
+  bool deleteRun(int64_t run);
 
  signals:
   void statusChanged(const nns::train::SessionStatus& status);
@@ -146,6 +177,10 @@ class TrainingController : public QObject {
   void runFailed(nns::graph::NodeId node, const QString& message);
   // A line for the log.
   void message(const QString& text);
+  // Runs were added, ended, renamed or deleted, or the store was opened (the Runs panel).
+  void runsChanged();
+  // The session was put at a snapshot (showSnapshot): the run and the snapshot's step.
+  void snapshotShown(int64_t run, int64_t step);
 
  private:
   struct Built;  // what the current session was made from
@@ -166,6 +201,12 @@ class TrainingController : public QObject {
   bool ensureTrainable();
   // Runs fn with the session's worker idle (pausing a run for the moment and resuming it).
   bool withIdleSession(const QString& what, const std::function<void(train::TrainingSession&)>& fn);
+  // The store for the document's file (none without one).
+  void openRunStore();
+  // Starts recording a run before the first step of a session (a branch when branchFrom_).
+  void beginRun();
+  // Writes the current run's last figures and stops recording it.
+  void endRun();
 
   ProjectDocument* document_;
   QTimer* timer_;
@@ -195,6 +236,15 @@ class TrainingController : public QObject {
   bool evalMode_ = false;
   qint64 lastEvalMs_ = 0;
   std::map<train::ProbeId, graph::NodeId> probeNodes_;
+  std::shared_ptr<train::RunStore> store_;
+  QString storeError_;
+  std::shared_ptr<train::RunRecorder> recorder_;
+  // The run and step the next run branches from (set when a run's session is replaced with
+  // carried weights, and by showSnapshot).
+  std::optional<std::pair<int64_t, int64_t>> branchFrom_;
+  std::optional<std::pair<int64_t, int64_t>> shown_;
+  bool wasRunning_ = false;  // at the last poll: a pause then snapshots the state
+  bool continues_ = false;
 };
 
 }  // namespace nns::ui

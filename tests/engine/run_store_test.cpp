@@ -1,0 +1,326 @@
+// Runs (issue 18): a session continues from a saved training state bit for bit (weights, Adam's
+// moments, the scheduler, the shuffling position, dropout's generator, the epoch's sums), in
+// memory, through a checkpoint file and through a run store's snapshot; the store lists runs
+// with their parents, keeps metrics, finds snapshots, thins to its budget (keeping each run's
+// first and last) and reports a damaged database without touching anything else.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/data/generators.h"
+#include "engine/nn/container.h"
+#include "engine/nn/layers.h"
+#include "engine/nn/loss.h"
+#include "engine/graph/project.h"
+#include "engine/optim/adam.h"
+#include "engine/optim/lr_scheduler.h"
+#include "engine/tensor/generator.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/run_recorder.h"
+#include "engine/train/run_store.h"
+#include "engine/train/session.h"
+#include "support/test_util.h"
+
+namespace nns::train {
+namespace {
+
+using namespace std::chrono_literals;
+
+// An MLP with dropout (so the default generator matters), Adam (state to carry) and StepLR.
+SessionParts dropout_parts() {
+  SessionParts parts;
+  parts.make_model = []() -> nn::ModulePtr {
+    return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+        std::make_shared<nn::Linear>(2, 24), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Dropout>(0.3), std::make_shared<nn::Linear>(24, 3)});
+  };
+  parts.loss = std::make_shared<nn::CrossEntropyLoss>();
+  parts.make_optimizer = [](const std::vector<Tensor>& params) {
+    return std::make_unique<optim::Adam>(params, optim::AdamOptions(0.01));
+  };
+  parts.make_scheduler = [](optim::Optimizer& o) {
+    return std::make_unique<optim::StepLR>(o, /*step_size=*/2, /*gamma=*/0.5);
+  };
+  data::SpiralsOptions o;
+  o.samples = 300;
+  o.seed = 5;
+  data::DatasetSplit split = data::make_spirals(o).split(0.2, 0);
+  parts.train = split.train;
+  parts.test = split.test;
+  return parts;
+}
+
+SessionConfig config(int64_t max_steps) {
+  SessionConfig c;
+  c.batch_size = 16;  // 15 batches an epoch
+  c.max_steps = max_steps;
+  c.seed = 11;
+  return c;
+}
+
+// Every tensor's values, by key (a safetensors file keeps its keys sorted).
+std::vector<float> weights(const TrainingState& s) {
+  std::map<std::string, Tensor> sorted;
+  for (const auto& item : s.model) sorted.emplace(item.key(), item.value());
+  std::vector<float> out;
+  for (const auto& [key, value] : sorted) {
+    const Tensor t = value.contiguous();
+    const float* p = t.data_ptr<float>();
+    out.insert(out.end(), p, p + t.numel());
+  }
+  return out;
+}
+
+// Trains `steps` steps from where the session is and returns the state there.
+TrainingState train_steps(TrainingSession& s, int64_t steps) {
+  s.step(steps);
+  EXPECT_TRUE(s.wait_idle(60s));
+  EXPECT_NE(s.status().state, RunState::Failed) << s.status().error;
+  return s.training_state();
+}
+
+TEST(TrainingStateTest, GeneratorStateRoundTripsWithTheCachedNormal) {
+  Generator g(42);
+  g.random();
+  g.next_double_normal_sample = 0.125;
+  const std::string state = g.get_state();
+  const uint32_t a = g.random(), b = g.random();
+  Generator h(7);
+  h.set_state(state);
+  EXPECT_EQ(h.initial_seed(), 42u);
+  EXPECT_EQ(h.next_double_normal_sample, 0.125);
+  EXPECT_EQ(h.random(), a);
+  EXPECT_EQ(h.random(), b);
+  test::expect_error<ValueError>([&] { h.set_state("not a state"); }, {"not a generator state"});
+  EXPECT_EQ(h.initial_seed(), 42u);  // unchanged by the refused state
+}
+
+// Mid-epoch (step 37 of 15-batch epochs), with dropout, Adam and a scheduler: the restored
+// session's next 43 steps are the original's, bit for bit, and so are the epoch figures.
+TEST(TrainingStateTest, RestoringMidEpochRetracesTheRunBitForBit) {
+  TrainingSession original(dropout_parts(), config(0));
+  const TrainingState at37 = train_steps(original, 37);
+  EXPECT_EQ(at37.batch, 7);
+  EXPECT_EQ(at37.epoch, 2);
+  ASSERT_TRUE(at37.scheduler.has_value());
+  const TrainingState at80 = train_steps(original, 43);
+  const std::vector<EpochMetrics> history = original.epoch_history();
+
+  // Another session, its generator elsewhere: everything comes from the state.
+  manual_seed(999);
+  TrainingSession resumed(dropout_parts(), config(0));
+  resumed.restore(at37);
+  ASSERT_TRUE(resumed.wait_idle(60s));
+  EXPECT_EQ(resumed.status().step, 37);
+  EXPECT_EQ(resumed.status().state, RunState::Paused);
+  const TrainingState again = train_steps(resumed, 43);
+  EXPECT_EQ(weights(again), weights(at80));
+  EXPECT_EQ(again.generator, at80.generator);
+  const std::vector<EpochMetrics> resumed_history = resumed.epoch_history();
+  ASSERT_EQ(resumed_history.size(), 3u);  // epochs 3, 4 and 5 end at steps 45, 60, 75
+  for (size_t i = 0; i < resumed_history.size(); ++i) {
+    const EpochMetrics& e = history[i + 2];
+    EXPECT_EQ(resumed_history[i].epoch, e.epoch);
+    EXPECT_EQ(resumed_history[i].train_loss, e.train_loss);
+    EXPECT_EQ(resumed_history[i].test_loss, e.test_loss);
+    EXPECT_EQ(resumed_history[i].train_accuracy, e.train_accuracy);
+  }
+}
+
+class RunStoreTest : public test::TempDirTest {
+ protected:
+  std::string folder() const { return (dir_ / "net.runs").string(); }
+};
+
+TEST_F(RunStoreTest, ACheckpointAndASnapshotCarryTheWholeState) {
+  TrainingSession original(dropout_parts(), config(0));
+  const TrainingState at20 = train_steps(original, 20);
+  const TrainingState at50 = train_steps(original, 30);
+
+  const std::string ckpt = (dir_ / "at20.pt").string();
+  save_checkpoint(at20, ckpt);
+  RunStore store(folder());
+  const int64_t run = store.begin_run(RunInfo{});
+  store.add_snapshot(run, at20);
+  for (const TrainingState& loaded :
+       {load_checkpoint(ckpt), store.load(*store.snapshot_at(run, 20))}) {
+    TrainingSession resumed(dropout_parts(), config(0));
+    resumed.restore(loaded);
+    EXPECT_EQ(weights(train_steps(resumed, 30)), weights(at50));
+  }
+  // The snapshot's weights file is a plain state dict, as PyTorch's load_state_dict wants.
+  EXPECT_EQ(store.load_weights(*store.snapshot_at(run, 25)).size(), at20.model.size());
+}
+
+TEST_F(RunStoreTest, ARestoreThatDoesNotFitChangesNothing) {
+  TrainingSession s(dropout_parts(), config(0));
+  const TrainingState at5 = train_steps(s, 5);
+  TrainingState wrong = at5;
+  wrong.model.pop(wrong.model.keys().front());
+  test::expect_error<ValueError>([&] { s.check_restorable(wrong); }, {"missing"});
+  TrainingState bad_generator = at5;
+  bad_generator.generator = "garbage";
+  test::expect_error<ValueError>([&] { s.check_restorable(bad_generator); },
+                                 {"not a generator state"});
+  EXPECT_EQ(weights(s.training_state()), weights(at5));
+}
+
+TEST_F(RunStoreTest, RunsMetricsAndSnapshots) {
+  RunStore store(folder());
+  EXPECT_TRUE(store.runs().empty());
+  graph::Project project;  // an empty project: settings and a hash all the same
+  const int64_t first = store.begin_run(new_run_info(project, std::nullopt, 0));
+  EXPECT_EQ(first, 1);
+  store.add_steps(first, {{1, 1, 0.9, 0.9, 0.5, 0.1}, {2, 1, 0.8, 0.85, 0.6, 0.1}});
+  EpochMetrics e;
+  e.epoch = 1;
+  e.step = 2;
+  e.train_loss = 0.85;
+  e.train_accuracy = std::nan("");  // regression
+  e.test_loss = 0.7;
+  e.test_accuracy = 0.75;
+  store.add_epochs(first, {e});
+  store.finish_run(first, RunResult{2, 0.85, 0.55, 0.7, 0.75});
+  project.training.optimizer_options["lr"] = 0.003;
+  const int64_t second = store.begin_run(new_run_info(project, store.run(first), 1));
+  EXPECT_EQ(second, 2);
+
+  const std::vector<RunInfo> runs = store.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].steps, 2);
+  EXPECT_TRUE(runs[0].finished);
+  EXPECT_EQ(runs[0].test_accuracy, 0.75);
+  EXPECT_EQ(runs[1].parent, 1);
+  EXPECT_EQ(runs[1].parent_step, 1);
+  EXPECT_EQ(runs[1].first_step, 1);
+  EXPECT_FALSE(runs[1].finished);
+  EXPECT_TRUE(std::isnan(runs[1].test_loss));
+  EXPECT_NE(runs[1].changes.find("optimizer_options.lr"), std::string::npos) << runs[1].changes;
+  const std::vector<StepMetrics> steps = store.steps(first);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[1].loss, 0.8);
+  EXPECT_EQ(steps[1].smoothed_loss, 0.85);
+  const std::vector<EpochMetrics> epochs = store.epochs(first);
+  ASSERT_EQ(epochs.size(), 1u);
+  EXPECT_EQ(epochs[0].test_accuracy, 0.75);
+  EXPECT_TRUE(std::isnan(epochs[0].train_accuracy));  // NaN stays NaN
+
+  store.rename_run(second, "lower lr");
+  EXPECT_EQ(store.run(second)->name, "lower lr");
+  // Deleting a run moves its branches to its parent and removes its files.
+  TrainingSession s(dropout_parts(), config(0));
+  store.add_snapshot(first, train_steps(s, 1));
+  const std::string file = store.snapshots(first).at(0).weights_path;
+  ASSERT_TRUE(std::filesystem::exists(file));
+  store.delete_run(first);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_EQ(store.run(second)->parent, 0);
+  EXPECT_TRUE(store.steps(first).empty());
+  // Ids are never reused.
+  EXPECT_EQ(store.begin_run(new_run_info(project, std::nullopt, 0)), 3);
+}
+
+TEST_F(RunStoreTest, ThinsIntermediateSnapshotsToTheBudgetKeepingFirstAndLast) {
+  RunStore store(folder());
+  TrainingSession s(dropout_parts(), config(0));
+  const int64_t run = store.begin_run(RunInfo{});
+  std::vector<int64_t> steps;
+  for (int64_t step = 1; step <= 40; ++step) {
+    const TrainingState state = train_steps(s, 1);
+    if (SnapshotSchedule{}.due(step)) {
+      store.add_snapshot(run, state);
+      steps.push_back(step);
+    }
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40}));
+  const int64_t each = store.snapshots(run).front().bytes;
+  ASSERT_GT(each, 0);
+  store.set_budget(5 * each);
+  std::vector<int64_t> kept;
+  for (const SnapshotInfo& si : store.snapshots(run)) kept.push_back(si.step);
+  ASSERT_EQ(kept.size(), 5u);
+  EXPECT_EQ(kept.front(), 1);
+  EXPECT_EQ(kept.back(), 40);
+  EXPECT_LE(store.snapshot_bytes(), store.budget());
+  // The files of the thinned ones are gone: the folder holds two per snapshot kept.
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_ / "net.runs" / "run-1")) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 10u);
+  // Under a budget too small for firsts and lasts, those stay.
+  store.set_budget(1);
+  EXPECT_EQ(store.snapshots(run).size(), 2u);
+  EXPECT_EQ(store.snapshot_at(run, 39)->step, 1);
+  EXPECT_FALSE(store.snapshot_at(run, 0).has_value());
+}
+
+TEST_F(RunStoreTest, ADamagedDatabaseIsReportedAndLeftAsItIs) {
+  std::filesystem::create_directories(folder());
+  const std::string db = write("net.runs/runs.db", std::string(4096, 'x'));
+  test::expect_error<RunStoreError>([&] { RunStore store(folder()); },
+                                    {db, "damaged or not a run store", "move the folder"});
+  std::ifstream in(db, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string(4096, 'x'));
+
+  // A real store cut short (a disk that lost its tail) is refused as well.
+  const std::string other = (dir_ / "other.runs").string();
+  {
+    RunStore store(other);
+    const int64_t run = store.begin_run(RunInfo{});
+    std::vector<StepMetrics> many(5000);
+    for (size_t i = 0; i < many.size(); ++i) many[i].step = static_cast<int64_t>(i + 1);
+    store.add_steps(run, many);
+  }
+  const std::filesystem::path other_db = std::filesystem::path(other) / "runs.db";
+  std::filesystem::resize_file(other_db, std::filesystem::file_size(other_db) / 2);
+  test::expect_error<RunStoreError>([&] { RunStore store(other); }, {"runs.db"});
+}
+
+TEST(RunRecorderTest, SnapshotScheduleIsLogSpacedOrEveryN) {
+  std::vector<int64_t> due;
+  for (int64_t step = 0; step <= 1300; ++step) {
+    if (SnapshotSchedule{}.due(step)) due.push_back(step);
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{1,   2,   3,   4,   5,   6,   8,   10,  12,  15,  20,
+                                       25,  30,  40,  50,  60,  80,  100, 120, 150, 200, 250,
+                                       300, 400, 500, 600, 800, 1000, 1200}));
+  EXPECT_TRUE(SnapshotSchedule{7}.due(14));
+  EXPECT_FALSE(SnapshotSchedule{7}.due(15));
+  EXPECT_FALSE(SnapshotSchedule{7}.due(0));
+}
+
+TEST_F(RunStoreTest, TheRecorderWritesWhatTheSessionDid) {
+  auto store = std::make_shared<RunStore>(folder());
+  const int64_t run = store->begin_run(RunInfo{});
+  auto recorder = std::make_shared<RunRecorder>(store, run, SnapshotSchedule{10});
+  TrainingSession s(dropout_parts(), config(33));
+  s.set_observer(recorder);
+  s.snapshot();
+  s.start();
+  ASSERT_TRUE(s.wait_idle(60s));
+  s.snapshot();
+  ASSERT_TRUE(s.wait_idle(60s));
+  recorder->finish({33});
+  EXPECT_EQ(recorder->error(), "");
+  std::vector<int64_t> snaps;
+  for (const SnapshotInfo& si : store->snapshots(run)) snaps.push_back(si.step);
+  EXPECT_EQ(snaps, (std::vector<int64_t>{0, 10, 20, 30, 33}));
+  const std::vector<StepMetrics> steps = store->steps(run);
+  ASSERT_EQ(steps.size(), 33u);
+  const std::vector<EpochMetrics> history = s.epoch_history();
+  const std::vector<EpochMetrics> epochs = store->epochs(run);
+  ASSERT_EQ(epochs.size(), history.size());
+  EXPECT_EQ(epochs.back().train_loss, history.back().train_loss);
+  EXPECT_EQ(store->run(run)->steps, 33);
+  // The last snapshot is the session's state at the end.
+  EXPECT_EQ(weights(store->load(*store->snapshot_at(run, 33))), weights(s.training_state()));
+}
+
+}  // namespace
+}  // namespace nns::train

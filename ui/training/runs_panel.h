@@ -1,0 +1,79 @@
+#pragma once
+// RunsPanel: the project's recorded runs (the controller's run store) as a tree, branches under
+// the run they came from, each in its own colour; checking a run draws its curves in the
+// Curves panel beside the live ones. Rename and Delete act on the selected run.
+//
+// Below the tree, a time slider over the selected run's steps: dragging it to step S puts the
+// session at that run's snapshot nearest at or before S (TrainingController::showSnapshot),
+// so the inspector, the output panel and the probes show the model as it was there, and the
+// Curves panel marks the step. "Branch from here" trains on from that state as a new run,
+// with whatever was changed since (the learning rate, the architecture).
+#include <QColor>
+#include <QWidget>
+#include <cstdint>
+#include <optional>
+#include <set>
+
+class QLabel;
+class QPushButton;
+class QSlider;
+class QTimer;
+class QTreeWidget;
+class QTreeWidgetItem;
+
+namespace nns::ui {
+
+class CurvesWidget;
+class TrainingController;
+
+class RunsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  RunsPanel(TrainingController* controller, CurvesWidget* curves, QWidget* parent = nullptr);
+
+  // A run's colour: its curves and its swatch in the tree.
+  static QColor runColour(int64_t run);
+
+  QTreeWidget* tree() const { return tree_; }
+  QSlider* slider() const { return slider_; }
+  QPushButton* branchButton() const { return branch_; }
+  // The run the slider and the buttons act on (0: none).
+  int64_t selectedRun() const;
+  void selectRun(int64_t run);
+  // Whether a run's curves are drawn in the Curves panel.
+  void setRunChecked(int64_t run, bool on);
+  const std::set<int64_t>& checkedRuns() const { return checked_; }
+
+ public slots:
+  // Reads the store again (the controller's runsChanged).
+  void refresh();
+  // Moves the slider (and so the session) to `step` of the selected run at once.
+  void scrubTo(int64_t step);
+  void branchFromHere();
+  void renameSelected();
+  void deleteSelected();
+
+ private:
+  void updateSlider();
+  void updateOverlays();
+  void onSnapshotShown(int64_t run, int64_t step);
+  QTreeWidgetItem* itemOf(int64_t run) const;
+
+  TrainingController* controller_;
+  CurvesWidget* curves_;
+  QLabel* summary_;
+  QTreeWidget* tree_;
+  QPushButton* rename_;
+  QPushButton* delete_;
+  QSlider* slider_;
+  QLabel* stepLabel_;
+  QPushButton* branch_;
+  QTimer* scrubTimer_;    // coalesces a drag's steps into a few loads
+  QTimer* refreshTimer_;  // the step counts while a run is recorded
+  std::set<int64_t> checked_;
+  bool refreshing_ = false;
+  bool settingSlider_ = false;
+};
+
+}  // namespace nns::ui
