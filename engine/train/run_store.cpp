@@ -193,8 +193,13 @@ std::string describe_changes(const RunInfo& from, const RunInfo& to) {
     // Settings that are not JSON (a store written by hand) compare as unknown.
   }
   std::vector<std::string> parts;
-  auto name = [](const std::string& key) {
-    return key.rfind("training.", 0) == 0 ? key.substr(9) : key;
+  // "lr", "noise": the option's own name where the group it is in goes without saying.
+  auto name = [](std::string key) {
+    for (const char* prefix : {"training.optimizer_options.", "dataset.options.", "training."}) {
+      const std::string p = prefix;
+      if (key.rfind(p, 0) == 0) return key.substr(p.size());
+    }
+    return key;
   };
   // How long a run goes is not how it trains.
   a.erase("training.epochs");

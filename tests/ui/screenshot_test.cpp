@@ -31,6 +31,7 @@
 #include "ui/probes/node_health.h"
 #include "ui/probes/probe_panel.h"
 #include "ui/training/decision_boundary_widget.h"
+#include "ui/training/runs_panel.h"
 #include "ui/training/training_controller.h"
 #include "ui_test_support.h"
 
@@ -341,6 +342,48 @@ TEST(Screenshot, PluginLayersAndThePluginList) {
   const QImage image = dialog.grab().toImage();
   ASSERT_TRUE(image.save(shotPath("plugins_dialog.png")));
   EXPECT_GT(colourCount(image), 20u);
+}
+
+}  // namespace
+}  // namespace nns::ui
+
+namespace nns::ui {
+namespace {
+
+// Two runs compared: run 1 of the spirals example, and a branch of it from step 300 with a
+// lower learning rate, whose curves continue from there; the Runs panel shows the branch
+// under its parent and the slider at the step it branched from.
+TEST(Screenshot, TwoRunsOverlaid) {
+  const QByteArray runsDir = qgetenv("NNSTUDIO_RUNS_DIR");
+  qunsetenv("NNSTUDIO_RUNS_DIR");  // beside the copy, a store of its own
+  QTemporaryDir dir;
+  const QString path = dir.filePath("spirals.nns");
+  ASSERT_TRUE(QFile::copy(NNS_SOURCE_DIR "/resources/examples/spirals.nns", path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(path));
+  window.findChild<QDockWidget*>("runsDock")->raise();
+  window.resize(1600, 1000);
+  window.show();
+  TrainingController* controller = window.training();
+  controller->start();
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->currentRun() == 1; }));
+  RunsPanel* panel = window.runsPanel();
+  panel->refresh();
+  panel->scrubTo(300);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->status().step == 300; }));
+  ASSERT_TRUE(controller->setLearningRate(0.001));
+  panel->branchFromHere();
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+  QTest::qWait(3 * TrainingController::kPollMs);
+  panel->refresh();
+  panel->selectRun(2);
+  shoot(window, "runs_two_overlaid.png");
+  window.document()->undoStack()->setClean();
+  if (!runsDir.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", runsDir);
 }
 
 }  // namespace

@@ -1,0 +1,288 @@
+// Runs (issue 18) end to end: nnstudio-cli train records runs beside the project, runs lists
+// them (a branch under its parent, the figures train printed), a branch with the same settings
+// retraces its parent bit for bit, a killed training leaves a store that opens, a damaged store
+// is reported while training goes on; in the window, the Runs panel's slider puts the model at
+// a snapshot and Branch from here trains a new run from it.
+#include <gtest/gtest.h>
+
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QProcess>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSlider>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+
+#include "engine/serialize/serialize.h"
+#include "engine/train/run_store.h"
+#include "ui/app/main_window.h"
+#include "ui/document/project_document.h"
+#include "ui/training/curves_widget.h"
+#include "ui/training/runs_panel.h"
+#include "ui/training/training_controller.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+// These tests look for the store beside their own projects: the suite's NNSTUDIO_RUNS_DIR
+// (which keeps the source tree clean) is not theirs.
+class RunsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = qgetenv("NNSTUDIO_RUNS_DIR");
+    qunsetenv("NNSTUDIO_RUNS_DIR");
+    ASSERT_TRUE(dir_.isValid());
+    project_ = dir_.filePath("spirals.nns");
+    ASSERT_TRUE(
+        QFile::copy(QStringLiteral(NNS_SOURCE_DIR "/resources/examples/spirals.nns"), project_));
+    QFile::setPermissions(project_, QFile::ReadOwner | QFile::WriteOwner);
+  }
+  void TearDown() override {
+    if (!saved_.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", saved_);
+  }
+
+  struct Result {
+    int code = -1;
+    QString out;
+    QString err;
+  };
+  Result cli(const QStringList& args) {
+    QProcess p;
+    p.setProcessEnvironment(QProcessEnvironment::systemEnvironment());
+    p.start(NNS_CLI, args);
+    EXPECT_TRUE(p.waitForFinished(120000)) << args.join(' ').toStdString();
+    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+  }
+  std::string folder() const { return train::RunStore::folder_for(project_.toStdString()); }
+  QByteArray fileBytes(const QString& path) {
+    QFile f(path);
+    EXPECT_TRUE(f.open(QIODevice::ReadOnly)) << path.toStdString();
+    return f.readAll();
+  }
+
+  QByteArray saved_;
+  QTemporaryDir dir_;
+  QString project_;
+};
+
+TEST_F(RunsTest, TheCliRecordsListsBranchesAndExports) {
+  const Result first = cli({"train", project_, "--epochs", "3"});
+  ASSERT_EQ(first.code, 0) << first.err.toStdString();
+  EXPECT_TRUE(first.out.contains("recorded as run 1 in")) << first.out.toStdString();
+  EXPECT_EQ(folder(), dir_.filePath("spirals.runs").toStdString());
+
+  // The store's figures are the ones train printed.
+  train::RunStore store(folder());
+  const std::vector<train::EpochMetrics> epochs = store.epochs(1);
+  ASSERT_EQ(epochs.size(), 3u);
+  const QRegularExpression line(R"(epoch +(\d+)/3 +train loss ([0-9.]+) .*test loss ([0-9.]+))");
+  int matched = 0;
+  for (auto it = line.globalMatch(first.out); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    const train::EpochMetrics& e = epochs.at(m.captured(1).toInt() - 1);
+    EXPECT_EQ(m.captured(2), QString::asprintf("%.4f", e.train_loss));
+    EXPECT_EQ(m.captured(3), QString::asprintf("%.4f", e.test_loss));
+    ++matched;
+  }
+  EXPECT_EQ(matched, 3);
+  const int64_t steps = store.run(1)->steps;
+  EXPECT_EQ(steps, epochs.back().step);
+  EXPECT_EQ(store.steps(1).size(), static_cast<size_t>(steps));
+
+  // A branch from step 20 with the same settings ends where its parent ended, bit for bit.
+  const Result same = cli({"train", project_, "--epochs", "3", "--from", "1:20", "--quiet"});
+  ASSERT_EQ(same.code, 0) << same.err.toStdString();
+  const QString a = dir_.filePath("a.safetensors"), b = dir_.filePath("b.safetensors");
+  const QString at = QString("1:%1").arg(steps), at2 = QString("2:%1").arg(steps);
+  ASSERT_EQ(cli({"runs", project_, "--export", at, "--out", a}).code, 0);
+  ASSERT_EQ(cli({"runs", project_, "--export", at2, "--out", b}).code, 0);
+  EXPECT_EQ(fileBytes(a), fileBytes(b));
+  // ... and PyTorch's safetensors layout holds the model's keys.
+  EXPECT_EQ(serialize::load_state_dict_file(a.toStdString()).size(), 6u);
+
+  // A branch with another learning rate: listed under its parent, with what changed.
+  ASSERT_EQ(
+      cli({"train", project_, "--from", "1:20", "--lr", "0.003", "--steps", "10", "--quiet"}).code,
+      0);
+  const Result list = cli({"runs", project_});
+  ASSERT_EQ(list.code, 0) << list.err.toStdString();
+  const QStringList lines = list.out.split('\n');
+  ASSERT_GE(lines.size(), 4);
+  EXPECT_TRUE(lines[1].trimmed().startsWith("1 ")) << lines[1].toStdString();
+  EXPECT_TRUE(QRegularExpression(R"(^\s*2\s+1:20\s)").match(lines[2]).hasMatch())
+      << lines[2].toStdString();
+  EXPECT_TRUE(lines[2].contains("(none)")) << lines[2].toStdString();
+  EXPECT_TRUE(QRegularExpression(R"(^\s*3\s+1:20\s+30\s)").match(lines[3]).hasMatch())
+      << lines[3].toStdString();
+  EXPECT_TRUE(lines[3].contains("lr 0.01 -> 0.003")) << lines[3].toStdString();
+
+  // Delete, and the errors a user can make.
+  const Result deleted = cli({"runs", project_, "--delete", "2"});
+  EXPECT_EQ(deleted.code, 0);
+  EXPECT_FALSE(train::RunStore(folder()).run(2).has_value());
+  EXPECT_FALSE(QDir(dir_.filePath("spirals.runs/run-2")).exists());
+  const Result missing = cli({"train", project_, "--from", "2:5"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(missing.err.contains("there is no run 2")) << missing.err.toStdString();
+  const Result bad = cli({"runs", project_, "--export", "x:1", "--out", a});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(bad.err.contains("RUN:STEP")) << bad.err.toStdString();
+  const Result none = cli({"train", project_, "--steps", "3", "--no-record", "--quiet"});
+  EXPECT_EQ(none.code, 0);
+  EXPECT_EQ(train::RunStore(folder()).runs().size(), 2u);
+}
+
+TEST_F(RunsTest, AKilledTrainingLeavesAStoreThatOpens) {
+  QProcess p;
+  p.setProcessEnvironment(QProcessEnvironment::systemEnvironment());
+  p.start(NNS_CLI, {"train", project_, "--epochs", "100000", "--snapshot-every", "40"});
+  ASSERT_TRUE(p.waitForStarted());
+  // Killed without warning once a few snapshots are in.
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        try {
+          return QFile::exists(QString::fromStdString(folder() + "/runs.db")) &&
+                 train::RunStore(folder()).snapshots(1).size() >= 4;
+        } catch (const train::RunStoreError&) {
+          return false;  // the first moments: the database is being made
+        }
+      },
+      60000));
+  ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+  ASSERT_TRUE(p.waitForFinished(10000));
+
+  train::RunStore store(folder());
+  const std::optional<train::RunInfo> run = store.run(1);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_FALSE(run->finished);
+  const std::vector<train::SnapshotInfo> snapshots = store.snapshots(1);
+  ASSERT_GE(snapshots.size(), 4u);
+  for (const train::SnapshotInfo& s : snapshots) {
+    EXPECT_EQ(store.load(s).step, s.step);  // every snapshot listed is whole
+  }
+  const Result list = cli({"runs", project_});
+  EXPECT_EQ(list.code, 0);
+  EXPECT_TRUE(list.out.contains("(unfinished)")) << list.out.toStdString();
+  const QString from = QString("1:%1").arg(snapshots.back().step);
+  const Result branch = cli({"train", project_, "--from", from, "--steps", "5", "--quiet"});
+  EXPECT_EQ(branch.code, 0) << branch.err.toStdString();
+}
+
+TEST_F(RunsTest, ADamagedStoreIsReportedAndTheProjectStillTrains) {
+  QDir().mkpath(dir_.filePath("spirals.runs"));
+  QFile db(dir_.filePath("spirals.runs/runs.db"));
+  ASSERT_TRUE(db.open(QIODevice::WriteOnly));
+  db.write(QByteArray(8192, '\x5a'));
+  db.close();
+  const QByteArray project = fileBytes(project_);
+
+  const Result train = cli({"train", project_, "--steps", "5"});
+  EXPECT_EQ(train.code, 0);
+  EXPECT_TRUE(train.err.contains("damaged or not a run store")) << train.err.toStdString();
+  EXPECT_TRUE(train.err.contains("training without recording")) << train.err.toStdString();
+  const Result list = cli({"runs", project_});
+  EXPECT_EQ(list.code, 1);
+  EXPECT_TRUE(list.err.contains("runs.db")) << list.err.toStdString();
+  EXPECT_EQ(fileBytes(project_), project);
+  EXPECT_EQ(fileBytes(dir_.filePath("spirals.runs/runs.db")), QByteArray(8192, '\x5a'));
+
+  // The window opens the project and says why its runs are not kept.
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(project_));
+  EXPECT_EQ(window.training()->runStore(), nullptr);
+  EXPECT_TRUE(window.training()->runStoreError().contains("damaged"))
+      << window.training()->runStoreError().toStdString();
+}
+
+// The same float values, bit for bit.
+bool sameValues(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::equal(x.data_ptr<float>(), x.data_ptr<float>() + x.numel(), y.data_ptr<float>());
+}
+
+// Every weight of a snapshot equals the document's model (what the inspector shows).
+bool documentShows(ProjectDocument* doc, const nn::StateDict& snapshot) {
+  const nn::StateDict model = doc->model()->state_dict();
+  for (const auto& item : snapshot) {
+    const Tensor* t = model.find(item.key());
+    if (!t || !sameValues(*t, item.value())) return false;
+  }
+  return true;
+}
+
+TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(project_));
+  TrainingController* controller = window.training();
+  RunsPanel* panel = window.runsPanel();
+  ASSERT_NE(controller->runStore(), nullptr) << controller->runStoreError().toStdString();
+  // Run 1 to its end (the example's 40 epochs of 19 batches).
+  controller->start();
+  ASSERT_TRUE(
+      test::waitFor([&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+  const int64_t end = controller->status().step;
+  ASSERT_EQ(end, 760);
+  ASSERT_TRUE(test::waitFor([&] {
+    const auto run = controller->runStore()->run(1);
+    return run && run->finished && run->steps == end;
+  }));
+  ASSERT_TRUE(test::waitFor([&] { return panel->tree()->topLevelItemCount() == 1; }));
+  EXPECT_EQ(panel->selectedRun(), 1);
+  EXPECT_EQ(panel->slider()->maximum(), 760);
+
+  // Drag the slider back to 300: the model as it was there.
+  panel->slider()->setValue(300);
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().step == 300; }));
+  train::RunStore& store = *controller->runStore();
+  const nn::StateDict at300 = store.load_weights(*store.snapshot_at(1, 300));
+  ASSERT_TRUE(test::waitFor([&] { return documentShows(window.document(), at300); }));
+  EXPECT_EQ(window.curves()->cursorStep(), 300);
+  EXPECT_TRUE(panel->checkedRuns().count(1));  // its curves drawn from the store
+  EXPECT_EQ(window.curves()->overlayCount(), 1);
+  EXPECT_TRUE(panel->branchButton()->isEnabled());
+
+  // Branch from here with nothing changed: it retraces run 1 to the same weights.
+  panel->branchFromHere();
+  ASSERT_TRUE(
+      test::waitFor([&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+  ASSERT_TRUE(test::waitFor([&] {
+    const auto run = store.run(2);
+    return run && run->finished && run->steps == 760;
+  }));
+  EXPECT_EQ(store.run(2)->parent, 1);
+  EXPECT_EQ(store.run(2)->parent_step, 300);
+  const nn::StateDict end1 = store.load_weights(*store.snapshot_at(1, 760));
+  const nn::StateDict end2 = store.load_weights(*store.snapshot_at(2, 760));
+  for (const auto& item : end1) {
+    EXPECT_TRUE(sameValues(*end2.find(item.key()), item.value())) << item.key();
+  }
+
+  // Back to 300 of run 1, a lower learning rate, a branch: it differs and says why.
+  panel->selectRun(1);
+  panel->scrubTo(300);
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().step == 300; }));
+  ASSERT_TRUE(controller->setLearningRate(0.001));
+  panel->branchFromHere();
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().step >= 340; }, 60000));
+  controller->pause();
+  ASSERT_TRUE(test::waitFor([&] {
+    const auto run = store.run(3);
+    return run && run->parent == 1 && run->parent_step == 300;
+  }));
+  EXPECT_NE(store.run(3)->changes.find("lr 0.01 -> 0.001"), std::string::npos)
+      << store.run(3)->changes;
+  ASSERT_TRUE(test::waitFor([&] { return panel->tree()->topLevelItemCount() == 1; }));
+  EXPECT_EQ(panel->tree()->topLevelItem(0)->childCount(), 2);  // runs 2 and 3 under run 1
+  window.document()->undoStack()->setClean();
+}
+
+}  // namespace
+}  // namespace nns::ui
