@@ -246,20 +246,31 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
   sqlite3_busy_timeout(db_, 5000);
   try {
     // A file that is not a database fails here ("file is not a database").
-    Statement check(db_, "PRAGMA quick_check");
-    std::string verdict;
-    while (check.step()) verdict += (verdict.empty() ? "" : "; ") + check.text(0);
-    if (verdict != "ok") throw RunStoreError(verdict);
-    exec("PRAGMA journal_mode=WAL");
+    {
+      Statement check(db_, "PRAGMA quick_check");
+      std::string verdict;
+      while (check.step()) verdict += (verdict.empty() ? "" : "; ") + check.text(0);
+      if (verdict != "ok") throw RunStoreError(verdict);
+    }
+    // Another process (the window, a CLI run) may be opening or writing the same store: the
+    // journal mode is set once for the file, the schema made once, in a write transaction.
+    Statement journal(db_, "PRAGMA journal_mode");
+    journal.step();
+    const std::string mode = journal.text(0);
+    journal.reset();
+    if (mode != "wal") exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
     Statement version(db_, "PRAGMA user_version");
     version.step();
     const int64_t found = version.integer(0);
+    version.reset();
     if (found > kSchemaVersion) {
       throw RunStoreError("it was written by a newer NN Studio (schema " + std::to_string(found) +
                           ", this one reads " + std::to_string(kSchemaVersion) + ")");
     }
-    exec(R"(
+    if (found < kSchemaVersion) {
+      Transaction t(db_);
+      exec(R"(
       CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS runs(
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -288,7 +299,9 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
         weights TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
         PRIMARY KEY(run, step)) WITHOUT ROWID;
     )");
-    exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+      exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+      t.commit();
+    }
   } catch (const Error& e) {
     sqlite3_close(db_);
     db_ = nullptr;

@@ -5,6 +5,7 @@
 // a snapshot and Branch from here trains a new run from it.
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
@@ -21,6 +22,7 @@
 #include "engine/serialize/serialize.h"
 #include "engine/train/run_store.h"
 #include "ui/app/main_window.h"
+#include "ui/canvas/graph_scene.h"
 #include "ui/document/project_document.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/runs_panel.h"
@@ -236,7 +238,7 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   }));
   ASSERT_TRUE(test::waitFor([&] { return panel->tree()->topLevelItemCount() == 1; }));
   EXPECT_EQ(panel->selectedRun(), 1);
-  EXPECT_EQ(panel->slider()->maximum(), 760);
+  EXPECT_TRUE(test::waitFor([&] { return panel->slider()->maximum() == 760; }));
 
   // Drag the slider back to 300: the model as it was there.
   panel->slider()->setValue(300);
@@ -281,6 +283,59 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
       << store.run(3)->changes;
   ASSERT_TRUE(test::waitFor([&] { return panel->tree()->topLevelItemCount() == 1; }));
   EXPECT_EQ(panel->tree()->topLevelItem(0)->childCount(), 2);  // runs 2 and 3 under run 1
+  window.document()->undoStack()->setClean();
+}
+
+// Compare: each layer is tinted by how far its weights moved between two snapshots, with the
+// figure computed from the files themselves.
+TEST_F(RunsTest, CompareTintsEachLayerByTheChangeOfItsWeights) {
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(project_));
+  TrainingController* controller = window.training();
+  RunsPanel* panel = window.runsPanel();
+  controller->start();
+  ASSERT_TRUE(
+      test::waitFor([&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+  ASSERT_TRUE(test::waitFor([&] {
+    const auto run = controller->runStore()->run(1);
+    return run && run->finished;
+  }));
+  panel->refresh();
+  panel->scrubTo(10);
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().step == 10; }));
+  ASSERT_GT(panel->compareBox()->count(), 10);
+  ASSERT_TRUE(panel->compareWith(1, 760));
+  train::RunStore& store = *controller->runStore();
+  const nn::StateDict a = store.load_weights(*store.snapshot_at(1, 10));
+  const nn::StateDict b = store.load_weights(*store.snapshot_at(1, 760));
+  GraphScene* scene = window.scene();
+  for (const graph::Node& n : window.document()->project().graph.nodes) {
+    const GraphScene::NodeBadge* badge = scene->nodeBadge(n.id);
+    if (n.type != "Linear") {
+      EXPECT_EQ(badge, nullptr) << n.name;  // no weights, no figure
+      continue;
+    }
+    ASSERT_NE(badge, nullptr) << n.name;
+    // ||b - a|| / ||a|| over the layer's weight and bias, from the snapshots' files.
+    double change = 0, norm = 0;
+    for (const char* entry : {".weight", ".bias"}) {
+      const Tensor x = a.find(n.name + entry)->contiguous();
+      const Tensor y = b.find(n.name + entry)->contiguous();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const double u = x.data_ptr<float>()[i], v = y.data_ptr<float>()[i];
+        change += (v - u) * (v - u);
+        norm += u * u;
+      }
+    }
+    const double percent = 100 * std::sqrt(change) / std::sqrt(norm);
+    EXPECT_EQ(badge->text, QString("Δ %1%").arg(percent, 0, 'g', 3)) << n.name;
+    EXPECT_EQ(badge->colour, RunsPanel::changeColour(percent / 100)) << n.name;
+    EXPECT_TRUE(badge->tooltip.contains("run 1 step 10 → run 1 step 760"));
+  }
+  EXPECT_EQ(RunsPanel::changeColour(0.0005), RunsPanel::changeColour(0.001));  // pale floor
+  EXPECT_NE(RunsPanel::changeColour(0.01), RunsPanel::changeColour(0.1));
+  panel->clearComparison();
+  EXPECT_FALSE(scene->hasNodeBadges());
   window.document()->undoStack()->setClean();
 }
 

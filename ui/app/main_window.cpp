@@ -430,7 +430,7 @@ void MainWindow::createDocks() {
   dock(tr("Output"), "boundaryDock", boundary_, Qt::BottomDockWidgetArea);
   curves_ = new CurvesWidget(training_, this);
   dock(tr("Curves"), "curvesDock", curves_, Qt::BottomDockWidgetArea);
-  runsPanel_ = new RunsPanel(training_, curves_, this);
+  runsPanel_ = new RunsPanel(training_, curves_, scene_, this);
   dock(tr("Runs"), "runsDock", runsPanel_, Qt::BottomDockWidgetArea);
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 

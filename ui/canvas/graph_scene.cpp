@@ -299,6 +299,16 @@ std::vector<std::pair<graph::Edge, QPainterPath>> GraphScene::chainPaths(
   return out;
 }
 
+void GraphScene::setNodeBadges(std::map<graph::NodeId, NodeBadge> badges) {
+  badges_ = std::move(badges);
+  for (auto& [id, item] : nodes_) item->update();
+}
+
+const GraphScene::NodeBadge* GraphScene::nodeBadge(graph::NodeId node) const {
+  const auto it = badges_.find(node);
+  return it == badges_.end() ? nullptr : &it->second;
+}
+
 ProbeItem* GraphScene::probeItem(graph::NodeId node) const {
   auto it = probes_.find(node);
   return it == probes_.end() ? nullptr : it->second.get();

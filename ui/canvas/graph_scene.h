@@ -73,6 +73,18 @@ class GraphScene : public QGraphicsScene {
   void setHealthModel(NodeHealthModel* model);
   NodeHealthModel* healthModel() const { return health_; }
 
+  // A figure shown on a node's body, tinted in its colour, with lines for its tooltip (the
+  // Runs panel's change of weights between two snapshots). Replaces the ones before; an
+  // empty map clears them.
+  struct NodeBadge {
+    QColor colour;
+    QString text;
+    QString tooltip;  // HTML
+  };
+  void setNodeBadges(std::map<graph::NodeId, NodeBadge> badges);
+  const NodeBadge* nodeBadge(graph::NodeId node) const;
+  bool hasNodeBadges() const { return !badges_.empty(); }
+
  signals:
   void contextMenuRequested(QPoint screenPos);
   // A probe tag was double-clicked: show the node's probe.
@@ -126,6 +138,7 @@ class GraphScene : public QGraphicsScene {
   int itemsMade_ = 0;
   std::map<graph::NodeId, std::unique_ptr<ProbeItem>> probes_;
   NodeHealthModel* health_ = nullptr;
+  std::map<graph::NodeId, NodeBadge> badges_;
   QTimer* pulse_;  // redraws a failed node's pulsing outline
   // Items removed while one of them may still be handling the event that removed it.
   std::vector<std::unique_ptr<QGraphicsItem>> retired_;

@@ -330,9 +330,28 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   const QString title = boldFm.elidedText(title_, Qt::ElideRight, nameBudget + 1);
   painter->drawText(QRectF(8, 0, box.width(), kHeader), Qt::AlignVCenter | Qt::AlignLeft, title);
 
-  // The body: what a collapsed group holds, then the output's shape.
+  // The body: what a collapsed group holds, then the output's shape; a badge's tint under it
+  // and its figure on the right.
   painter->setFont(font);
   double y = kHeader;
+  const GraphScene::NodeBadge* badge = scene_.nodeBadge(id_);
+  double badgeWidth = 0;
+  if (badge) {
+    QColor tint = badge->colour;
+    tint.setAlpha(t.dark() ? 120 : 150);
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(tint);
+    QPainterPath body;
+    body.addRoundedRect(QRectF(1, kHeader, box.width() - 2, box.height() - kHeader - 1), 5, 5);
+    body.addRect(QRectF(1, kHeader, box.width() - 2, 6));
+    painter->drawPath(body.simplified());
+    painter->setFont(bold);
+    painter->setPen(t.text);
+    badgeWidth = boldFm.horizontalAdvance(badge->text) + 8;
+    painter->drawText(QRectF(8, box.height() - kRow, box.width() - 16, kRow),
+                      Qt::AlignVCenter | Qt::AlignRight, badge->text);
+    painter->setFont(font);
+  }
   if (!detail_.isEmpty()) {
     painter->setPen(t.dimText);
     painter->drawText(QRectF(8, y, box.width() - 16, kRow), Qt::AlignVCenter | Qt::AlignLeft,
@@ -341,8 +360,9 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   }
   const QString shapes = outputText();
   painter->setPen(shapes.contains('?') ? t.dimText : t.text);
-  painter->drawText(QRectF(8, y, box.width() - 16, kRow), Qt::AlignVCenter | Qt::AlignLeft,
-                    fm.elidedText(shapes, Qt::ElideMiddle, box.width() - 16));
+  painter->drawText(QRectF(8, y, box.width() - 16 - badgeWidth, kRow),
+                    Qt::AlignVCenter | Qt::AlignLeft,
+                    fm.elidedText(shapes, Qt::ElideMiddle, box.width() - 16 - badgeWidth));
   paintPorts(painter, font);
   if (healthStrip_) paintHealth(painter);
   paintFailure(painter);
@@ -544,6 +564,7 @@ QString NodeItem::tooltipAt(QPointF localPos) const {
                    .arg(healthThresholds().toHtmlEscaped());
     }
   }
+  if (const GraphScene::NodeBadge* badge = scene_.nodeBadge(id_)) lines << badge->tooltip;
   const QString repr = scene_.moduleRepr(id_);
   if (!repr.isEmpty()) lines << QString("<pre>%1</pre>").arg(repr.toHtmlEscaped());
   return lines.join("<br>");

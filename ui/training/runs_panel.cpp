@@ -1,5 +1,6 @@
 #include "ui/training/runs_panel.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -16,6 +17,9 @@
 #include <map>
 
 #include "engine/train/run_store.h"
+#include "engine/train/weight_changes.h"
+#include "ui/canvas/graph_scene.h"
+#include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/training_controller.h"
@@ -55,10 +59,21 @@ QColor RunsPanel::runColour(int64_t run) {
   return colours[static_cast<size_t>(std::max<int64_t>(run - 1, 0)) % std::size(colours)];
 }
 
-RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, QWidget* parent)
+QColor RunsPanel::changeColour(double relative) {
+  // Log scale: 0.1% (and less) pale, 100% (and more) deep.
+  const double t = relative > 0 ? std::clamp((std::log10(relative) + 3) / 3, 0.0, 1.0) : 0.0;
+  const QColor pale(255, 243, 196), deep(214, 60, 32);
+  auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
+  return QColor(mix(pale.red(), deep.red()), mix(pale.green(), deep.green()),
+                mix(pale.blue(), deep.blue()));
+}
+
+RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, GraphScene* scene,
+                     QWidget* parent)
     : QWidget(parent),
       controller_(controller),
       curves_(curves),
+      scene_(scene),
       summary_(new QLabel(this)),
       tree_(new QTreeWidget(this)),
       rename_(new QPushButton(tr("Rename…"), this)),
@@ -66,6 +81,9 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, QWidg
       slider_(new QSlider(Qt::Horizontal, this)),
       stepLabel_(new QLabel(this)),
       branch_(new QPushButton(tr("Branch from here"), this)),
+      compareWith_(new QComboBox(this)),
+      compare_(new QPushButton(tr("Compare"), this)),
+      clearCompare_(new QPushButton(tr("Clear"), this)),
       scrubTimer_(new QTimer(this)),
       refreshTimer_(new QTimer(this)) {
   summary_->setWordWrap(true);
@@ -105,6 +123,25 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, QWidg
   layout->addLayout(buttons);
   layout->addLayout(time);
   layout->addWidget(branch_);
+  auto* compare = new QHBoxLayout;
+  compare->addWidget(new QLabel(tr("Against"), this));
+  compare->addWidget(compareWith_, 1);
+  compare->addWidget(compare_);
+  compare->addWidget(clearCompare_);
+  layout->addLayout(compare);
+  compareWith_->setObjectName("compareWith");
+  compareWith_->setToolTip(
+      tr("Another snapshot: Compare tints each node by how far its weights "
+         "moved from the step shown to this one"));
+  compare_->setToolTip(
+      tr("Tint each node by the change of its weights between the two "
+         "snapshots (pale 0.1%, deep 100% of their norm)"));
+  clearCompare_->setEnabled(false);
+  connect(compare_, &QPushButton::clicked, this, [this] {
+    const QList<QVariant> at = compareWith_->currentData().toList();
+    if (at.size() == 2) compareWith(at[0].toLongLong(), at[1].toLongLong());
+  });
+  connect(clearCompare_, &QPushButton::clicked, this, &RunsPanel::clearComparison);
 
   scrubTimer_->setSingleShot(true);
   scrubTimer_->setInterval(60);
@@ -245,8 +282,86 @@ void RunsPanel::refresh() {
   refreshing_ = false;
   rename_->setEnabled(!runs.empty());
   delete_->setEnabled(!runs.empty());
+  std::vector<int64_t> ids;
+  for (const train::RunInfo& r : runs) ids.push_back(r.id);
+  fillCompareList(ids);
   updateSlider();
   updateOverlays();
+}
+
+void RunsPanel::fillCompareList(const std::vector<int64_t>& runs) {
+  train::RunStore* store = controller_->runStore();
+  const QVariant current = compareWith_->currentData();
+  compareWith_->clear();
+  if (store) {
+    for (int64_t run : runs) {
+      for (const train::SnapshotInfo& s : store->snapshots(run)) {
+        compareWith_->addItem(swatch(runColour(run)), tr("run %1, step %2").arg(run).arg(s.step),
+                              QList<QVariant>{QVariant::fromValue<qlonglong>(run),
+                                              QVariant::fromValue<qlonglong>(s.step)});
+      }
+    }
+  }
+  const int keep = compareWith_->findData(current);
+  compareWith_->setCurrentIndex(keep >= 0 ? keep : compareWith_->count() - 1);
+  compare_->setEnabled(compareWith_->count() > 0 && selectedRun() != 0);
+}
+
+bool RunsPanel::compareWith(int64_t run, int64_t step) {
+  train::RunStore* store = controller_->runStore();
+  const int64_t from = selectedRun();
+  if (!store || !from) return false;
+  const std::optional<train::SnapshotInfo> a = store->snapshot_at(from, slider_->value());
+  const std::optional<train::SnapshotInfo> b = store->snapshot_at(run, step);
+  if (!a || !b) {
+    emit controller_->message(tr("Compare: no snapshot of run %1 at or before step %2")
+                                  .arg(a ? run : from)
+                                  .arg(a ? step : slider_->value()));
+    return false;
+  }
+  std::vector<std::pair<std::string, train::WeightChange>> changes;
+  try {
+    changes = train::weight_changes(store->load_weights(*a), store->load_weights(*b));
+  } catch (const std::exception& e) {
+    emit controller_->message(tr("Compare failed: %1").arg(qs(e.what())));
+    return false;
+  }
+  const QString pair =
+      tr("run %1 step %2 → run %3 step %4").arg(a->run).arg(a->step).arg(b->run).arg(b->step);
+  std::map<graph::NodeId, GraphScene::NodeBadge> badges;
+  for (const graph::Node& node : controller_->document()->project().graph.nodes) {
+    const QString module = controller_->moduleNameOf(node.id);
+    if (module.isNull()) continue;
+    const std::string m = module.toStdString();
+    train::WeightChange total;
+    QStringList lines;
+    for (const auto& [key, c] : changes) {
+      if (key != m && key.rfind(m + ".", 0) != 0) continue;
+      total.add(c);
+      lines << tr("%1: %2% (‖Δ‖ %3 of ‖w‖ %4)")
+                   .arg(qs(key).toHtmlEscaped())
+                   .arg(100 * c.relative(), 0, 'g', 3)
+                   .arg(c.norm_change, 0, 'g', 3)
+                   .arg(c.norm_before, 0, 'g', 3);
+    }
+    if (total.numel == 0) continue;
+    const double relative = total.relative();
+    badges[node.id] = {changeColour(relative), tr("Δ %1%").arg(100 * relative, 0, 'g', 3),
+                       tr("<b>Change of weights</b>, %1: %2% of their norm<br>%3")
+                           .arg(pair)
+                           .arg(100 * relative, 0, 'g', 3)
+                           .arg(lines.join("<br>"))};
+  }
+  scene_->setNodeBadges(std::move(badges));
+  clearCompare_->setEnabled(true);
+  emit controller_->message(
+      tr("Weights compared, %1: the nodes are tinted by how far they moved").arg(pair));
+  return true;
+}
+
+void RunsPanel::clearComparison() {
+  scene_->setNodeBadges({});
+  clearCompare_->setEnabled(false);
 }
 
 void RunsPanel::updateSlider() {
@@ -261,6 +376,10 @@ void RunsPanel::updateSlider() {
     }
   }
   settingSlider_ = true;
+  // The run being recorded is as far as the session went (the store follows within a moment).
+  if (info && run == controller_->currentRun()) {
+    info->steps = std::max(info->steps, controller_->status().step);
+  }
   slider_->setEnabled(info.has_value() && info->steps > info->first_step);
   if (info) {
     slider_->setRange(static_cast<int>(info->first_step), static_cast<int>(info->steps));

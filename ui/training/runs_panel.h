@@ -8,12 +8,18 @@
 // so the inspector, the output panel and the probes show the model as it was there, and the
 // Curves panel marks the step. "Branch from here" trains on from that state as a new run,
 // with whatever was changed since (the learning rate, the architecture).
+//
+// Compare: the slider's snapshot against another (any run's, picked from a list); every node
+// on the canvas is tinted by how far its weights moved between the two (||b - a|| / ||a||, on a
+// log scale from 0.1% to 100%), with the figure on the node and the numbers in its tooltip.
 #include <QColor>
 #include <QWidget>
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <vector>
 
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QSlider;
@@ -24,13 +30,15 @@ class QTreeWidgetItem;
 namespace nns::ui {
 
 class CurvesWidget;
+class GraphScene;
 class TrainingController;
 
 class RunsPanel : public QWidget {
   Q_OBJECT
 
  public:
-  RunsPanel(TrainingController* controller, CurvesWidget* curves, QWidget* parent = nullptr);
+  RunsPanel(TrainingController* controller, CurvesWidget* curves, GraphScene* scene,
+            QWidget* parent = nullptr);
 
   // A run's colour: its curves and its swatch in the tree.
   static QColor runColour(int64_t run);
@@ -38,6 +46,9 @@ class RunsPanel : public QWidget {
   QTreeWidget* tree() const { return tree_; }
   QSlider* slider() const { return slider_; }
   QPushButton* branchButton() const { return branch_; }
+  QComboBox* compareBox() const { return compareWith_; }
+  // The colour of a relative change of weights (0.1% pale to 100% deep).
+  static QColor changeColour(double relative);
   // The run the slider and the buttons act on (0: none).
   int64_t selectedRun() const;
   void selectRun(int64_t run);
@@ -53,15 +64,22 @@ class RunsPanel : public QWidget {
   void branchFromHere();
   void renameSelected();
   void deleteSelected();
+  // Tints the canvas's nodes by the change of their weights from the slider's snapshot of
+  // the selected run to `run`'s snapshot at or before `step`; false (with a message) when
+  // either is missing.
+  bool compareWith(int64_t run, int64_t step);
+  void clearComparison();
 
  private:
   void updateSlider();
+  void fillCompareList(const std::vector<int64_t>& runs);
   void updateOverlays();
   void onSnapshotShown(int64_t run, int64_t step);
   QTreeWidgetItem* itemOf(int64_t run) const;
 
   TrainingController* controller_;
   CurvesWidget* curves_;
+  GraphScene* scene_;
   QLabel* summary_;
   QTreeWidget* tree_;
   QPushButton* rename_;
@@ -69,6 +87,9 @@ class RunsPanel : public QWidget {
   QSlider* slider_;
   QLabel* stepLabel_;
   QPushButton* branch_;
+  QComboBox* compareWith_;
+  QPushButton* compare_;
+  QPushButton* clearCompare_;
   QTimer* scrubTimer_;    // coalesces a drag's steps into a few loads
   QTimer* refreshTimer_;  // the step counts while a run is recorded
   std::set<int64_t> checked_;
