@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "engine/autograd/grad_mode.h"
@@ -252,6 +253,73 @@ uint64_t TrainingSession::predict(const Tensor& inputs) {
     predictions_.push_back(std::move(p));
   });
   return id;
+}
+
+uint64_t TrainingSession::trace(const Tensor& input, const Tensor& target) {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    id = next_prediction_++;
+  }
+  post([this, id, input, target] {
+    SampleTrace t;
+    t.id = id;
+    t.step = step_;
+    std::vector<RemovableHandle> hooks;
+    std::map<const nn::Module*, size_t> index;  // module -> its entry in t.modules
+    for (auto& [name, module] : model_->named_modules()) {
+      const nn::Module* m = module.get();
+      hooks.push_back(module->register_forward_hook(
+          [&t, &index, m, name = name](
+              nn::Module&, const std::vector<Tensor>& inputs,
+              const std::vector<Tensor>& outputs) -> std::optional<std::vector<Tensor>> {
+            ModuleTrace mt;
+            mt.module = name;
+            if (!inputs.empty() && inputs[0].defined()) mt.input = inputs[0].detach().clone();
+            if (!outputs.empty() && outputs[0].defined()) mt.output = outputs[0].detach().clone();
+            index[m] = t.modules.size();
+            t.modules.push_back(std::move(mt));
+            return std::nullopt;
+          }));
+      hooks.push_back(module->register_full_backward_hook(
+          [&t, &index, m](
+              nn::Module&, const std::vector<Tensor>&,
+              const std::vector<Tensor>& grad_output) -> std::optional<std::vector<Tensor>> {
+            const auto it = index.find(m);
+            if (it != index.end() && !grad_output.empty() && grad_output[0].defined()) {
+              t.modules[it->second].grad_output = grad_output[0].detach().clone();
+            }
+            return std::nullopt;
+          }));
+    }
+    try {
+      model_->eval();
+      optimizer_->zero_grad();
+      const Tensor output = (*model_)(input);
+      const auto [scores, labels] = loss_inputs(output, target);
+      const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
+      t.loss = loss.item();
+      loss.backward();
+    } catch (const std::exception& e) {
+      t.modules.clear();
+      t.error = e.what();
+    }
+    for (RemovableHandle& h : hooks) h.remove();
+    optimizer_->zero_grad();
+    model_->train();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (traces_.size() >= kKeptPredictions) traces_.pop_front();
+    traces_.push_back(std::move(t));
+  });
+  return id;
+}
+
+std::optional<SampleTrace> TrainingSession::take_trace() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (traces_.empty()) return std::nullopt;
+  std::optional<SampleTrace> out = std::move(traces_.front());
+  traces_.pop_front();
+  return out;
 }
 
 ProbeId TrainingSession::add_probe(const std::string& module_name, const ProbeOptions& options) {

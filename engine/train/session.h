@@ -139,6 +139,23 @@ struct Prediction {
   std::string error;  // the forward's error, if it failed (outputs undefined)
 };
 
+// One sample traced through the model (TrainingSession::trace): every module's input and
+// output in the order they ran, and the gradient of the sample's loss w.r.t. each output.
+struct ModuleTrace {
+  std::string module;  // named_modules name ("fc1", "features.0")
+  Tensor input;        // its first input (a tensor of its own; undefined when it had none)
+  Tensor output;       // its first output
+  Tensor grad_output;  // d loss / d output (undefined when no gradient reached it)
+};
+
+struct SampleTrace {
+  uint64_t id = 0;  // what trace() returned
+  int64_t step = 0;
+  double loss = 0;
+  std::vector<ModuleTrace> modules;  // in execution order (the model itself last)
+  std::string error;                 // the pass's error, if it failed (modules empty)
+};
+
 struct SessionConfig {
   int64_t batch_size = 32;
   int64_t epochs = 0;     // stop after this many epochs; 0: run until stopped
@@ -217,6 +234,11 @@ class TrainingSession {
   // The model's outputs for `inputs` in eval mode, computed between two steps; the result
   // appears in take_prediction() with the returned id (answers come in the order asked).
   uint64_t predict(const Tensor& inputs);
+  // One sample's forward and backward pass in eval mode, between two steps, with hooks on
+  // every module (no dropout, so the run's generator is untouched; the gradients are cleared
+  // after, so the next step is as it would have been): `input` and `target` are a batch of
+  // one. The answer appears in take_trace() with the returned id.
+  uint64_t trace(const Tensor& input, const Tensor& target);
   // Checks the name and options at once (KeyError, ValueError as Probes::add); the hooks are
   // placed before the next step. The id is valid at once.
   ProbeId add_probe(const std::string& module_name, const ProbeOptions& options = {});
@@ -241,6 +263,8 @@ class TrainingSession {
   std::vector<ProbeSample> take_probe_samples() { return probes_.take_samples(); }
   // The oldest answered prediction not taken yet (none when there is none).
   std::optional<Prediction> take_prediction();
+  // The oldest answered trace not taken yet.
+  std::optional<SampleTrace> take_trace();
   // rebin, kept_steps and dropped are safe from any thread (see probes.h).
   const Probes& probes() const { return probes_; }
   // The model's module names (named_modules order), for a UI that offers probes.
@@ -335,7 +359,8 @@ class TrainingSession {
   // oldest are dropped (their reader asks again).
   static constexpr size_t kKeptPredictions = 16;
   std::deque<Prediction> predictions_;
-  uint64_t next_prediction_ = 1;
+  uint64_t next_prediction_ = 1;  // predictions' and traces' ids
+  std::deque<SampleTrace> traces_;
 
   std::thread worker_;
 };

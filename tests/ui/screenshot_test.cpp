@@ -22,6 +22,7 @@
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
 #include "ui/app/plugins_dialog.h"
+#include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/document/project_document.h"
 #include "ui/panels/inspector_widget.h"
@@ -384,6 +385,30 @@ TEST(Screenshot, TwoRunsOverlaid) {
   shoot(window, "runs_two_overlaid.png");
   window.document()->undoStack()->setClean();
   if (!runsDir.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", runsDir);
+}
+
+}  // namespace
+}  // namespace nns::ui
+
+namespace nns::ui {
+namespace {
+
+// One test sample traced through the trained spirals model: each layer's output as bars, the
+// loss's gradient as the blue tint and figure, the point ringed in the Output panel.
+TEST(Screenshot, TracedSample) {
+  MainWindow window;
+  window.openExample();
+  window.resize(1600, 1000);
+  window.show();
+  TrainingController* controller = window.training();
+  controller->start();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->status().step >= 200; }, 60000));
+  controller->pause();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !controller->isRunning(); }, 10000));
+  ASSERT_TRUE(window.boundary()->traceTestSample(5));
+  ASSERT_TRUE(QTest::qWaitFor([&] { return window.scene()->hasNodeBadges(); }));
+  shoot(window, "traced_sample.png");
+  window.document()->undoStack()->setClean();
 }
 
 }  // namespace

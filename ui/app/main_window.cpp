@@ -48,6 +48,7 @@
 #include "ui/panels/problems_widget.h"
 #include "ui/probes/node_health.h"
 #include "ui/probes/probe_panel.h"
+#include "ui/probes/sample_trace.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/runs_panel.h"
@@ -431,6 +432,18 @@ void MainWindow::createDocks() {
   curves_ = new CurvesWidget(training_, this);
   dock(tr("Curves"), "curvesDock", curves_, Qt::BottomDockWidgetArea);
   runsPanel_ = new RunsPanel(training_, curves_, scene_, this);
+  // Trace one sample: a test point clicked in the Output panel, what each node did with it.
+  connect(training_, &TrainingController::traceArrived, this,
+          [this](const train::SampleTrace& trace) {
+            if (trace.id != boundary_->traceRequest()) return;
+            if (!trace.error.empty()) {
+              appendLog(tr("Tracing the sample failed: %1").arg(qs(trace.error)));
+              return;
+            }
+            scene_->setNodeBadges(traceBadges(trace, *training_, document_->project().graph));
+          });
+  connect(boundary_, &DecisionBoundaryWidget::traceCleared, this,
+          [this] { scene_->setNodeBadges({}); });
   dock(tr("Runs"), "runsDock", runsPanel_, Qt::BottomDockWidgetArea);
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 

@@ -79,7 +79,8 @@ class GraphScene : public QGraphicsScene {
   struct NodeBadge {
     QColor colour;
     QString text;
-    QString tooltip;  // HTML
+    QString tooltip;          // HTML
+    std::vector<float> bars;  // a strip of values in [-1, 1] along the body (none: empty)
   };
   void setNodeBadges(std::map<graph::NodeId, NodeBadge> badges);
   const NodeBadge* nodeBadge(graph::NodeId node) const;

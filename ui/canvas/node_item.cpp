@@ -358,11 +358,27 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
                       fm.elidedText(detail_, Qt::ElideRight, box.width() - 16));
     y += kRow - 4;
   }
-  const QString shapes = outputText();
-  painter->setPen(shapes.contains('?') ? t.dimText : t.text);
-  painter->drawText(QRectF(8, y, box.width() - 16 - badgeWidth, kRow),
-                    Qt::AlignVCenter | Qt::AlignLeft,
-                    fm.elidedText(shapes, Qt::ElideMiddle, box.width() - 16 - badgeWidth));
+  if (badge && !badge->bars.empty()) {
+    // A traced sample's values as bars about a middle line, in place of the shapes: up
+    // positive, down negative.
+    const double width = box.width() - 20 - badgeWidth, mid = y + kRow / 2, half = kRow / 2 - 4;
+    const double w = width / static_cast<double>(badge->bars.size());
+    painter->setPen(QPen(t.dimText, 0.5));
+    painter->drawLine(QPointF(8, mid), QPointF(8 + width, mid));
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(t.text);
+    for (size_t i = 0; i < badge->bars.size(); ++i) {
+      const double v = std::clamp(static_cast<double>(badge->bars[i]), -1.0, 1.0);
+      painter->drawRect(QRectF(8 + w * static_cast<double>(i), v >= 0 ? mid - half * v : mid,
+                               std::max(w - 0.6, 0.6), std::max(half * std::abs(v), 0.5)));
+    }
+  } else {
+    const QString shapes = outputText();
+    painter->setPen(shapes.contains('?') ? t.dimText : t.text);
+    painter->drawText(QRectF(8, y, box.width() - 16 - badgeWidth, kRow),
+                      Qt::AlignVCenter | Qt::AlignLeft,
+                      fm.elidedText(shapes, Qt::ElideMiddle, box.width() - 16 - badgeWidth));
+  }
   paintPorts(painter, font);
   if (healthStrip_) paintHealth(painter);
   paintFailure(painter);

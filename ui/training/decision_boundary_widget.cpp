@@ -1,5 +1,6 @@
 #include "ui/training/decision_boundary_widget.h"
 
+#include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
 #include <QTimer>
@@ -55,6 +56,55 @@ DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, Q
   takeData();
 }
 
+bool DecisionBoundaryWidget::traceTestSample(int64_t index) {
+  if (mode_ != Mode::Heatmap || index < 0 || static_cast<size_t>(index) >= testClass_.size()) {
+    return false;
+  }
+  const Tensor input =
+      from_vector(std::vector<float>{testX_[2 * index], testX_[2 * index + 1]}, Shape{1, 2});
+  const Tensor target = from_vector(std::vector<int64_t>{testClass_[index]}, Shape{1});
+  const uint64_t id = controller_->requestTrace(input, target);
+  if (id == 0) return false;
+  traced_ = index;
+  traceRequest_ = id;
+  setToolTip(tr("Traced test sample %1 (class %2): each node shows its output for it (bars) and "
+                "the gradient of its loss (blue, the figure). Double-click to clear.")
+                 .arg(index)
+                 .arg(testClass_[index]));
+  update();
+  emit traceRequested(id);
+  return true;
+}
+
+void DecisionBoundaryWidget::clearTrace() {
+  if (traced_ < 0) return;
+  traced_ = -1;
+  traceRequest_ = 0;
+  setToolTip(QString());
+  update();
+  emit traceCleared();
+}
+
+void DecisionBoundaryWidget::mousePressEvent(QMouseEvent* event) {
+  if (mode_ != Mode::Heatmap || event->button() != Qt::LeftButton) return;
+  // The nearest test point within a few pixels of the click.
+  int64_t nearest = -1;
+  double best = 12 * 12;
+  for (size_t i = 0; i < testClass_.size(); ++i) {
+    const QPointF d = toWidget(testX_[2 * i], testX_[2 * i + 1]) - event->position();
+    const double dist = d.x() * d.x() + d.y() * d.y();
+    if (dist < best) {
+      best = dist;
+      nearest = static_cast<int64_t>(i);
+    }
+  }
+  if (nearest >= 0) traceTestSample(nearest);
+}
+
+void DecisionBoundaryWidget::mouseDoubleClickEvent(QMouseEvent*) {
+  clearTrace();
+}
+
 QColor DecisionBoundaryWidget::classColor(int64_t c) {
   // Playground's orange and blue first, then the tab10 palette.
   static const QColor colors[] = {{245, 147, 34},  {8, 119, 189}, {44, 160, 44},   {214, 39, 40},
@@ -66,6 +116,8 @@ QColor DecisionBoundaryWidget::classColor(int64_t c) {
 void DecisionBoundaryWidget::takeData() {
   // A message from an earlier session (e.g. the empty project at startup) must not outlive it.
   why_.clear();
+  // Another session's data: the traced point may be another one now.
+  clearTrace();
   mode_ = Mode::None;
   pending_ = 0;
   requestedStep_ = shownStep_ = -1;
@@ -484,6 +536,12 @@ void DecisionBoundaryWidget::paintEvent(QPaintEvent*) {
   }
   p.drawPixmap(0, 0, points_);
   p.setRenderHint(QPainter::Antialiasing, true);
+  if (mode_ == Mode::Heatmap && traced_ >= 0 && static_cast<size_t>(traced_) < testClass_.size()) {
+    // The traced sample, ringed.
+    p.setPen(QPen(palette().color(QPalette::WindowText), 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawEllipse(toWidget(testX_[2 * traced_], testX_[2 * traced_ + 1]), 8, 8);
+  }
   if (mode_ == Mode::Curve) {
     p.setClipRect(area);
     if (!curve_.empty()) {

@@ -56,8 +56,23 @@ class DecisionBoundaryWidget : public QWidget {
   // The colour of class c (shared by the heatmap and the points).
   static QColor classColor(int64_t c);
 
+  // Trace one sample: a click on a test point (Heatmap mode) sends that sample through the
+  // model with hooks on every module (TrainingController::requestTrace); the canvas shows
+  // what each node did with it. The traced point is ringed; a double-click clears the trace.
+  bool traceTestSample(int64_t index);
+  void clearTrace();
+  int64_t tracedSample() const { return traced_; }
+  uint64_t traceRequest() const { return traceRequest_; }
+
+ signals:
+  // A trace was asked for (its id: the one traceArrived will carry) or cleared.
+  void traceRequested(uint64_t id);
+  void traceCleared();
+
  protected:
   void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
 
  private:
   void takeData();
@@ -100,6 +115,8 @@ class DecisionBoundaryWidget : public QWidget {
   QStringList vocabulary_, classNames_;
   std::vector<float> windows_, nextValues_, forecasts_;
   std::vector<double> positionAccuracy_;
+  int64_t traced_ = -1;  // the test sample traced (-1: none)
+  uint64_t traceRequest_ = 0;
 };
 
 }  // namespace nns::ui

@@ -70,6 +70,7 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   qRegisterMetaType<nns::train::SessionStatus>();
   qRegisterMetaType<nns::train::Evaluation>();
   qRegisterMetaType<nns::train::Prediction>();
+  qRegisterMetaType<nns::train::SampleTrace>();
   // One BLAS thread: OpenBLAS's idle threads spin and take the core the window and the X
   // server need while the worker trains (engine/cpu/threads.h has the figures). A user's
   // OPENBLAS_NUM_THREADS wins.
@@ -228,6 +229,11 @@ QString TrainingController::attentionModuleOf(graph::NodeId node) const {
 uint64_t TrainingController::requestPrediction(const Tensor& inputs) {
   train::TrainingSession* s = session();
   return s ? s->predict(inputs) : 0;
+}
+
+uint64_t TrainingController::requestTrace(const Tensor& input, const Tensor& target) {
+  train::TrainingSession* s = session();
+  return s ? s->trace(input, target) : 0;
 }
 
 void TrainingController::onDocumentChanged() {
@@ -749,6 +755,7 @@ void TrainingController::poll() {
   std::vector<train::ProbeSample> samples = s.take_probe_samples();
   if (!samples.empty()) emit probeSamplesArrived(samples);
   while (std::optional<train::Prediction> p = s.take_prediction()) emit predictionArrived(*p);
+  while (std::optional<train::SampleTrace> t = s.take_trace()) emit traceArrived(*t);
 
   if (st.state == train::RunState::Failed && !failureSent_) {
     failureSent_ = true;

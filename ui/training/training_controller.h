@@ -124,6 +124,9 @@ class TrainingController : public QObject {
   // answer comes with predictionArrived, carrying the returned id (each reader keeps to its
   // own ids). 0 when there is no session.
   uint64_t requestPrediction(const Tensor& inputs);
+  // One sample through the model with hooks on every module (TrainingSession::trace): the
+  // answer comes with traceArrived. 0 when there is no session.
+  uint64_t requestTrace(const Tensor& input, const Tensor& target);
 
  public slots:
   // Runs until paused (or the configured epochs are done).
@@ -170,6 +173,7 @@ class TrainingController : public QObject {
   void evaluationArrived(const nns::train::Evaluation& evaluation);
   void probeSamplesArrived(const std::vector<nns::train::ProbeSample>& samples);
   void predictionArrived(const nns::train::Prediction& prediction);
+  void traceArrived(const nns::train::SampleTrace& trace);
   // Curves, histograms and health clear: a new session, a reset or a loaded checkpoint.
   void sessionReset();
   // A run failed (NaN/Inf, a shape error) or could not start (a graph with problems): the
@@ -252,3 +256,4 @@ class TrainingController : public QObject {
 Q_DECLARE_METATYPE(nns::train::SessionStatus)
 Q_DECLARE_METATYPE(nns::train::Evaluation)
 Q_DECLARE_METATYPE(nns::train::Prediction)
+Q_DECLARE_METATYPE(nns::train::SampleTrace)
