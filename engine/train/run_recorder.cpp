@@ -45,6 +45,19 @@ bool SnapshotSchedule::due(int64_t step) const {
   return every > 0 ? step > 0 && step % every == 0 : log_spaced(step);
 }
 
+RunResult result_of(const SessionStatus& status) {
+  RunResult result{status.step};
+  if (status.last_epoch) {
+    result.train_loss = status.last_epoch->train_loss;
+    result.train_accuracy = status.last_epoch->train_accuracy;
+  }
+  if (status.last_evaluation) {
+    result.test_loss = status.last_evaluation->loss;
+    result.test_accuracy = status.last_evaluation->accuracy;
+  }
+  return result;
+}
+
 RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>& parent,
                      int64_t parent_step) {
   RunInfo info;

@@ -38,6 +38,10 @@ struct SnapshotSchedule {
   bool due(int64_t step) const;
 };
 
+// A run's figures from a session's status: its step, the last epoch's train loss and accuracy,
+// the last evaluation's test loss and accuracy.
+RunResult result_of(const SessionStatus& status);
+
 // A new run's entry for a project: its settings, architecture and project JSON, and, for a
 // branch, its parent, the step it starts from and what changed.
 RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>& parent,

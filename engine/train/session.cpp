@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <limits>
 #include <map>
 #include <utility>
@@ -364,6 +365,13 @@ std::optional<Prediction> TrainingSession::take_prediction() {
   std::optional<Prediction> out = std::move(predictions_.front());
   predictions_.pop_front();
   return out;
+}
+
+bool TrainingSession::sync(std::chrono::milliseconds timeout) {
+  auto applied = std::make_shared<std::promise<void>>();
+  std::future<void> done = applied->get_future();
+  post([applied] { applied->set_value(); });
+  return done.wait_for(timeout) == std::future_status::ready;
 }
 
 bool TrainingSession::wait_idle(std::chrono::milliseconds timeout) {

@@ -276,6 +276,9 @@ class TrainingSession {
   const data::Dataset& test_set() const { return parts_.test; }
 
   // ---- Waiting (CLI and tests; a window never calls it) ------------------------------------
+  // Until every command queued before this call is applied (also while running: commands go
+  // between two steps). Returns false on timeout.
+  bool sync(std::chrono::milliseconds timeout = std::chrono::hours(24));
   // Until every queued command is applied and the worker is not running: Paused after
   // step(n), Stopped after the last epoch, Failed. Returns false on timeout.
   bool wait_idle(std::chrono::milliseconds timeout = std::chrono::hours(24));

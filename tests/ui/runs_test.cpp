@@ -261,6 +261,8 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   }));
   EXPECT_EQ(store.run(2)->parent, 1);
   EXPECT_EQ(store.run(2)->parent_step, 300);
+  ASSERT_EQ(store.snapshot_at(1, 760)->step, 760);  // the last one is written before the end
+  ASSERT_EQ(store.snapshot_at(2, 760)->step, 760);
   const nn::StateDict end1 = store.load_weights(*store.snapshot_at(1, 760));
   const nn::StateDict end2 = store.load_weights(*store.snapshot_at(2, 760));
   for (const auto& item : end1) {

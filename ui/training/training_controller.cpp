@@ -146,6 +146,7 @@ void TrainingController::beginRun() {
     recorder_ = std::make_shared<train::RunRecorder>(store_, run, train::SnapshotSchedule{});
     session_->set_observer(recorder_);
     session_->snapshot();  // where it starts (a branch's parent has that one already)
+    restedStep_ = session_->status().step;
     emit message(parent ? tr("Recording run %1, a branch of run %2 at step %3")
                               .arg(run)
                               .arg(parent->id)
@@ -161,17 +162,12 @@ void TrainingController::beginRun() {
 
 void TrainingController::endRun() {
   if (!recorder_) return;
-  train::RunResult result{status_.step};
-  if (status_.last_epoch) {
-    result.train_loss = status_.last_epoch->train_loss;
-    result.train_accuracy = status_.last_epoch->train_accuracy;
+  if (session_) {
+    // A snapshot asked for before is handed over before the run's figures are written.
+    session_->set_observer(nullptr);
+    session_->sync(kIdleWait);
   }
-  if (status_.last_evaluation) {
-    result.test_loss = status_.last_evaluation->loss;
-    result.test_accuracy = status_.last_evaluation->accuracy;
-  }
-  if (session_) session_->set_observer(nullptr);
-  recorder_->finish(result);
+  recorder_->finish(train::result_of(status_));
   if (!recorder_->error().empty()) {
     emit message(
         tr("Recording run %1 stopped: %2").arg(recorder_->run()).arg(qs(recorder_->error())));
@@ -341,7 +337,6 @@ void TrainingController::rebuild() {
     syncProbes();
   }
   status_ = session_ ? session_->status() : train::SessionStatus{};
-  wasRunning_ = false;
   epochsSent_ = 0;
   resetsSeen_ = status_.resets;
   evaluationSent_.reset();
@@ -657,7 +652,6 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step) {
   branchFrom_ = std::make_pair(run, snapshot->step);
   shown_ = branchFrom_;
   continues_ = false;
-  wasRunning_ = false;
   epochsSent_ = 0;
   evaluationSent_.reset();
   emit sessionReset();
@@ -712,29 +706,23 @@ void TrainingController::poll() {
       (st.state == train::RunState::Failed || st.state == train::RunState::Stopped)) {
     runRequested_ = false;
   }
-  // A run that pauses or ends leaves a snapshot of where it stopped and its figures so far.
-  const bool running = st.state == train::RunState::Running;
-  if (wasRunning_ && !running && recorder_) {
-    s.snapshot();
-    train::RunResult result{st.step};
-    if (st.last_epoch) {
-      result.train_loss = st.last_epoch->train_loss;
-      result.train_accuracy = st.last_epoch->train_accuracy;
-    }
-    if (st.last_evaluation) {
-      result.test_loss = st.last_evaluation->loss;
-      result.test_accuracy = st.last_evaluation->accuracy;
-    }
-    recorder_->set_result(result);
-    emit runsChanged();
-  }
-  wasRunning_ = running;
   const bool statusMoved = st.state != status_.state || st.step != status_.step ||
                            st.epoch != status_.epoch || st.lr != status_.lr ||
                            st.batch_size != status_.batch_size ||
                            st.steps_per_second != status_.steps_per_second;
   status_ = st;
   if (statusMoved) emit statusChanged(status_);
+  // A run that pauses or ends leaves a snapshot of where it stopped and its figures so far
+  // (a fast run may start and end between two polls: the step tells that it moved).
+  const bool running = st.state == train::RunState::Running;
+  if (recorder_ && !running && st.step != restedStep_) {
+    restedStep_ = st.step;
+    s.snapshot();
+    // The snapshot goes to the recorder before the figures that mark the run ended.
+    s.sync(kIdleWait);
+    recorder_->set_result(train::result_of(st));
+    emit runsChanged();
+  }
 
   std::vector<train::StepMetrics> metrics = s.take_step_metrics();
   if (!metrics.empty()) emit stepMetricsArrived(metrics);

@@ -247,7 +247,7 @@ class TrainingController : public QObject {
   // carried weights, and by showSnapshot).
   std::optional<std::pair<int64_t, int64_t>> branchFrom_;
   std::optional<std::pair<int64_t, int64_t>> shown_;
-  bool wasRunning_ = false;  // at the last poll: a pause then snapshots the state
+  int64_t restedStep_ = -1;  // the step the recorded run last rested at (snapshot, figures)
   bool continues_ = false;
 };
 
