@@ -142,6 +142,7 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
     if (at.size() == 2) compareWith(at[0].toLongLong(), at[1].toLongLong());
   });
   connect(clearCompare_, &QPushButton::clicked, this, &RunsPanel::clearComparison);
+  connect(compareWith_, &QComboBox::activated, this, [this] { compareChosen_ = true; });
 
   scrubTimer_->setSingleShot(true);
   scrubTimer_->setInterval(60);
@@ -221,8 +222,8 @@ void RunsPanel::refresh() {
   } else if (runs.empty()) {
     summary_->setText(tr("No runs yet: every run you train is kept here."));
   } else {
-    summary_->setText(tr("%n run(s); snapshots take %1 MiB. Check runs to compare their curves.",
-                         "", static_cast<int>(runs.size()))
+    summary_->setText((runs.size() == 1 ? tr("1 run") : tr("%1 runs").arg(runs.size())) +
+                      tr("; snapshots take %1 MiB. Check runs to compare their curves.")
                           .arg(QString::number(store->snapshot_bytes() / 1048576.0, 'f', 1)));
   }
   std::map<int64_t, QTreeWidgetItem*> items;
@@ -302,7 +303,8 @@ void RunsPanel::fillCompareList(const std::vector<int64_t>& runs) {
       }
     }
   }
-  const int keep = compareWith_->findData(current);
+  // The user's pick stays; until there is one, the newest snapshot.
+  const int keep = compareChosen_ ? compareWith_->findData(current) : -1;
   compareWith_->setCurrentIndex(keep >= 0 ? keep : compareWith_->count() - 1);
   compare_->setEnabled(compareWith_->count() > 0 && selectedRun() != 0);
 }

@@ -95,6 +95,7 @@ class RunsPanel : public QWidget {
   std::set<int64_t> checked_;
   bool refreshing_ = false;
   bool settingSlider_ = false;
+  bool compareChosen_ = false;  // the user picked a snapshot to compare with
 };
 
 }  // namespace nns::ui
