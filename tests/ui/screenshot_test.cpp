@@ -413,3 +413,41 @@ TEST(Screenshot, TracedSample) {
 
 }  // namespace
 }  // namespace nns::ui
+
+namespace nns::ui {
+namespace {
+
+// Compare: the spirals model at step 10 against step 760 of the same run, each layer tinted
+// by how far its weights moved, the figure on the node.
+TEST(Screenshot, CompareTwoSnapshots) {
+  const QByteArray runsDir = qgetenv("NNSTUDIO_RUNS_DIR");
+  qunsetenv("NNSTUDIO_RUNS_DIR");
+  QTemporaryDir dir;
+  const QString path = dir.filePath("spirals.nns");
+  ASSERT_TRUE(QFile::copy(NNS_SOURCE_DIR "/resources/examples/spirals.nns", path));
+  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(path));
+  window.findChild<QDockWidget*>("runsDock")->raise();
+  window.resize(1600, 1000);
+  window.show();
+  TrainingController* controller = window.training();
+  controller->start();
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+  ASSERT_TRUE(QTest::qWaitFor([&] {
+    const auto run = controller->runStore()->run(1);
+    return run && run->finished;
+  }));
+  RunsPanel* panel = window.runsPanel();
+  panel->refresh();
+  panel->scrubTo(10);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->status().step == 10; }));
+  ASSERT_TRUE(panel->compareWith(1, 760));
+  shoot(window, "runs_compare.png");
+  window.document()->undoStack()->setClean();
+  if (!runsDir.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", runsDir);
+}
+
+}  // namespace
+}  // namespace nns::ui
