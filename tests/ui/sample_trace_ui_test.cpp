@@ -50,12 +50,22 @@ TEST(SampleTraceUi, ATestPointTracedShowsEachLayersOutputAndGradient) {
   }
   EXPECT_EQ(layers, 5);  // fc1, relu1, fc2, relu2, fc3
   EXPECT_EQ(boundary->tracedSample(), 3);
+  // Step Through walks the forward pass in the order the layers ran, then starts again.
+  std::vector<std::string> walked;
+  for (int i = 0; i < 6; ++i) {
+    const graph::NodeId id = window.stepThroughTrace();
+    ASSERT_NE(id, 0);
+    EXPECT_EQ(window.document()->selection(), std::vector<graph::NodeId>{id});
+    walked.push_back(window.document()->project().graph.at(id).name);
+  }
+  EXPECT_EQ(walked, (std::vector<std::string>{"fc1", "relu1", "fc2", "relu2", "fc3", "fc1"}));
   // A double-click on the Output panel clears it.
   QMouseEvent click(QEvent::MouseButtonDblClick, QPointF(10, 10), QPointF(10, 10), Qt::LeftButton,
                     Qt::LeftButton, Qt::NoModifier);
   QApplication::sendEvent(boundary, &click);
   EXPECT_FALSE(scene->hasNodeBadges());
   EXPECT_EQ(boundary->tracedSample(), -1);
+  EXPECT_EQ(window.stepThroughTrace(), 0);
   window.document()->undoStack()->setClean();
 }
 

@@ -28,6 +28,7 @@
 #include <QUndoView>
 #include <algorithm>
 #include <exception>
+#include <map>
 
 #include "engine/export/pytorch_code.h"
 #include "engine/onnx/onnx_export.h"
@@ -353,6 +354,12 @@ void MainWindow::createMenus() {
   QMenu* train = menuBar()->addMenu(tr("&Train"));
   train->addActions({trainingDock_->startAction(), trainingDock_->pauseAction(),
                      trainingDock_->stepAction(), trainingDock_->resetAction()});
+  train->addSeparator();
+  traceStepAct_ =
+      train->addAction(tr("Step Through Traced Sample"), this, [this] { stepThroughTrace(); });
+  traceStepAct_->setShortcut(Qt::Key_F11);
+  traceStepAct_->setToolTip(tr("Click a test point in the Output panel to trace it first"));
+  traceStepAct_->setEnabled(false);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   pluginsAct_ = help->addAction(tr("&Plugins…"), this, [this] {
@@ -441,9 +448,19 @@ void MainWindow::createDocks() {
               return;
             }
             scene_->setNodeBadges(traceBadges(trace, *training_, document_->project().graph));
+            trace_ = std::make_unique<train::SampleTrace>(trace);
+            traceStep_ = 0;
+            traceStepAct_->setEnabled(true);
+            statusBar()->showMessage(
+                tr("Sample traced: Train → Step Through Traced Sample (F11) walks its forward "
+                   "pass node by node"),
+                8000);
           });
-  connect(boundary_, &DecisionBoundaryWidget::traceCleared, this,
-          [this] { scene_->setNodeBadges({}); });
+  connect(boundary_, &DecisionBoundaryWidget::traceCleared, this, [this] {
+    scene_->setNodeBadges({});
+    trace_.reset();
+    traceStepAct_->setEnabled(false);
+  });
   dock(tr("Runs"), "runsDock", runsPanel_, Qt::BottomDockWidgetArea);
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 
@@ -532,6 +549,30 @@ void MainWindow::updateActions() {
 void MainWindow::appendLog(const QString& text) {
   log_->appendPlainText(QTime::currentTime().toString("HH:mm:ss  ") + text);
   statusBar()->showMessage(text, 6000);
+}
+
+graph::NodeId MainWindow::stepThroughTrace() {
+  if (!trace_) return 0;
+  // The modules that are nodes on the canvas, in the order they ran.
+  std::map<std::string, graph::NodeId> nodes;
+  for (const graph::Node& n : document_->project().graph.nodes) {
+    const QString module = training_->moduleNameOf(n.id);
+    if (!module.isNull()) nodes[module.toStdString()] = n.id;
+  }
+  const std::vector<train::ModuleTrace>& modules = trace_->modules;
+  for (size_t tried = 0; tried < modules.size(); ++tried) {
+    const size_t at = (traceStep_ + tried) % modules.size();
+    const auto node = nodes.find(modules[at].module);
+    if (node == nodes.end()) continue;
+    traceStep_ = at + 1;
+    document_->setSelection({node->second});
+    centerOnNode(node->second);
+    const graph::Node& n = document_->project().graph.at(node->second);
+    statusBar()->showMessage(
+        tr("%1 (%2): %3").arg(qs(n.name), qs(n.type), describeTraceStep(modules[at])));
+    return node->second;
+  }
+  return 0;
 }
 
 void MainWindow::centerOnNode(qint64 id) {

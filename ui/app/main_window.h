@@ -7,6 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include "engine/graph/spec.h"
+#include "engine/train/session.h"
+
 class QAction;
 class QDockWidget;
 class QLabel;
@@ -104,6 +107,12 @@ class MainWindow : public QMainWindow {
   // Removes the probes of the selected nodes and of the selected probe tags (one undo step).
   void removeProbesFromSelection();
 
+  // Train > Step Through Traced Sample (F11): with a sample traced (a test point clicked in
+  // the Output panel), selects the next node of its forward pass in the order the modules ran
+  // (after the last, the first again) and says in the status bar what went in and came out.
+  // The node selected (0 when there is no trace).
+  graph::NodeId stepThroughTrace();
+
  protected:
   void closeEvent(QCloseEvent* event) override;
   void changeEvent(QEvent* event) override;
@@ -168,7 +177,10 @@ class MainWindow : public QMainWindow {
       *makeBlockAct_, *inlineBlockAct_;
   QAction *frameAct_, *layoutAct_, *leftToRightAct_, *zoomInAct_, *zoomOutAct_, *resetLayoutAct_;
   QAction *addProbeAct_, *removeProbeAct_;
-  QAction* pluginsAct_ = nullptr;  // Help > Plugins
+  QAction* pluginsAct_ = nullptr;              // Help > Plugins
+  QAction* traceStepAct_ = nullptr;            // Train > Step Through Traced Sample
+  std::unique_ptr<train::SampleTrace> trace_;  // the sample traced now (none: null)
+  size_t traceStep_ = 0;                       // the next module of trace_ to show
 };
 
 }  // namespace nns::ui

@@ -49,6 +49,18 @@ QColor gradientColour(double value) {
                 mix(pale.blue(), deep.blue()));
 }
 
+QString describeTraceStep(const train::ModuleTrace& m) {
+  QString text;
+  if (m.input.defined()) {
+    text +=
+        QObject::tr("input %1 %2 → ").arg(shapeText(m.input), firstValues(valuesOf(m.input), 4));
+  }
+  text += QObject::tr("output %1 %2").arg(shapeText(m.output), firstValues(valuesOf(m.output), 4));
+  const std::vector<double> grad = valuesOf(m.grad_output);
+  if (!grad.empty()) text += QObject::tr("; gradient RMS %1").arg(rms(grad), 0, 'g', 3);
+  return text;
+}
+
 std::map<graph::NodeId, GraphScene::NodeBadge> traceBadges(const train::SampleTrace& trace,
                                                            const TrainingController& controller,
                                                            const graph::Graph& graph) {

@@ -19,6 +19,10 @@ constexpr size_t kTraceBars = 24;
 // The colour of a gradient's RMS (pale below 1e-6, deep at 1 and above).
 QColor gradientColour(double rms);
 
+// "input [1, 2] 0.3, -0.7 → output [1, 64] 0.12, … ; gradient RMS 0.0011": one module's
+// step of a traced forward pass, for the status bar.
+QString describeTraceStep(const train::ModuleTrace& module);
+
 std::map<graph::NodeId, GraphScene::NodeBadge> traceBadges(const train::SampleTrace& trace,
                                                            const TrainingController& controller,
                                                            const graph::Graph& graph);
