@@ -66,7 +66,10 @@ void list_runs(const train::RunStore& store) {
   std::printf("%4s  %-10s %8s  %10s %9s  %10s %9s  %5s  %-19s  %s\n", "run", "parent", "steps",
               "train loss", "train acc", "test loss", "test acc", "snaps", "started",
               "changes from parent");
+  size_t snapshots = 0;
   for (const train::RunInfo& r : runs) {
+    const size_t count = store.snapshots(r.id).size();
+    snapshots += count;
     const std::string parent =
         r.parent ? std::to_string(r.parent) + ":" + std::to_string(r.parent_step) : "-";
     std::string changes = r.parent ? (r.changes.empty() ? "(none)" : r.changes) : "";
@@ -75,15 +78,10 @@ void list_runs(const train::RunStore& store) {
     std::printf("%4lld  %-10s %8lld  %10s %9s  %10s %9s  %5zu  %-19s  %s\n",
                 static_cast<long long>(r.id), parent.c_str(), static_cast<long long>(r.steps),
                 number(r.train_loss, "%.4f").c_str(), percent(r.train_accuracy).c_str(),
-                number(r.test_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(),
-                store.snapshots(r.id).size(), r.started.c_str(), changes.c_str());
+                number(r.test_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(), count,
+                r.started.c_str(), changes.c_str());
   }
-  std::printf("%lld snapshots' files take %.1f MiB of the %.0f MiB budget\n",
-              static_cast<long long>([&] {
-                int64_t n = 0;
-                for (const train::RunInfo& r : runs) n += store.snapshots(r.id).size();
-                return n;
-              }()),
+  std::printf("%zu snapshots' files take %.1f MiB of the %.0f MiB budget\n", snapshots,
               store.snapshot_bytes() / 1048576.0, store.budget() / 1048576.0);
 }
 

@@ -87,26 +87,28 @@ class Statement {
 };
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back if the scope ends by an exception.
+// Runs SQL without results; RunStoreError with SQLite's message.
+void exec_sql(sqlite3* db, const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw RunStoreError("run store: " + message);
+  }
+}
+
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) { exec("BEGIN IMMEDIATE"); }
+  explicit Transaction(sqlite3* db) : db_(db) { exec_sql(db_, "BEGIN IMMEDIATE"); }
   ~Transaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   void commit() {
-    exec("COMMIT");
+    exec_sql(db_, "COMMIT");
     done_ = true;
   }
 
  private:
-  void exec(const char* sql) {
-    char* error = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-      const std::string message = error ? error : "unknown error";
-      sqlite3_free(error);
-      throw RunStoreError("run store: " + message);
-    }
-  }
   sqlite3* db_;
   bool done_ = false;
 };
@@ -328,12 +330,7 @@ RunStore::~RunStore() {
 }
 
 void RunStore::exec(const std::string& sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw RunStoreError("run store: " + message);
-  }
+  exec_sql(db_, sql);
 }
 
 std::string RunStore::path_in_store(const std::string& relative) const {

@@ -351,47 +351,67 @@ TEST(Screenshot, PluginLayersAndThePluginList) {
 namespace nns::ui {
 namespace {
 
+// A copy of the spirals example opened with its own run store beside it (not the suite's
+// NNSTUDIO_RUNS_DIR), the Runs tab raised, and run 1 trained to its end and recorded.
+class ScreenshotRuns : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runsDir_ = qgetenv("NNSTUDIO_RUNS_DIR");
+    qunsetenv("NNSTUDIO_RUNS_DIR");
+    const QString path = dir_.filePath("spirals.nns");
+    ASSERT_TRUE(QFile::copy(NNS_SOURCE_DIR "/resources/examples/spirals.nns", path));
+    QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
+    ASSERT_TRUE(window_.openFile(path));
+    window_.findChild<QDockWidget*>("runsDock")->raise();
+    window_.resize(1600, 1000);
+    window_.show();
+    controller_ = window_.training();
+    panel_ = window_.runsPanel();
+    controller_->start();
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] { return controller_->status().state == train::RunState::Stopped; }, 60000));
+    ASSERT_TRUE(QTest::qWaitFor([&] {
+      const auto run = controller_->runStore()->run(1);
+      return run && run->finished;
+    }));
+    panel_->refresh();
+  }
+  void TearDown() override {
+    window_.document()->undoStack()->setClean();
+    if (!runsDir_.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", runsDir_);
+  }
+
+  QByteArray runsDir_;
+  QTemporaryDir dir_;
+  MainWindow window_;
+  TrainingController* controller_ = nullptr;
+  RunsPanel* panel_ = nullptr;
+};
+
 // Two runs compared: run 1 of the spirals example, and a branch of it from step 300 with a
 // lower learning rate, whose curves continue from there; the Runs panel shows the branch
 // under its parent and the slider at the step it branched from.
-TEST(Screenshot, TwoRunsOverlaid) {
-  const QByteArray runsDir = qgetenv("NNSTUDIO_RUNS_DIR");
-  qunsetenv("NNSTUDIO_RUNS_DIR");  // beside the copy, a store of its own
-  QTemporaryDir dir;
-  const QString path = dir.filePath("spirals.nns");
-  ASSERT_TRUE(QFile::copy(NNS_SOURCE_DIR "/resources/examples/spirals.nns", path));
-  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
-  MainWindow window;
-  ASSERT_TRUE(window.openFile(path));
-  window.findChild<QDockWidget*>("runsDock")->raise();
-  window.resize(1600, 1000);
-  window.show();
-  TrainingController* controller = window.training();
-  controller->start();
+TEST_F(ScreenshotRuns, TwoRunsOverlaid) {
+  panel_->scrubTo(300);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return controller_->status().step == 300; }));
+  ASSERT_TRUE(controller_->setLearningRate(0.001));
+  panel_->branchFromHere();
   ASSERT_TRUE(QTest::qWaitFor(
-      [&] { return controller->status().state == train::RunState::Stopped; }, 60000));
-  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->currentRun() == 1; }));
-  RunsPanel* panel = window.runsPanel();
-  panel->refresh();
-  panel->scrubTo(300);
-  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->status().step == 300; }));
-  ASSERT_TRUE(controller->setLearningRate(0.001));
-  panel->branchFromHere();
-  ASSERT_TRUE(QTest::qWaitFor(
-      [&] { return controller->status().state == train::RunState::Stopped; }, 60000));
+      [&] { return controller_->status().state == train::RunState::Stopped; }, 60000));
   QTest::qWait(3 * TrainingController::kPollMs);
-  panel->refresh();
-  panel->selectRun(2);
-  shoot(window, "runs_two_overlaid.png");
-  window.document()->undoStack()->setClean();
-  if (!runsDir.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", runsDir);
+  panel_->refresh();
+  panel_->selectRun(2);
+  shoot(window_, "runs_two_overlaid.png");
 }
 
-}  // namespace
-}  // namespace nns::ui
-
-namespace nns::ui {
-namespace {
+// Compare: the spirals model at step 10 against step 760 of the same run, each layer tinted
+// by how far its weights moved, the figure on the node.
+TEST_F(ScreenshotRuns, CompareTwoSnapshots) {
+  panel_->scrubTo(10);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return controller_->status().step == 10; }));
+  ASSERT_TRUE(panel_->compareWith(1, 760));
+  shoot(window_, "runs_compare.png");
+}
 
 // One test sample traced through the trained spirals model: each layer's output as bars, the
 // loss's gradient as the blue tint and figure, the point ringed in the Output panel.
@@ -409,44 +429,6 @@ TEST(Screenshot, TracedSample) {
   ASSERT_TRUE(QTest::qWaitFor([&] { return window.scene()->hasNodeBadges(); }));
   shoot(window, "traced_sample.png");
   window.document()->undoStack()->setClean();
-}
-
-}  // namespace
-}  // namespace nns::ui
-
-namespace nns::ui {
-namespace {
-
-// Compare: the spirals model at step 10 against step 760 of the same run, each layer tinted
-// by how far its weights moved, the figure on the node.
-TEST(Screenshot, CompareTwoSnapshots) {
-  const QByteArray runsDir = qgetenv("NNSTUDIO_RUNS_DIR");
-  qunsetenv("NNSTUDIO_RUNS_DIR");
-  QTemporaryDir dir;
-  const QString path = dir.filePath("spirals.nns");
-  ASSERT_TRUE(QFile::copy(NNS_SOURCE_DIR "/resources/examples/spirals.nns", path));
-  QFile::setPermissions(path, QFile::ReadOwner | QFile::WriteOwner);
-  MainWindow window;
-  ASSERT_TRUE(window.openFile(path));
-  window.findChild<QDockWidget*>("runsDock")->raise();
-  window.resize(1600, 1000);
-  window.show();
-  TrainingController* controller = window.training();
-  controller->start();
-  ASSERT_TRUE(QTest::qWaitFor(
-      [&] { return controller->status().state == train::RunState::Stopped; }, 60000));
-  ASSERT_TRUE(QTest::qWaitFor([&] {
-    const auto run = controller->runStore()->run(1);
-    return run && run->finished;
-  }));
-  RunsPanel* panel = window.runsPanel();
-  panel->refresh();
-  panel->scrubTo(10);
-  ASSERT_TRUE(QTest::qWaitFor([&] { return controller->status().step == 10; }));
-  ASSERT_TRUE(panel->compareWith(1, 760));
-  shoot(window, "runs_compare.png");
-  window.document()->undoStack()->setClean();
-  if (!runsDir.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", runsDir);
 }
 
 }  // namespace

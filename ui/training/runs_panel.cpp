@@ -402,20 +402,33 @@ void RunsPanel::updateSlider() {
 
 void RunsPanel::updateOverlays() {
   train::RunStore* store = controller_->runStore();
-  std::vector<RunCurves> runs;
+  // What would be drawn: the checked runs and how far each was recorded. The panel refreshes
+  // every second while a run trains; the curves are read again only when this changed.
+  std::map<int64_t, int64_t> drawn;
   if (store) {
     for (int64_t run : checked_) {
       try {
-        RunCurves c;
-        c.run = run;
-        c.colour = runColour(run);
-        c.label = tr("run %1").arg(run);
-        c.steps = store->steps(run);
-        c.epochs = store->epochs(run);
-        runs.push_back(std::move(c));
+        const std::optional<train::RunInfo> info = store->run(run);
+        if (info) drawn[run] = info->steps;
       } catch (const std::exception&) {
-        // A run deleted by another process meanwhile: not drawn.
+        // A store that cannot be read: refresh() says so; nothing is drawn.
       }
+    }
+  }
+  if (drawn == drawn_) return;
+  drawn_ = drawn;
+  std::vector<RunCurves> runs;
+  for (const auto& [run, steps] : drawn) {
+    try {
+      RunCurves c;
+      c.run = run;
+      c.colour = runColour(run);
+      c.label = tr("run %1").arg(run);
+      c.steps = store->steps(run);
+      c.epochs = store->epochs(run);
+      runs.push_back(std::move(c));
+    } catch (const std::exception&) {
+      // A run deleted by another process meanwhile: not drawn.
     }
   }
   curves_->setOverlays(runs);

@@ -15,6 +15,7 @@
 #include <QColor>
 #include <QWidget>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <vector>
@@ -93,6 +94,7 @@ class RunsPanel : public QWidget {
   QTimer* scrubTimer_;    // coalesces a drag's steps into a few loads
   QTimer* refreshTimer_;  // the step counts while a run is recorded
   std::set<int64_t> checked_;
+  std::map<int64_t, int64_t> drawn_;  // the runs drawn in the Curves panel, by steps recorded
   bool refreshing_ = false;
   bool settingSlider_ = false;
   bool compareChosen_ = false;  // the user picked a snapshot to compare with
