@@ -352,7 +352,8 @@ bool RunsPanel::compareWith(int64_t run, int64_t step) {
                        tr("<b>Change of weights</b>, %1: %2% of their norm<br>%3")
                            .arg(pair)
                            .arg(100 * relative, 0, 'g', 3)
-                           .arg(lines.join("<br>"))};
+                           .arg(lines.join("<br>")),
+                       /*bars=*/{}};
   }
   scene_->setNodeBadges(std::move(badges));
   clearCompare_->setEnabled(true);
