@@ -1,5 +1,6 @@
 #include "engine/serialize/bytes.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +9,9 @@
 #include <bit>
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
+#include <random>
 #include <vector>
 
 namespace nns::serialize {
@@ -135,34 +138,100 @@ std::string parent_folder(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+std::string file_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+constexpr size_t kTempSuffix = 6;  // the random characters after ".tmp-"
+
+// Creates path.tmp-XXXXXX, a name no other file has. Not mkstemp: it makes the file 0600, and a
+// new file should get the permissions any program's new file gets (0666 less the umask), which
+// only open() applies; reading the umask means setting it, which races with other threads.
+int create_temporary(const std::string& path, std::string& temp) {
+  static constexpr char kLetters[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    temp = path + ".tmp-";
+    for (size_t i = 0; i < kTempSuffix; ++i) temp += kLetters[random() % (sizeof kLetters - 1)];
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+// A save that was killed (SIGKILL, a power cut) leaves its temporary behind, as large as the
+// file. The next save of the same file removes the ones nothing has written to for an hour; a
+// save still running in another process writes to its temporary all the time.
+void remove_stale_temporaries(const std::string& path) {
+  constexpr time_t kStaleSeconds = 60 * 60;
+  DIR* folder = ::opendir(parent_folder(path).c_str());
+  if (!folder) return;
+  const std::string prefix = file_name(path) + ".tmp-";
+  const time_t now = ::time(nullptr);
+  while (const dirent* entry = ::readdir(folder)) {
+    const std::string name = entry->d_name;
+    if (name.size() != prefix.size() + kTempSuffix || name.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    struct stat st {};
+    if (::fstatat(::dirfd(folder), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) && now - st.st_mtime >= kStaleSeconds) {
+      ::unlinkat(::dirfd(folder), entry->d_name, 0);
+    }
+  }
+  ::closedir(folder);
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::function<void(ByteSink&)>& fill) {
-  std::string temp = path + ".tmp-XXXXXX";
-  const int fd = ::mkstemp(temp.data());
+  // Saving through a symbolic link replaces the file it points to, not the link.
+  std::string target = path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    if (char* real = ::realpath(path.c_str(), nullptr)) {
+      target = real;
+      std::free(real);
+    }
+  }
+  const bool replacing = ::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  remove_stale_temporaries(target);
+  std::string temp;
+  int fd = create_temporary(target, temp);
   if (fd < 0) {
     throw FileError(path + ": cannot create a temporary file next to it: " + errno_text());
   }
   try {
+    // The replaced file's permissions stay (a private 0600 file stays private). Best effort: a
+    // filesystem without Unix permissions (FAT, some network shares) refuses chmod, and that is
+    // no reason to fail the save.
+    if (replacing) (void)::fchmod(fd, st.st_mode & 0777);
     FdSink sink(fd, path);
     fill(sink);
     sink.flush();
-    if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
+    if (::fsync(fd) != 0) {
       throw FileError(path + ": cannot flush the written data: " + errno_text());
     }
-    if (::close(fd) != 0) throw FileError(path + ": cannot close: " + errno_text());
+    // close() frees the descriptor even when it fails: closing it again could close a file
+    // another thread has opened since.
+    const int closing = fd;
+    fd = -1;
+    if (::close(closing) != 0) throw FileError(path + ": cannot close: " + errno_text());
   } catch (...) {
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
     throw;
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
     const std::string why = errno_text();
     ::unlink(temp.c_str());
     throw FileError(path + ": cannot replace the file: " + why);
   }
   // The rename itself is durable only once the folder is synced.
-  const int dir = ::open(parent_folder(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir = ::open(parent_folder(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);

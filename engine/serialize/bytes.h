@@ -103,9 +103,13 @@ class StringSink : public ByteSink {
   }
 };
 
-// Writes path atomically: fill(sink) writes into a temporary file in the same folder, which
-// is flushed, fsynced and renamed over path. If fill or any file operation throws, the
-// temporary is removed, path is untouched and the error goes on (file errors as FileError).
+// Writes path atomically: fill(sink) writes into a temporary file in the same folder
+// (path.tmp-XXXXXX), which is flushed, fsynced and renamed over path. If fill or any file
+// operation throws, the temporary is removed, path is untouched and the error goes on (file
+// errors as FileError, the message starting with path and ending with the system's reason).
+// A replaced file keeps its permissions, a new one gets 0666 less the umask; a symbolic link
+// keeps pointing at the file, which is replaced. Temporaries of path that a killed save left
+// behind are removed once nothing has written to them for an hour.
 void write_file_atomically(const std::string& path, const std::function<void(ByteSink&)>& fill);
 
 // CRC-32 (the zip / IEEE 802.3 polynomial), continued from crc (0 to start).
