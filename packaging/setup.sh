@@ -7,7 +7,9 @@
 #                               threaded OpenBLAS for the round trips through real PyTorch
 #                               (tests/torch/), clang's libFuzzer runtime for the fuzz run
 #                               (tests/fuzz/); the same PyTorch regenerates the fixtures and
-#                               runs tests/bench/torch_reference.py
+#                               runs tests/bench/torch_reference.py; the Debian package's
+#                               checks (tests/packaging/): lintian, desktop-file-validate,
+#                               appstreamcli, man, bash-completion
 #
 # Runs as root, or through sudo when that is available. Never prompts.
 set -euo pipefail
@@ -24,13 +26,17 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   xvfb xauth fonts-dejavu-core             # window tests without a screen
   clang-format                             # the formatting check
+  help2man                                 # the man pages, from the programs' --help
 )
 
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=(python3-torch python3-onnx libopenblas0-pthread clang libclang-rt-14-dev) ;;
+    --tests)
+      packages+=(python3-torch python3-onnx libopenblas0-pthread clang libclang-rt-14-dev
+        lintian desktop-file-utils appstream man-db bash-completion)
+      ;;
     -h | --help)
-      sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)

@@ -367,11 +367,13 @@ void MainWindow::createMenus() {
     dialog.exec();
   });
   pluginsAct_->setObjectName("pluginsAction");
-  help->addAction(tr("&About NN Studio"), this, [this] {
+  QAction* aboutAct = help->addAction(tr("&About NN Studio"), this, [this] {
     QMessageBox::about(this, tr("About NN Studio"),
-                       tr("<b>NN Studio</b><br>Build, train and inspect neural networks, with "
-                          "PyTorch's modules, names and state dict files."));
+                       tr("<b>NN Studio %1</b><br>Build, train and inspect neural networks, with "
+                          "PyTorch's modules, names and state dict files.<br><br>Qt %2")
+                           .arg(QStringLiteral(NNS_VERSION), QString::fromLatin1(qVersion())));
   });
+  aboutAct->setObjectName("aboutAction");
 
   QToolBar* tools = addToolBar(tr("Main"));
   tools->setObjectName("mainToolBar");
