@@ -349,8 +349,32 @@ std::vector<StepMetrics> TrainingSession::take_step_metrics() {
 }
 
 std::vector<EpochMetrics> TrainingSession::epoch_history() const {
+  return epoch_history(0);
+}
+
+std::vector<EpochMetrics> TrainingSession::epoch_history(size_t from) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return history_;
+  const size_t kept = std::max(from, history_dropped_) - history_dropped_;
+  if (kept >= history_.size()) return {};
+  return {history_.begin() + static_cast<std::ptrdiff_t>(kept), history_.end()};
+}
+
+size_t TrainingSession::epoch_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return history_dropped_ + history_.size();
+}
+
+void TrainingSession::set_epoch_history_limit(size_t limit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  history_limit_ = limit;
+  trim_history();
+}
+
+void TrainingSession::trim_history() {
+  while (history_limit_ > 0 && history_.size() > history_limit_) {
+    history_.pop_front();
+    ++history_dropped_;
+  }
 }
 
 std::vector<std::string> TrainingSession::attention_module_names() const {
@@ -578,6 +602,7 @@ void TrainingSession::end_epoch() {
   if (observer_) observer_->on_epoch(e);
   std::lock_guard<std::mutex> lock(mutex_);
   history_.push_back(e);
+  trim_history();
   status_.epoch = epoch_;
   status_.lr = current_lr();
   status_.last_epoch = e;
@@ -857,6 +882,7 @@ void TrainingSession::apply_restore(const TrainingState& s) {
   steps_to_run_ = 0;
   step_metrics_.clear();
   history_.clear();
+  history_dropped_ = 0;
 }
 
 void TrainingSession::apply_reset(uint64_t seed) {
@@ -894,6 +920,7 @@ void TrainingSession::apply_reset(uint64_t seed) {
   steps_to_run_ = 0;
   step_metrics_.clear();
   history_.clear();
+  history_dropped_ = 0;
 }
 
 }  // namespace nns::train

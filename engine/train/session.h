@@ -259,7 +259,19 @@ class TrainingSession {
   // ---- Reading: any thread, never waits for a step -----------------------------------------
   SessionStatus status() const;
   std::vector<StepMetrics> take_step_metrics();
+  // The metrics of every epoch since the session was made or reset (of the last
+  // epoch_history_limit, when one is set), oldest first.
   std::vector<EpochMetrics> epoch_history() const;
+  // Only the epochs after the first `from` ended, for a reader that polls: a copy of the whole
+  // history on every poll grows with the run (a small model ends hundreds of epochs a second).
+  std::vector<EpochMetrics> epoch_history(size_t from) const;
+  // The number of epochs ended since the session was made or reset (kept or not).
+  size_t epoch_count() const;
+  // Keeps only the last `limit` epochs' metrics (0, the default: all). A reader that takes
+  // each epoch as it ends (a window, which draws them and records them in its run store) needs
+  // no more, and a run of a fast model then holds the same memory after an hour as after a
+  // minute.
+  void set_epoch_history_limit(size_t limit);
   std::vector<ProbeSample> take_probe_samples() { return probes_.take_samples(); }
   // The oldest answered prediction not taken yet (none when there is none).
   std::optional<Prediction> take_prediction();
@@ -304,6 +316,8 @@ class TrainingSession {
   void run_step();
   void begin_epoch();
   void end_epoch();
+  // Drops the oldest epochs beyond history_limit_ (mutex_ held).
+  void trim_history();
   Evaluation run_evaluation();
   void fail(const std::string& message, const std::string& module);
   std::string locate_non_finite_activation(const data::Batch& batch);
@@ -356,7 +370,11 @@ class TrainingSession {
   int64_t steps_to_run_ = 0;  // step(n) while not running
   SessionStatus status_;
   std::deque<StepMetrics> step_metrics_;
-  std::vector<EpochMetrics> history_;
+  // A deque: it grows by a run's whole length, and a vector's doubling would copy it all and
+  // hold up to twice its size.
+  std::deque<EpochMetrics> history_;
+  size_t history_dropped_ = 0;  // epochs dropped from the front of history_ by the limit
+  size_t history_limit_ = 0;
   // Answered predictions not yet taken, oldest first: several readers (a window's output
   // panel and attention maps) may each wait for their own. At most kKeptPredictions; the
   // oldest are dropped (their reader asks again).

@@ -119,6 +119,22 @@ TEST(TrainSession, TrainsForTheConfiguredEpochsWithTrainAndTestMetrics) {
   ASSERT_TRUE(st.last_evaluation.has_value());
   EXPECT_EQ(st.last_evaluation->loss, h.back().test_loss);
   EXPECT_EQ(s.take_step_metrics().size(), 60u);
+  // A poller reads only what it has not seen.
+  EXPECT_EQ(s.epoch_count(), 4u);
+  const std::vector<EpochMetrics> tail = s.epoch_history(2);
+  ASSERT_EQ(tail.size(), 2u);
+  EXPECT_EQ(tail[0].epoch, 3);
+  EXPECT_EQ(tail[1].step, h[3].step);
+  EXPECT_TRUE(s.epoch_history(4).empty());
+  EXPECT_TRUE(s.epoch_history(9).empty());
+  // With a limit, the oldest go; the count and the indices still run over all of them.
+  s.set_epoch_history_limit(3);
+  ASSERT_EQ(s.epoch_history().size(), 3u);
+  EXPECT_EQ(s.epoch_history().front().epoch, 2);
+  EXPECT_EQ(s.epoch_count(), 4u);
+  ASSERT_EQ(s.epoch_history(0).size(), 3u);
+  ASSERT_EQ(s.epoch_history(3).size(), 1u);
+  EXPECT_EQ(s.epoch_history(3)[0].epoch, 4);
 }
 
 TEST(TrainSession, SameSeedGivesBitIdenticalLossesAcrossPauseStepAndResume) {

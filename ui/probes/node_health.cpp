@@ -113,6 +113,11 @@ void NodeHealthModel::add(graph::NodeId node, const std::vector<train::ProbeSamp
   NodeData& data = nodes_[node];
   for (const train::ProbeSample& s : samples) {
     std::vector<train::ProbeSample>& list = data.series[{s.kind, s.tensor}];
+    // Never more than kMaxSamples + 1 slots: doubling to 4,096 on the sample that makes the
+    // list thin would keep half of them unused for good (about 0.6 MB a series).
+    if (list.size() == list.capacity()) {
+      list.reserve(std::min(kMaxSamples + 1, std::max<size_t>(16, 2 * list.size())));
+    }
     list.push_back(s);
     if (list.size() > kMaxSamples) {
       // Every other sample of the older half goes; the first one stays.

@@ -307,6 +307,9 @@ void TrainingController::rebuild() {
   ++sessionsMade_;
   try {
     session_ = train::make_session(withoutProbes, document_->baseDir().toStdString());
+    // poll() sends each epoch on as it ends (the curves and the run store keep them): the
+    // session's whole history would grow for as long as the run goes on.
+    session_->set_epoch_history_limit(kKeptEpochs);
     lastError_.clear();
   } catch (const std::exception& e) {
     lastError_ = qs(e.what());
@@ -603,7 +606,7 @@ bool TrainingController::loadCheckpoint(const QString& path) {
     shown_.reset();
     continues_ = false;
     // The curves so far belong to other weights: they start again from the loaded step.
-    epochsSent_ = session_->epoch_history().size();
+    epochsSent_ = session_->epoch_count();
     session_->take_step_metrics();
     evaluationSent_.reset();
     emit sessionReset();
@@ -726,13 +729,13 @@ void TrainingController::poll() {
 
   std::vector<train::StepMetrics> metrics = s.take_step_metrics();
   if (!metrics.empty()) emit stepMetricsArrived(metrics);
-  if (static_cast<size_t>(st.epoch) > epochsSent_ || st.epoch < static_cast<int64_t>(epochsSent_)) {
-    const std::vector<train::EpochMetrics> history = s.epoch_history();
-    if (history.size() > epochsSent_) {
-      emit epochMetricsArrived(std::vector<train::EpochMetrics>(
-          history.begin() + static_cast<std::ptrdiff_t>(epochsSent_), history.end()));
-    }
-    epochsSent_ = history.size();
+  if (static_cast<size_t>(st.epoch) > epochsSent_) {
+    // Only the new epochs: a copy of the whole history every poll grew with the run.
+    const std::vector<train::EpochMetrics> fresh = s.epoch_history(epochsSent_);
+    epochsSent_ += fresh.size();
+    if (!fresh.empty()) emit epochMetricsArrived(fresh);
+  } else if (st.epoch < static_cast<int64_t>(epochsSent_)) {
+    epochsSent_ = s.epoch_count();
   }
   if (st.last_evaluation &&
       (!evaluationSent_ || evaluationSent_->step != st.last_evaluation->step ||

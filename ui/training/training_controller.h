@@ -74,6 +74,9 @@ class TrainingController : public QObject {
  public:
   // Polling period of the timer (40 ms: 25 Hz).
   static constexpr int kPollMs = 40;
+  // Epochs the session keeps (train::TrainingSession::set_epoch_history_limit): far more than
+  // end between two polls.
+  static constexpr size_t kKeptEpochs = 4096;
 
   explicit TrainingController(ProjectDocument* document, QObject* parent = nullptr);
   ~TrainingController() override;
