@@ -233,9 +233,9 @@ int run_train(const Options& o) {
     done = session->wait_idle(100ms);
     if (progress_bar) std::printf("\r\033[K");  // the epoch lines print over the bar
     for (train::ProbeSample& s : session->take_probe_samples()) samples.push_back(std::move(s));
-    const std::vector<train::EpochMetrics> history = session->epoch_history();
-    for (; printed < history.size(); ++printed) {
-      const train::EpochMetrics& e = history[printed];
+    // Only the epochs not printed yet: a fast model ends hundreds a second.
+    for (const train::EpochMetrics& e : session->epoch_history(printed)) {
+      ++printed;
       if (quiet) continue;
       const std::string test = session->test_set().size() > 0
                                    ? "  test " + loss_and_accuracy(e.test_loss, e.test_accuracy,

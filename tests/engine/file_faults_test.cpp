@@ -184,7 +184,8 @@ void mount_private_tmpfs(const std::string& dir) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     throw Skip{std::string("cannot make the mounts private: ") + std::strerror(errno)};
   }
-  if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256k") != 0) {
+  // 0755: writable by its owner only (a tmpfs is 1777 by default).
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256k,mode=0755") != 0) {
     throw Skip{std::string("cannot mount a tmpfs: ") + std::strerror(errno)};
   }
 }
@@ -275,8 +276,9 @@ TEST_F(FileFaults, AReadOnlyFilesystemLeavesThePreviousFile) {
   }
 }
 
-// Root may write into any folder, so as root the child becomes nobody (65534) first; others
-// get a folder without write permission.
+// Root may write into any folder, so as root the child becomes nobody (65534) first, in a
+// private tmpfs (so that the free space it compares is its own, not a busy /tmp's); others get
+// a folder without write permission.
 TEST_F(FileFaults, AFolderWithoutWritePermissionLeavesThePreviousFile) {
   const std::string dir = dir_.string();
   std::filesystem::permissions(dir_, std::filesystem::perms(0755));
@@ -285,6 +287,7 @@ TEST_F(FileFaults, AFolderWithoutWritePermissionLeavesThePreviousFile) {
     SCOPED_TRACE(w.file);
     const std::string path = dir + "/" + w.file;
     const ChildReport r = run_in_child([&] {
+      if (root) mount_private_tmpfs(dir);
       return failed_save(w, path, [&] {
         ::chmod(path.c_str(), 0644);  // readable by nobody, to compare
         if (root && (::setgid(65534) != 0 || ::setuid(65534) != 0)) {
