@@ -54,7 +54,8 @@ step "extract into a scratch root"
 root=$work/root
 dpkg -x "$deb" "$root"
 share=$root/usr/share
-libdir=$(cd "$root/usr/lib" && ls -d */nnstudio | head -n1)
+libdirs=("$root"/usr/lib/*/nnstudio)
+libdir=${libdirs[0]#"$root/usr/lib/"}
 for f in usr/bin/nnstudio usr/bin/nnstudio-cli \
   "usr/lib/$libdir/libnnstudio-engine.so.$version" \
   "usr/lib/$libdir/plugins/rmsnorm.so" "usr/lib/$libdir/plugins/fourier_features.so" \
@@ -87,13 +88,16 @@ grep -qx "application/x-nnstudio-project=$app.desktop;" "$share/applications/mim
 
 step "the installed programs"
 cli=$root/usr/bin/nnstudio-cli
-ldd "$cli" | grep -q "=> $root/usr/bin/../lib/$libdir/libnnstudio-engine.so" ||
-  fail "nnstudio-cli does not use the package's engine library: $(ldd "$cli")"
+# (Outputs are read whole before matching: `cmd | grep -q` fails under pipefail when grep
+# stops reading early and cmd gets SIGPIPE.)
+libraries=$(ldd "$cli")
+[[ $libraries == *"=> $root/usr/bin/../lib/$libdir/libnnstudio-engine.so"* ]] ||
+  fail "nnstudio-cli does not use the package's engine library: $libraries"
 [[ $("$cli" --version) == "nnstudio-cli $version" ]] || fail "nnstudio-cli --version: $("$cli" --version)"
 gui_version=$(env -u DISPLAY -u WAYLAND_DISPLAY "$root/usr/bin/nnstudio" --version)
 [[ $gui_version == "nnstudio $version" ]] || fail "nnstudio --version: $gui_version"
-env -u DISPLAY -u WAYLAND_DISPLAY "$root/usr/bin/nnstudio" --help | grep -q '^Usage: nnstudio ' ||
-  fail "nnstudio --help prints no usage"
+gui_help=$(env -u DISPLAY -u WAYLAND_DISPLAY "$root/usr/bin/nnstudio" --help)
+[[ $gui_help == "Usage: nnstudio "* ]] || fail "nnstudio --help prints no usage: $gui_help"
 # Only the package's plugins: an empty data folder and no NNS_PLUGIN_PATH.
 export XDG_DATA_HOME=$work/data NNSTUDIO_RUNS_DIR=$work/runs
 unset NNS_PLUGIN_PATH
@@ -110,8 +114,8 @@ for page in nnstudio-cli nnstudio; do
   text=$(MANWIDTH=100 man -M "$share/man" "$page" 2>&1) || fail "man $page: $text"
   [[ $text == *"$page $version"* || $text == *"$version"* ]] || fail "man $page has no version"
 done
-MANWIDTH=100 man -M "$share/man" nnstudio-cli | grep -q 'nnstudio-cli train PROJECT \[options\]' ||
-  fail "man nnstudio-cli lacks the train command"
+text=$(MANWIDTH=100 man -M "$share/man" nnstudio-cli)
+[[ $text == *"nnstudio-cli train PROJECT [options]"* ]] || fail "man nnstudio-cli lacks the train command"
 
 step "bash completion"
 completions=$(PATH=$root/usr/bin:$PATH bash -c '
