@@ -3,6 +3,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
+
+#ifdef NNS_USE_ONEDNN
+#include <omp.h>
+#endif
 
 namespace nns {
 
@@ -15,18 +20,50 @@ Fn openblas_entry(const char* name) {
   return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
 }
 
+// 0 until set_num_threads: then the libraries' own defaults hold.
+std::atomic<int> g_num_threads{0};
+
 }  // namespace
 
 bool set_num_threads(int threads) {
+  threads = std::max(threads, 1);
   auto set = openblas_entry<void (*)(int)>("openblas_set_num_threads");
-  if (!set) return false;
-  set(std::max(threads, 1));
+  if (set) set(threads);
+#ifdef NNS_USE_ONEDNN
+  g_num_threads = threads;
   return true;
+#else
+  if (set) g_num_threads = threads;
+  return set != nullptr;
+#endif
 }
 
 int get_num_threads() {
+  if (const int set = g_num_threads.load(); set > 0) return set;
   auto get = openblas_entry<int (*)()>("openblas_get_num_threads");
-  return get ? get() : 1;
+  if (get) return get();
+#ifdef NNS_USE_ONEDNN
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+void use_threads_for_gemm(int64_t m, int64_t n, int64_t k) {
+#ifdef NNS_USE_ONEDNN
+  // Below this many multiply-adds a second thread costs more than it saves (measured with
+  // bench_gemm, see the note at kParallelGemm).
+  constexpr int64_t kParallelGemm = int64_t{1} << 21;
+  const int want = m * n * k < kParallelGemm ? 1 : get_num_threads();
+  // OpenMP's count is the calling thread's own (an ICV): set it only when it changes.
+  thread_local int applied = 0;
+  if (want != applied) {
+    omp_set_num_threads(want);
+    applied = want;
+  }
+#else
+  (void)m, (void)n, (void)k;
+#endif
 }
 
 }  // namespace nns

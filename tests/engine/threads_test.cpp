@@ -1,5 +1,6 @@
-// set_num_threads / get_num_threads: OpenBLAS's thread count when the process's BLAS is
-// OpenBLAS (as on Debian with libopenblas0-pthread, what the test command installs).
+// set_num_threads / get_num_threads: the count every later product may use (oneDNN's OpenMP
+// threads, per product by size) and OpenBLAS's when the process's BLAS is OpenBLAS (as on Debian
+// with libopenblas0-pthread, what the test command installs).
 #include <gtest/gtest.h>
 
 #include "engine/cpu/threads.h"
@@ -7,13 +8,14 @@
 namespace nns {
 namespace {
 
-TEST(Threads, SetNumThreadsReachesOpenBlasOrSaysItCannot) {
+TEST(Threads, SetNumThreadsReachesTheLibrariesOrSaysItCannot) {
   const int before = get_num_threads();
   ASSERT_GE(before, 1);
   if (!set_num_threads(1)) {
-    // No OpenBLAS: every product runs on the calling thread, and the count says so.
+    // Neither oneDNN nor OpenBLAS: every product runs on the calling thread, and the count
+    // says so.
     EXPECT_EQ(get_num_threads(), 1);
-    GTEST_SKIP() << "the process's BLAS is not OpenBLAS";
+    GTEST_SKIP() << "no library here multiplies on more than one thread";
   }
   EXPECT_EQ(get_num_threads(), 1);
   // Never below one.
