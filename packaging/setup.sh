@@ -21,6 +21,7 @@ packages=(
   libgraphviz-dev                          # the canvas layout (cgraph + gvc, the dot engine)
   libeigen3-dev libopenblas-dev            # the engine's CPU kernels and BLAS
   libdnnl-dev                              # oneDNN: float32 products and convolutions
+  libmimalloc-dev                          # the programs' allocator
   nlohmann-json3-dev                       # project files, fixtures
   libonnx-dev libprotobuf-dev              # ONNX import/export (the onnx protobuf schema, checker)
   libsqlite3-dev                           # the run store beside a project (engine/train/run_store)

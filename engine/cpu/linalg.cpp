@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "engine/cpu/cpu_kernels.h"
 #include "engine/cpu/threads.h"
@@ -48,146 +47,6 @@ void blas_gemm(char ta, char tb, int m, int n, int k, double alpha, const double
 }
 #endif
 
-// ---- thin products ------------------------------------------------------------------------
-// A product with a side of at most kThin (the small MLP's 2 inputs and 3 classes) is a handful
-// of vector loops: the libraries' fixed cost per call (argument checks, packing, dispatch) was
-// most of its time. Per product, oneDNN / OpenBLAS / these, one thread (2026-11-26): see
-// thin_gemm's note in the commit; the five thin ones of a small-MLP step took 9.8 us in oneDNN.
-constexpr int64_t kThin = 4;
-
-// A thread's work buffer of at least n elements (contents undefined).
-template <class T>
-T* thin_buffer(int64_t n) {
-  thread_local std::vector<T> buffer;
-  if (static_cast<int64_t>(buffer.size()) < n) buffer.resize(static_cast<size_t>(n));
-  return buffer.data();
-}
-
-// sum x[i] * y[i], in 16 running sums the compiler keeps in one vector register.
-template <class T>
-T dot(const T* x, const T* y, int64_t n) {
-  constexpr int64_t kLanes = 16;
-  T lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += x[i + l] * y[i + l];
-  }
-  T sum = 0;
-  for (; i < n; ++i) sum += x[i] * y[i];
-  for (const T lane : lanes) sum += lane;
-  return sum;
-}
-
-// out = alpha * acc + beta * out, where beta == 0 does not read out (BLAS's rule).
-template <class T>
-T scaled(T acc, T alpha, T beta, T out) {
-  return beta == T(0) ? alpha * acc : alpha * acc + beta * out;
-}
-
-// Row-major C = alpha op(A) op(B) + beta C when k, n or m is at most kThin; false otherwise.
-template <class T>
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool thin_gemm(
-    bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-    const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const auto a_at = [&](int64_t i, int64_t p) { return trans_a ? a[p * lda + i] : a[i * lda + p]; };
-  const auto b_at = [&](int64_t p, int64_t j) { return trans_b ? b[j * ldb + p] : b[p * ldb + j]; };
-  if (k <= kThin) {
-    // Each row of C is k scaled rows of op(B), packed contiguous [k, n] when B is transposed.
-    T* work = thin_buffer<T>(k * n + n);  // one call: a second could move the first's buffer
-    T* acc = work + k * n;
-    const T* rows = b;
-    int64_t ld_rows = ldb;
-    if (trans_b) {
-      T* packed = work;
-      for (int64_t p = 0; p < k; ++p) {
-        for (int64_t j = 0; j < n; ++j) packed[p * n + j] = b_at(p, j);
-      }
-      rows = packed;
-      ld_rows = n;
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) acc[j] = T(0);
-      for (int64_t p = 0; p < k; ++p) {
-        const T s = a_at(i, p);
-        const T* row = rows + p * ld_rows;
-        for (int64_t j = 0; j < n; ++j) acc[j] += s * row[j];
-      }
-      T* out = c + i * ldc;
-      for (int64_t j = 0; j < n; ++j) out[j] = scaled(acc[j], alpha, beta, out[j]);
-    }
-    return true;
-  }
-  if (n <= kThin && !trans_a) {
-    // Dot products of A's rows with op(B)'s columns, packed contiguous when B is not transposed.
-    const T* cols = b;
-    int64_t ld_cols = ldb;
-    if (!trans_b) {
-      T* packed = thin_buffer<T>(n * k);
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t p = 0; p < k; ++p) packed[j * k + p] = b_at(p, j);
-      }
-      cols = packed;
-      ld_cols = k;
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        c[i * ldc + j] = scaled(dot(a + i * lda, cols + j * ld_cols, k), alpha, beta, c[i * ldc + j]);
-      }
-    }
-    return true;
-  }
-  if (n <= kThin) {
-    // A transposed: its rows run along C's columns; accumulate C^T [n, m] a row of A at a time.
-    T* acc = thin_buffer<T>(n * m);
-    for (int64_t q = 0; q < n * m; ++q) acc[q] = T(0);
-    for (int64_t p = 0; p < k; ++p) {
-      const T* row = a + p * lda;
-      for (int64_t j = 0; j < n; ++j) {
-        const T s = b_at(p, j);
-        T* acc_j = acc + j * m;
-        for (int64_t i = 0; i < m; ++i) acc_j[i] += row[i] * s;
-      }
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        c[i * ldc + j] = scaled(acc[j * m + i], alpha, beta, c[i * ldc + j]);
-      }
-    }
-    return true;
-  }
-  if (m <= kThin && !trans_b) {
-    // Each row of C is k scaled rows of B.
-    T* acc = thin_buffer<T>(n);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) acc[j] = T(0);
-      for (int64_t p = 0; p < k; ++p) {
-        const T s = a_at(i, p);
-        const T* row = b + p * ldb;
-        for (int64_t j = 0; j < n; ++j) acc[j] += s * row[j];
-      }
-      T* out = c + i * ldc;
-      for (int64_t j = 0; j < n; ++j) out[j] = scaled(acc[j], alpha, beta, out[j]);
-    }
-    return true;
-  }
-  if (m <= kThin) {
-    // B transposed: dot products of op(A)'s rows (packed when A is transposed) with B's rows.
-    T* packed = thin_buffer<T>(k);
-    for (int64_t i = 0; i < m; ++i) {
-      const T* row = a + i * lda;
-      if (trans_a) {
-        for (int64_t p = 0; p < k; ++p) packed[p] = a_at(i, p);
-        row = packed;
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        c[i * ldc + j] = scaled(dot(row, b + j * ldb, k), alpha, beta, c[i * ldc + j]);
-      }
-    }
-    return true;
-  }
-  return false;
-}
-
 #ifdef NNS_USE_ONEDNN
 // See the top of this file: where oneDNN's kernel is the faster, by measurement.
 bool onednn_is_faster(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k) {
@@ -212,10 +71,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Stride = Eigen::OuterStride<>;
   if (m == 0 || n == 0) return;
-  if (k > 0 && alpha != T(0) && std::min({m, n, k}) <= kThin &&
-      thin_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
-    return;
-  }
 #ifdef NNS_USE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
     if (k > 0 && alpha != T(0) && onednn_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {

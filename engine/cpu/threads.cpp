@@ -51,9 +51,11 @@ int get_num_threads() {
 
 void use_threads_for_gemm(int64_t m, int64_t n, int64_t k) {
 #ifdef NNS_USE_ONEDNN
-  // Below this many multiply-adds a second thread costs more than it saves (measured with
-  // bench_gemm, see the note at kParallelGemm).
-  constexpr int64_t kParallelGemm = int64_t{1} << 21;
+  // Below this many multiply-adds a second thread costs more than it saves. oneDNN's sgemm on
+  // one / two threads, wall time on this 2-core machine (2026-11-26): 64x64x64 2.8 / 6.2 us,
+  // 256x64x64 11.0 / 13.7, 128x128x128 21.2 / 24.4, 128x256x128 42.9 / 33.1, 16x4096x72 (the
+  // digits CNN's second convolution) 69.9 / 43.7, 512x784x128 547 / 292.
+  constexpr int64_t kParallelGemm = int64_t{1} << 22;
   const int want = m * n * k < kParallelGemm ? 1 : get_num_threads();
   // OpenMP's count is the calling thread's own (an ICV): set it only when it changes.
   thread_local int applied = 0;

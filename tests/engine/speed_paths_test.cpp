@@ -3,8 +3,7 @@
 // weight's own layout (taken by AccumulateGrad without a copy), SGD's one-pass momentum
 // update, the probes' update ratio of a large parameter estimated from a sample, the column
 // sums of a reduction over leading dims (bias gradients), the CPU allocator's reuse of freed
-// blocks, and issue 20's kernels: the thin matrix products, the products oneDNN and OpenBLAS
-// share, the batched im2col convolution (with its shifted-plane im2col) and the 2x2 max pool,
+// blocks, and issue 20's kernels: the matrix products oneDNN and OpenBLAS share, the batched im2col convolution (with its shifted-plane im2col) and the 2x2 max pool,
 // each against a plain double-precision loop written here.
 #include <gtest/gtest.h>
 
@@ -194,8 +193,8 @@ double at(const std::vector<double>& x, bool trans, int64_t rows, int64_t cols, 
 }
 
 // addmm(c, op(a), op(b), beta, alpha) against a double loop for every transpose, at shapes that
-// take each path: the thin kernels (a side of at most 4), oneDNN, and OpenBLAS (B transposed with
-// a long inner side); float32 and float64. beta = 0 must not read C (NaN there stays out).
+// take each path: oneDNN (thin and square), and OpenBLAS (B transposed with a long inner side,
+// and every float64 product); float32 and float64. beta = 0 must not read C (NaN there stays out).
 TEST(SpeedPaths, MatrixProductsOfEveryPathMatchADoubleLoop) {
   manual_seed(5);
   struct Case {
