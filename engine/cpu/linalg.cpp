@@ -73,7 +73,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   if (m == 0 || n == 0) return;
 #ifdef NNS_USE_ONEDNN
   if constexpr (std::is_same_v<T, float>) {
-    if (k > 0 && alpha != T(0) && onednn_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+    if (k > 0 && alpha != T(0) &&
+        onednn_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
       return;
     }
   }

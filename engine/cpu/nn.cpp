@@ -278,8 +278,8 @@ void conv2d_backward_typed(const TensorView& grad_out, const TensorView& input,
         }
         if (gx) {
           // grad of col = weight^T @ grad, folded back onto each image.
-          gemm(true, false, depth, cols, cout, T(1), weight.ptr<T>() + grp * cout * depth,
-               ld_depth, grad, cols, T(0), col, cols);
+          gemm(true, false, depth, cols, cout, T(1), weight.ptr<T>() + grp * cout * depth, ld_depth,
+               grad, cols, T(0), col, cols);
           for (int64_t i = 0; i < images; ++i) {
             col2im_add(col + i * plane, cols, cin, g,
                        gx + ((n0 + i) * g.in_channels + grp * cin) * in_plane);
@@ -338,10 +338,10 @@ bool takes_max(T v, T best) {
 // vectorizes it (selects, not branches, and no short-circuit ||): the general loop below ran at
 // about 50 cycles a window, most of them mispredicted branches, and took a third of the digits
 // CNN's step (perf, bench_train --model cnn); this runs at 17 us for the CNN's first pooling
-// (64 x 8 planes of 16 x 16) against 610 us. Cloned for AVX-512 and AVX2 for a portable build.
+// (64 x 8 planes of 16 x 16) against 610 us.
 template <class T>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void max_pool2d_2x2(
-    const T* x, T* y, int64_t* ix, const Pool2dGeometry& g) {
+__attribute__((always_inline)) inline void max_pool2d_2x2_loop(const T* x, T* y, int64_t* ix,
+                                                               const Pool2dGeometry& g) {
   // Locals: the stores through y and ix could alias g as far as the compiler knows.
   const int64_t planes = g.planes, in_w = g.in_w, out_h = g.out_h, out_w = g.out_w;
   const int64_t in_plane = g.in_h * in_w, plane = out_h * out_w;
@@ -370,6 +370,26 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void max_pool2d_2x2
       }
     }
   }
+}
+
+// The loop above compiled for AVX-512 and AVX2, chosen at run time, so that a portable build
+// (the package's) vectorizes it too. Not target_clones: its ifunc resolver runs while the
+// library is being relocated, before ThreadSanitizer is set up, and crashed the tsan build.
+template <class T>
+__attribute__((target("avx512f"))) void max_pool2d_2x2_avx512(const T* x, T* y, int64_t* ix,
+                                                              const Pool2dGeometry& g) {
+  max_pool2d_2x2_loop(x, y, ix, g);
+}
+template <class T>
+__attribute__((target("avx2"))) void max_pool2d_2x2_avx2(const T* x, T* y, int64_t* ix,
+                                                         const Pool2dGeometry& g) {
+  max_pool2d_2x2_loop(x, y, ix, g);
+}
+template <class T>
+void max_pool2d_2x2(const T* x, T* y, int64_t* ix, const Pool2dGeometry& g) {
+  if (__builtin_cpu_supports("avx512f")) return max_pool2d_2x2_avx512(x, y, ix, g);
+  if (__builtin_cpu_supports("avx2")) return max_pool2d_2x2_avx2(x, y, ix, g);
+  max_pool2d_2x2_loop(x, y, ix, g);
 }
 
 // max_pool2d over windows that never leave the input (no padding, no dilation, no ceil-mode

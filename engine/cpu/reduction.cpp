@@ -322,8 +322,8 @@ void softmax(const TensorView& out, const TensorView& in, int64_t dim, bool log)
     const SoftmaxShape sh = softmax_shape(in, dim);
     if (sh.outer * sh.dim_size * sh.inner == 0) return;
     if (softmax_on_transpose(sh)) {
-      const Block<T> x = Eigen::Map<const Block<T>>(in.ptr<const T>(), sh.dim_size, sh.outer)
-                             .transpose();
+      const Block<T> x =
+          Eigen::Map<const Block<T>>(in.ptr<const T>(), sh.dim_size, sh.outer).transpose();
       Block<T> y(sh.outer, sh.dim_size);
       softmax_columns<T>(x, y, log);
       Eigen::Map<Block<T>>(out.ptr<T>(), sh.dim_size, sh.outer) = y.transpose();

@@ -1,6 +1,7 @@
 // bench_train: training steps per second of the engine against PyTorch, in one run.
 //
-//   build/release/tests/bench/bench_train [--seconds S] [--no-torch] [--model small|large|cnn] [--cpu]
+//   build/release/tests/bench/bench_train [--seconds S] [--no-torch] [--model small|large|cnn]
+//   [--cpu]
 //                                         [--probe-budget F]
 //
 // Three models, cross-entropy, the same fixed batches of random inputs cycled:
@@ -15,11 +16,11 @@
 // default sampling (every 10 steps within a 5% overhead budget; target: at most 5% slower),
 // with the samples per second the probes delivered and their own measure of their cost. PyTorch
 // runs the same loop in tests/bench/bench_train_torch.py with one thread (the cnn also with two:
-// its row compares against the faster of the two, which with --cpu is always one thread). Every figure is the best
-// of three windows (the machine is shared: the best is the least disturbed). With --cpu both sides
-// count steps per second of the process's CPU time instead of wall time: on a machine busy with
-// other work that figure moves far less (the process is not charged for the time it waits for a
-// core).
+// its row compares against the faster of the two, which with --cpu is always one thread). Every
+// figure is the best of three windows (the machine is shared: the best is the least disturbed).
+// With --cpu both sides count steps per second of the process's CPU time instead of wall time: on a
+// machine busy with other work that figure moves far less (the process is not charged for the time
+// it waits for a core).
 #include <time.h>
 
 #include <algorithm>
@@ -38,11 +39,11 @@
 #include "engine/cpu/threads.h"
 #include "engine/data/dataset.h"
 #include "engine/nn/container.h"
+#include "engine/nn/conv.h"
 #include "engine/nn/layers.h"
 #include "engine/nn/loss.h"
-#include "engine/ops/linalg.h"
-#include "engine/nn/conv.h"
 #include "engine/nn/pooling.h"
+#include "engine/ops/linalg.h"
 #include "engine/optim/adam.h"
 #include "engine/optim/sgd.h"
 #include "engine/tensor/factories.h"
@@ -81,7 +82,9 @@ const ModelSpec kModels[] = {
     {"cnn", {}, 64, 0.003},
 };
 constexpr int64_t kBatches = 16;
-bool is_mlp(const ModelSpec& m) { return !m.widths.empty(); }
+bool is_mlp(const ModelSpec& m) {
+  return !m.widths.empty();
+}
 
 std::shared_ptr<nns::nn::Sequential> mlp(const std::vector<int64_t>& widths) {
   auto net = std::make_shared<nns::nn::Sequential>();

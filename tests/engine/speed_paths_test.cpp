@@ -3,8 +3,9 @@
 // weight's own layout (taken by AccumulateGrad without a copy), SGD's one-pass momentum
 // update, the probes' update ratio of a large parameter estimated from a sample, the column
 // sums of a reduction over leading dims (bias gradients), the CPU allocator's reuse of freed
-// blocks, and issue 20's kernels: the matrix products oneDNN and OpenBLAS share, the batched im2col convolution (with its shifted-plane im2col) and the 2x2 max pool,
-// each against a plain double-precision loop written here.
+// blocks, and issue 20's kernels: the matrix products oneDNN and OpenBLAS share, the batched im2col
+// convolution (with its shifted-plane im2col) and the 2x2 max pool, each against a plain
+// double-precision loop written here.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -200,8 +201,8 @@ TEST(SpeedPaths, MatrixProductsOfEveryPathMatchADoubleLoop) {
   struct Case {
     int64_t m, n, k;
   };
-  const Case cases[] = {{256, 64, 2}, {256, 3, 64}, {64, 2, 256}, {3, 64, 256}, {256, 64, 3},
-                        {1, 1, 1},    {4, 4, 4},    {5, 1, 7},    {1, 9, 300},  {37, 29, 41},
+  const Case cases[] = {{256, 64, 2},   {256, 3, 64}, {64, 2, 256}, {3, 64, 256}, {256, 64, 3},
+                        {1, 1, 1},      {4, 4, 4},    {5, 1, 7},    {1, 9, 300},  {37, 29, 41},
                         {16, 72, 4096}, {8, 9, 2000}, {65, 33, 17}};
   for (Dtype dtype : {kFloat32, kFloat64}) {
     for (const Case& cs : cases) {
@@ -222,8 +223,7 @@ TEST(SpeedPaths, MatrixProductsOfEveryPathMatchADoubleLoop) {
             for (int64_t j = 0; j < cs.n; ++j) {
               double want = 0, scale = 0;
               for (int64_t p = 0; p < cs.k; ++p) {
-                const double term =
-                    at(av, ta, cs.m, cs.k, i, p) * at(bv, tb, cs.k, cs.n, p, j);
+                const double term = at(av, ta, cs.m, cs.k, i, p) * at(bv, tb, cs.k, cs.n, p, j);
                 want += term;
                 scale += std::abs(term);
               }
@@ -279,15 +279,16 @@ TEST(SpeedPaths, BatchedConvolutionMatchesTheDefinition) {
     Tensor x = randn({g.n, g.cin, g.h, g.w}).requires_grad_(true);
     Tensor w = randn({g.cout, cin_g, g.kh, g.kw}).requires_grad_(true);
     Tensor b = randn({g.cout}).requires_grad_(true);
-    const Tensor y = conv2d(x, w, b, {g.stride, g.stride}, {g.pad, g.pad},
-                            {g.dilation, g.dilation}, g.groups);
+    const Tensor y =
+        conv2d(x, w, b, {g.stride, g.stride}, {g.pad, g.pad}, {g.dilation, g.dilation}, g.groups);
     ASSERT_EQ(y.sizes(), (Shape{g.n, g.cout, oh, ow}));
     const Tensor gy = randn(y.sizes());
     y.backward(gy);
     const auto xv = x.to(kFloat64).to_vector<double>(), wv = w.to(kFloat64).to_vector<double>();
     const auto bv = b.to(kFloat64).to_vector<double>(), yv = y.to(kFloat64).to_vector<double>();
     const auto gyv = gy.to(kFloat64).to_vector<double>();
-    std::vector<double> want_y(yv.size()), want_gx(xv.size()), want_gw(wv.size()), want_gb(bv.size());
+    std::vector<double> want_y(yv.size()), want_gx(xv.size()), want_gw(wv.size()),
+        want_gb(bv.size());
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t co = 0; co < g.cout; ++co) {
         const int64_t grp = co / cout_g;
@@ -302,10 +303,9 @@ TEST(SpeedPaths, BatchedConvolutionMatchesTheDefinition) {
                   const int64_t ih = i * g.stride - g.pad + ki * g.dilation;
                   const int64_t iw = j * g.stride - g.pad + kj * g.dilation;
                   if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
-                  const size_t xi = static_cast<size_t>(
-                      ((n * g.cin + grp * cin_g + c) * g.h + ih) * g.w + iw);
-                  const size_t wi =
-                      static_cast<size_t>(((co * cin_g + c) * g.kh + ki) * g.kw + kj);
+                  const size_t xi =
+                      static_cast<size_t>(((n * g.cin + grp * cin_g + c) * g.h + ih) * g.w + iw);
+                  const size_t wi = static_cast<size_t>(((co * cin_g + c) * g.kh + ki) * g.kw + kj);
                   sum += xv[xi] * wv[wi];
                   want_gx[xi] += gyv[yi] * wv[wi];
                   want_gw[wi] += gyv[yi] * xv[xi];
@@ -326,10 +326,10 @@ TEST(SpeedPaths, BatchedConvolutionMatchesTheDefinition) {
     };
     const double depth = static_cast<double>(cin_g * g.kh * g.kw);
     const double reach = static_cast<double>(g.n * oh * ow);
-    SCOPED_TRACE(::testing::Message() << "geometry n" << g.n << " cin" << g.cin << " cout"
-                                      << g.cout << " " << g.h << "x" << g.w << " k" << g.kh << "x"
-                                      << g.kw << " s" << g.stride << " p" << g.pad << " d"
-                                      << g.dilation << " g" << g.groups);
+    SCOPED_TRACE(::testing::Message()
+                 << "geometry n" << g.n << " cin" << g.cin << " cout" << g.cout << " " << g.h << "x"
+                 << g.w << " k" << g.kh << "x" << g.kw << " s" << g.stride << " p" << g.pad << " d"
+                 << g.dilation << " g" << g.groups);
     close(yv, want_y, "output", 4 * std::sqrt(depth));
     close(x.grad().to(kFloat64).to_vector<double>(), want_gx, "grad_input",
           4 * std::sqrt(static_cast<double>(cout_g * g.kh * g.kw)));
