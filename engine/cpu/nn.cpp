@@ -84,6 +84,18 @@ void zero_outside(T* row, const ShiftedTap& t, const Conv2dGeometry& g) {
   }
 }
 
+// Calls fn(tap, plane, row) for each of `channels` input planes and each tap of a
+// shifted-plane geometry: plane is the input plane's offset, row the tap's col row's (ld apart).
+template <class Fn>
+void for_each_shifted_tap(const Conv2dGeometry& g, int64_t channels, int64_t ld, Fn&& fn) {
+  const int64_t in_plane = g.in_h * g.in_w, taps = g.kernel_h * g.kernel_w;
+  const std::vector<ShiftedTap>& tap = shifted_taps(g);
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t k = 0; k < taps; ++k)
+      fn(tap[static_cast<size_t>(k)], c * in_plane, (c * taps + k) * ld);
+  }
+}
+
 // Unfolds `channels` planes of the input into col [channels * kh * kw, ld], columns
 // [0, out_h * out_w): row (c, i, j) holds the input element under kernel tap (i, j) for every
 // output position. ld > out_h * out_w leaves room for other images' columns beside these.
@@ -93,17 +105,11 @@ void im2col(const T* in, int64_t channels, const Conv2dGeometry& geometry, T* co
   // knows, and reloading its fields every element kept these loops from vectorizing.
   const Conv2dGeometry g = geometry;
   if (is_shifted_plane(g)) {
-    const int64_t in_plane = g.in_h * g.in_w, taps = g.kernel_h * g.kernel_w;
-    const std::vector<ShiftedTap>& tap = shifted_taps(g);
-    for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t k = 0; k < taps; ++k) {
-        const ShiftedTap& t = tap[static_cast<size_t>(k)];
-        T* dst = col + (c * taps + k) * ld;
-        const T* src = in + c * in_plane + t.shift;
-        std::copy(src + t.begin, src + t.end, dst + t.begin);
-        zero_outside(dst, t, g);
-      }
-    }
+    for_each_shifted_tap(g, channels, ld, [&](const ShiftedTap& t, int64_t plane, int64_t row) {
+      const T* src = in + plane + t.shift;
+      std::copy(src + t.begin, src + t.end, col + row + t.begin);
+      zero_outside(col + row, t, g);
+    });
     return;
   }
   for (int64_t c = 0; c < channels; ++c) {
@@ -142,17 +148,12 @@ template <class T>
 void col2im_add(T* col, int64_t ld, int64_t channels, const Conv2dGeometry& geometry, T* in) {
   const Conv2dGeometry g = geometry;  // as in im2col
   if (is_shifted_plane(g)) {
-    const int64_t in_plane = g.in_h * g.in_w, taps = g.kernel_h * g.kernel_w;
-    const std::vector<ShiftedTap>& tap = shifted_taps(g);
-    for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t k = 0; k < taps; ++k) {
-        const ShiftedTap& t = tap[static_cast<size_t>(k)];
-        T* src = col + (c * taps + k) * ld;
-        zero_outside(src, t, g);
-        T* dst = in + c * in_plane + t.shift;
-        for (int64_t i = t.begin; i < t.end; ++i) dst[i] += src[i];
-      }
-    }
+    for_each_shifted_tap(g, channels, ld, [&](const ShiftedTap& t, int64_t plane, int64_t row) {
+      T* src = col + row;
+      zero_outside(src, t, g);
+      T* dst = in + plane + t.shift;
+      for (int64_t i = t.begin; i < t.end; ++i) dst[i] += src[i];
+    });
     return;
   }
   for (int64_t c = 0; c < channels; ++c) {
@@ -198,6 +199,17 @@ int64_t images_per_product(const Conv2dGeometry& g, int64_t depth, int64_t plane
                              std::max<int64_t>(g.batch, 1));
 }
 
+// im2col of images [n0, n0 + images) of group grp, side by side in col [depth, images * plane].
+template <class T>
+void im2col_images(const T* x, int64_t n0, int64_t images, int64_t grp, const Conv2dGeometry& g,
+                   T* col) {
+  const int64_t cin = g.in_channels / g.groups, plane = g.out_h * g.out_w;
+  for (int64_t i = 0; i < images; ++i) {
+    im2col(x + ((n0 + i) * g.in_channels + grp * cin) * g.in_h * g.in_w, cin, g, col + i * plane,
+           images * plane);
+  }
+}
+
 template <class T>
 void conv2d_forward_typed(const TensorView& input, const TensorView& weight, const TensorView& bias,
                           const TensorView& out, const Conv2dGeometry& geometry) {
@@ -205,7 +217,7 @@ void conv2d_forward_typed(const TensorView& input, const TensorView& weight, con
   const GemmFn<T> gemm = linalg_kernels.gemm<T>();
   const int64_t cin = g.in_channels / g.groups, cout = g.out_channels / g.groups;
   const int64_t depth = cin * g.kernel_h * g.kernel_w;
-  const int64_t plane = g.out_h * g.out_w, in_plane = g.in_h * g.in_w;
+  const int64_t plane = g.out_h * g.out_w;
   const int64_t chunk = images_per_product(g, depth, plane);
   const T* x = input.ptr<T>();
   const T* w = weight.ptr<T>();
@@ -216,10 +228,7 @@ void conv2d_forward_typed(const TensorView& input, const TensorView& weight, con
   for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
     const int64_t images = std::min(chunk, g.batch - n0), cols = images * plane;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      for (int64_t i = 0; i < images; ++i) {
-        im2col(x + ((n0 + i) * g.in_channels + grp * cin) * in_plane, cin, g, col + i * plane,
-               cols);
-      }
+      im2col_images(x, n0, images, grp, g, col);
       // product [cout, images * plane] = weight [cout, depth] @ col [depth, images * plane]
       gemm(false, false, cout, cols, depth, T(1), w + grp * cout * depth,
            std::max<int64_t>(depth, 1), col, cols, T(0), product, cols);
@@ -269,10 +278,7 @@ void conv2d_backward_typed(const TensorView& grad_out, const TensorView& input,
         }
         if (gw) {
           // grad_weight (+)= grad @ col^T, summed over the batch.
-          for (int64_t i = 0; i < images; ++i) {
-            im2col(input.ptr<T>() + ((n0 + i) * g.in_channels + grp * cin) * in_plane, cin, g,
-                   col + i * plane, cols);
-          }
+          im2col_images(input.ptr<T>(), n0, images, grp, g, col);
           gemm(false, true, cout, depth, cols, T(1), grad, cols, col, cols, T(1),
                gw + grp * cout * depth, ld_depth);
         }
