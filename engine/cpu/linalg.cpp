@@ -54,12 +54,12 @@ bool onednn_is_faster(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 // dnnl_sgemm is row-major, as the engine's buffers are; it runs on as many OpenMP threads as
-// the calling thread's omp_get_max_threads (set per product by use_threads_for_gemm).
+// the calling thread's omp_get_max_threads (set per product by use_threads_for_gemm, which gemm
+// calls first).
 bool onednn_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc) {
   if (!onednn_is_faster(trans_a, trans_b, m, n, k)) return false;
-  use_threads_for_gemm(m, n, k);
   return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta,
                     c, ldc) == dnnl_success;
 }
@@ -72,6 +72,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   using Stride = Eigen::OuterStride<>;
   if (m == 0 || n == 0) return;
 #ifdef NNS_USE_ONEDNN
+  use_threads_for_gemm(m, n, k);  // and OpenBLAS pinned to one thread (engine/cpu/threads.cpp)
   if constexpr (std::is_same_v<T, float>) {
     if (k > 0 && alpha != T(0) &&
         onednn_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {

@@ -23,39 +23,69 @@ Fn openblas_entry(const char* name) {
 // 0 until set_num_threads: then the libraries' own defaults hold.
 std::atomic<int> g_num_threads{0};
 
+// The count before anyone set one: OpenBLAS's default (OPENBLAS_NUM_THREADS, else the cores),
+// read before pin_openblas may change it.
+int default_num_threads() {
+  static const int threads = [] {
+    auto get = openblas_entry<int (*)()>("openblas_get_num_threads");
+    if (get) return get();
+#ifdef NNS_USE_ONEDNN
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+  }();
+  return threads;
+}
+
+#ifdef NNS_USE_ONEDNN
+// With oneDNN, OpenBLAS multiplies only what oneDNN does slower (and float64), on one thread:
+// oneDNN's OpenMP threads are the parallel ones. Two pools whose idle threads both spin fought
+// over the two cores: nnstudio-cli trained the digits CNN at 143-262 steps/s with both
+// threaded, against 505 on one thread.
+void pin_openblas() {
+  static const bool pinned = [] {
+    default_num_threads();
+    if (auto set = openblas_entry<void (*)(int)>("openblas_set_num_threads")) set(1);
+    return true;
+  }();
+  (void)pinned;
+}
+#endif
+
 }  // namespace
 
 bool set_num_threads(int threads) {
   threads = std::max(threads, 1);
-  auto set = openblas_entry<void (*)(int)>("openblas_set_num_threads");
-  if (set) set(threads);
 #ifdef NNS_USE_ONEDNN
+  pin_openblas();
   g_num_threads = threads;
   return true;
 #else
-  if (set) g_num_threads = threads;
-  return set != nullptr;
+  auto set = openblas_entry<void (*)(int)>("openblas_set_num_threads");
+  if (!set) return false;
+  set(threads);
+  g_num_threads = threads;
+  return true;
 #endif
 }
 
 int get_num_threads() {
   if (const int set = g_num_threads.load(); set > 0) return set;
-  auto get = openblas_entry<int (*)()>("openblas_get_num_threads");
-  if (get) return get();
-#ifdef NNS_USE_ONEDNN
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
+  return default_num_threads();
 }
 
 void use_threads_for_gemm(int64_t m, int64_t n, int64_t k) {
 #ifdef NNS_USE_ONEDNN
-  // Below this many multiply-adds a second thread costs more than it saves. oneDNN's sgemm on
-  // one / two threads, wall time on this 2-core machine (2026-11-26): 64x64x64 2.8 / 6.2 us,
-  // 256x64x64 11.0 / 13.7, 128x128x128 21.2 / 24.4, 128x256x128 42.9 / 33.1, 16x4096x72 (the
-  // digits CNN's second convolution) 69.9 / 43.7, 512x784x128 547 / 292.
-  constexpr int64_t kParallelGemm = int64_t{1} << 22;
+  pin_openblas();
+  // Below this many multiply-adds a second thread costs more than it saves. Alone, oneDNN's
+  // sgemm on one / two threads (wall, this 2-core machine, 2026-11-26): 256x64x64 11.0 / 13.7
+  // us, 128x256x128 42.9 / 33.1, 16x4096x72 69.9 / 43.7, 128x512x256 179 / 134, 512x784x128
+  // 547 / 292. But inside a training step the second OpenMP thread has gone to sleep between
+  // products, and waking it costs tens of microseconds: with the line at 4M the digits CNN
+  // trained at 601 steps/s on two threads against 846 on one (bench_train, wall); at 16M, 900
+  // against 906, while the large MLP gains (490 against 410).
+  constexpr int64_t kParallelGemm = int64_t{1} << 24;
   const int want = m * n * k < kParallelGemm ? 1 : get_num_threads();
   // OpenMP's count is the calling thread's own (an ICV): set it only when it changes.
   thread_local int applied = 0;
