@@ -3,7 +3,7 @@
 // a second, edits the graph through the document's undoable commands and undoes it, shows and
 // hides docks and inspector tabs, selects nodes, switches evaluation passes and pauses and
 // resumes the run. Every `--sample S` seconds (default 10) it reads the process's resident
-// memory (VmRSS) and glibc's heap in use, and prints them with the steps and edits done so far.
+// memory (VmRSS) and the allocator's heap, and prints them with the steps and edits done so far.
 // At the end: RSS growth from the first minute after the warm-up to the last minute, and the
 // slope of a least-squares fit over the samples after the warm-up. Exits 1 when RSS grew by more
 // than the bound (the larger of 20 MiB and 5% of the first minute's level), so a leak shows.
@@ -16,6 +16,9 @@
 // Options: --minutes M (fractions allowed), --sample S, --warmup S (default 60), --csv FILE,
 // --probe-budget F (the probes' overhead budget, default 0: exactly every 10 steps).
 #include <malloc.h>
+#ifdef NNS_USE_MIMALLOC
+#include <mimalloc.h>
+#endif
 
 #include <QApplication>
 #include <QDockWidget>
@@ -38,6 +41,7 @@
 #include "ui/panels/inspector_widget.h"
 #include "ui/probes/probe_panel.h"
 #include "ui/training/training_controller.h"
+#include "window_bench.h"
 
 namespace {
 
@@ -54,11 +58,19 @@ long residentKiB() {
   return 0;
 }
 
-// What malloc has handed out and not had back: a leak grows it, fragmentation and memory kept
-// for reuse (engine/cpu/memory.cpp keeps up to 256 MiB mapped) grow only RSS.
+// The allocator's heap. With glibc's malloc: what it has handed out and not had back (a leak
+// grows it; fragmentation and memory kept for reuse, as engine/cpu/memory.cpp keeps up to 256 MiB
+// mapped, grow only RSS). The programs link mimalloc (NNS_USE_MIMALLOC), which glibc's mallinfo2
+// cannot see: then the memory mimalloc has committed, its free pages included.
 double heapInUseMiB() {
+#ifdef NNS_USE_MIMALLOC
+  size_t committed = 0;
+  mi_process_info(nullptr, nullptr, nullptr, nullptr, nullptr, &committed, nullptr, nullptr);
+  return static_cast<double>(committed) / (1 << 20);
+#else
   const struct mallinfo2 info = mallinfo2();
   return static_cast<double>(info.uordblks + info.hblkhd) / (1 << 20);
+#endif
 }
 
 struct Sample {
@@ -126,11 +138,7 @@ int main(int argc, char** argv) {
 
   QTemporaryDir dir;
   MainWindow window;
-  window.openExample();
-  ProjectDocument* doc = window.document();
-  graph::TrainingSettings settings = doc->project().training;
-  settings.epochs = 0;  // until paused
-  doc->setTrainingSettings(settings, "Run until paused");
+  ProjectDocument* doc = bench::open_example_until_paused(window);
   // Probes sample exactly every 10 steps by default (--probe-budget 0): the most samples, so
   // that what keeps them (the probes' reservoirs, the window's health history of 2,048 samples
   // a series) fills within the warm-up. Under the default 5% budget how often they sample

@@ -34,6 +34,7 @@
 #include "ui/training/curves_widget.h"
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/training_controller.h"
+#include "window_bench.h"
 
 namespace {
 
@@ -143,11 +144,7 @@ bool withProbes = true;
 
 WindowRun windowRun() {
   MainWindow window;
-  window.openExample();
-  ProjectDocument* doc = window.document();
-  graph::TrainingSettings t = doc->project().training;
-  t.epochs = 0;  // until paused
-  doc->setTrainingSettings(t, "Run until paused");
+  ProjectDocument* doc = bench::open_example_until_paused(window);
   WindowRun run;
   graph::NodeId shown = 0;
   for (const graph::Node& n : doc->project().graph.nodes) {
