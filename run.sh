@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Sets up, builds (release preset) and runs NN Studio with its example project
 # (resources/examples/spirals.nns). Without a display it trains the same project headless with
 # nnstudio-cli and prints its progress; options after ./run.sh then go to `nnstudio-cli train`.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Sets up, builds (test preset) and runs the whole test suite; then builds the threaded code's
 # tests under ThreadSanitizer (tsan preset) and runs them.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio: the window. Opens the project given on the command line, or the spirals example;
 // offers back the unsaved work of a session that did not close properly.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Installs, from Debian 12's archive, what building and testing NN Studio needs. Idempotent:
 # when everything is installed it only asks dpkg and returns in well under a second.
 #

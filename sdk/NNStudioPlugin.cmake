@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # nnstudio_add_plugin(NAME SOURCES file.cpp ...): a plugin library NAME.so that links the
 # engine and defines its entry point with NNS_PLUGIN (engine/plugin/plugin.h). Copy the .so
 # into ~/.local/share/nnstudio/plugins (or a folder of NNS_PLUGIN_PATH) and NN Studio loads

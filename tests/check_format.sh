@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Fails when a C++ file differs from what clang-format makes of it (.clang-format at the root).
 # Fix with: clang-format -i $(find engine app ui plugins tests -name '*.cpp' -o -name '*.h')
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The subcommands of nnstudio-cli. Each lives in its own file and returns its description
 // here; cli/main.cpp lists them (the one place a new command is added) and dispatches.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli convert IN OUT: a state dict from one weight format to the other, each named
 // by its extension (.pt/.pth/.bin: PyTorch's torch.save zip; .safetensors). A checkpoint
 // converts its model_state_dict alone.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli example: trains a small MLP on spirals with the engine's parts alone (no
 // project file, no session): data set, data loader, layers, loss and optimizer in the plain
 // PyTorch loop, the quickest check that the engine runs on a machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli export PROJECT --format pytorch --out DIR [--weights FILE] [--force]: the
 // project's model as PyTorch code (engine/export/pytorch_code.h) in the folder DIR: model.py,
 // train.py (one process or DDP under torchrun), data.pt, README.md, and with --weights the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli forward PROJECT --input IN.safetensors --output OUT.safetensors: runs the
 // project's model on the tensor `input` and writes `output`; with --grad also the gradients of
 // output.sum() w.r.t. the input (`grad.input`) and every parameter (`grad.<name>`), so that a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli import MODEL.onnx OUT.nns [--force]: an ONNX model as a project with its weights
 // (engine/onnx/onnx_import.h): OUT.nns and OUT.safetensors beside it. Nothing is written when
 // the model cannot be read whole.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli inspect FILE: what a weight file holds, without loading it into a model: the
 // format, every tensor (key, dtype, shape, element count, bytes), a checkpoint's other
 // entries (epoch, loss, the optimizer's param groups) and safetensors metadata.

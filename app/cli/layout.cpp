@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli layout PROJECT [--direction TB|LR]: the canvas's layout of a project as JSON, the
 // one the window makes (engine/graph/layout.h): a box per node drawn, in scene units, y growing
 // downwards. Groups are laid out as the file has them, open unless marked collapsed (then

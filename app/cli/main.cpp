@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli: NN Studio without a window. Every job the window can run has a subcommand
 // here, so that it can be scripted and tested headless.
 //

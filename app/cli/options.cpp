@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The command-line parsing shared by every subcommand (see options.h).
 #include "app/cli/options.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The command line of nnstudio-cli: each subcommand declares its positional arguments and its
 // options, and gets them parsed and checked here, so every command reports a bad command

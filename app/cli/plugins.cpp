@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli plugins [--json]: the plugins loaded at start (name, version, file, node types),
 // each plugin file that failed and why, and the folders searched (engine/plugin/loader.h).
 // Broken plugins are reported, never fatal: the exit code is 0 either way.

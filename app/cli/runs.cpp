@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli runs: the runs recorded in a project's run store (train records them), one
 // line each, and what can be done with them: export a snapshot's weights, delete a run.
 #include <cmath>

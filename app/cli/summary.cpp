@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli summary PROJECT: what PyTorch would print for the project's model (its repr),
 // then every named_parameters and named_buffers entry, then the totals.
 #include <algorithm>

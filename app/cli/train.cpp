@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli train: trains a project's model with the project's dataset and training
 // settings (options override them) in a TrainingSession, printing one line per epoch.
 #include <algorithm>

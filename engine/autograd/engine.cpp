@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The backward engine: walks the graph from the outputs, runs each node once all the
 // gradients flowing into it have arrived, later-created nodes first (PyTorch's order).
 #include <queue>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Whether operations record a graph on this thread (torch.no_grad / torch.enable_grad).
 

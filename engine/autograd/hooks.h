@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Ordered hook tables and the handles that remove hooks from them. A handle holds only a
 // weak reference to its table, so remove() is safe after the owner (tensor, module) is gone,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The backward graph. A Node is one recorded operation (PyTorch's grad_fn): it takes the
 // gradients of its outputs and returns the gradients of its inputs, which flow along

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/backend/dispatch.h"
 
 #include "engine/cpu/cpu_kernels.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The device-dispatch seam. Operations never call a device's code directly: they ask for
 // the kernel table of a family (allocator, elementwise, linalg, ...) for the tensor's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The elementwise kernel family: pointwise math over operands that all have the output's
 // sizes (broadcast operands carry stride 0, see broadcast_view). The op layer

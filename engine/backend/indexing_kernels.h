@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Kernels of the indexing ops (engine/ops/indexing.cpp, embedding): gathers by an int64
 // index tensor and their scatter-add backwards. The ops validate every index first

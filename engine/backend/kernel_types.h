@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What kernels see of a tensor: a raw pointer to element [0, ...] and the layout. No
 // ownership, no autograd; the op that calls a kernel keeps the tensors alive.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The GEMM of a device backend: every matrix product of the engine (mm, bmm, addmm, matmul,
 // linear, conv2d) goes through these two functions, so that one place decides how products

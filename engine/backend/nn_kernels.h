@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Kernels of the neural-network functionals (engine/ops/nn_ops.cpp, loss_ops.cpp): convolution,
 // pooling, batch and layer normalization, the NLL loss, the LSTM cell. The ops check shapes and

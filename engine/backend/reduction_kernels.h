@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The reduction kernel family: sums, means and extremes over dims, arg-extremes along one
 // dim, and softmax. Outputs are given in keepdim form (size 1 on every reduced dim); the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The CPU backend's kernel tables (Eigen). Each family's table is defined in the file of
 // that family under engine/cpu/ and returned by Family::for_device(DeviceType::CPU).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Calls a generic lambda with a value of the C++ type of a dtype:
 //   dispatch_dtype(t.dtype, "op", [&](auto tag) { using T = decltype(tag); ... });

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CPU elementwise kernels. Each op is an Eigen array expression over maps of the operands:
 // the whole tensor at once when every operand is contiguous, else run by run along the merged
 // innermost dim of for_each_run. Contiguous runs get plain maps (SIMD), a broadcast operand

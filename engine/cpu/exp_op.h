@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // exp for Eigen array expressions that gives 0 for inputs far below zero, -inf included.
 // Eigen 3.4's SSE pexp clamps its input at its lowest exact point (-88.38 for float, -709.4 for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/cpu/flush_denormal.h"
 
 #if defined(__SSE__) || defined(__x86_64__)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.set_flush_denormal: whether the calling thread's floating-point unit treats denormal
 // (subnormal) numbers as zero, on input and on output.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CPU indexing kernels. Each is one strided loop (for_each_run) over the shape of the
 // indexed side, with three operands: the plain side, the indexed side restrided so that its
 // indexed dim has stride 0, and the index; the indexed element is then found by adding

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The CPU GEMM. With EIGEN_USE_BLAS (NNS_USE_BLAS) it calls the BLAS's sgemm/dgemm directly,
 // transposes as flags and beta passed through (Eigen's own BLAS path first zero-fills the
 // output and then accumulates into it: one needless pass over C per product). Without a BLAS,

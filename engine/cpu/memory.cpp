@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CPU memory and layout kernels: aligned allocation, strided copy with dtype conversion, fill.
 #include <cstdlib>
 #include <cstring>

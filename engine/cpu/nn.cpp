@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CPU kernels of the neural-network functionals. conv2d is im2col + the backend GEMM, one
 // product per group for as many images as fit a 16 MiB col buffer (see conv2d_forward_typed);
 // pooling follows ATen's CPU loops so that results and tie-breaking match PyTorch; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CPU reduction kernels. A reduction over any set of dims walks the input once with
 // for_each_run, the output seen with stride 0 on the reduced dims: a run along a reduced dim
 // folds into one output element (an Eigen sum), a run along a kept dim adds a whole input row

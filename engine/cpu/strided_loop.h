@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The one N-dimensional strided loop of the CPU backend. Operands share the loop's sizes and
 // each has its own strides (0 on broadcast dims). Dims that lie back to back in memory for

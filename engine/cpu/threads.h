@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.set_num_threads / torch.get_num_threads: the threads one op may use. The engine's ops
 // run on the thread that calls them; only the matrix products split over threads. With oneDNN

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The CUDA runtime pieces of the CUDA backend: devices, memory, transfers. Built only with
 // NNS_WITH_CUDA; this header has no CUDA types, so the rest of the engine never sees CUDA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The built-in data sets by name, for a UI that lists them and a project file that stores a
 // data set as a name and its options. Each entry says what the set is and which options it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A user's data set from a CSV file: a header row of column names, then one sample per row.
 // Every column but the label column is a numeric feature; the label column holds classes

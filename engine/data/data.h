@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Everything in nns::data: data sets, the built-in generators (points, images, sequences) and
 // their catalog, CSV files and the data loader.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Minibatches over a data set, like torch.utils.data.DataLoader: batch size, shuffling with a
 // seed, drop_last. Epoch e shuffles with its own generator, seeded with epoch_seed(seed, e),

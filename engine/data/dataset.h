@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A labelled data set held in memory: inputs, targets and what they mean (task, classes,
 // feature names, image size), with a seeded train/test split and subsets by index.

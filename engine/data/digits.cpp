@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Digits drawn by the program: each glyph is a few strokes (polylines and elliptic arcs) in a
 // unit box; every sample maps them through its own random affine transform into pixel space
 // and paints them with a distance-based anti-aliased pen, then adds pixel noise.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The 2-D, n-D and 1-D generators; the digits are in digits.cpp. Random numbers are drawn in
 // whole blocks (rand/randn of a shape) in a fixed order, so every set is a pure function of
 // its options.

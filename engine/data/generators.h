@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The built-in data sets, made by the program from a seed: 2-D classification sets (spirals,
 // two moons, circles, XOR, checkerboard), Gaussian blobs in any number of dimensions, a 1-D

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Helpers the generators share (generators.cpp, digits.cpp); not part of the public API.
 #include <cstdint>

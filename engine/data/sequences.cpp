@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The sequence tasks (sequences.h). Random numbers are drawn in whole blocks in a fixed order,
 // so every set is a pure function of its options, as in generators.cpp.
 #include "engine/data/sequences.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The sequence tasks, for recurrent layers and transformers: token sequences (int64 [N, T],
 // one token index per position, for an Embedding) and sequences of values (float32 [N, T, 1],

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A project's model as PyTorch code (model.py): one nn.Module class per custom block and one
 // for the model, named as the project, that registers its submodules, parameters and buffers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The train.py that `nnstudio-cli export` writes beside model.py (pytorch_code.cpp fills the
 // {{PLACEHOLDERS}} with the project's settings). Kept as one Python file here so that it reads
 // as what it writes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // From a graph spec to modules. build_model() checks the whole graph (types, options, ports,
 // cycles, groups, shapes) and makes a GraphModule: a Module whose children are the nodes'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The graph edits that change more than one node: grouping, custom blocks, paste. Each is a
 // pure function on the spec that checks everything first and changes nothing when it throws

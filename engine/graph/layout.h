@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The canvas's layout of a project's graph: a layered (Sugiyama) drawing made by Graphviz's
 // `dot` engine, in which every expanded group is a cluster, so that a group's box holds exactly

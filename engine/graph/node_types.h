@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The node types a graph can hold: every layer of engine/nn, the functional merge and math
 // nodes, Input/Output, Parameter/Buffer and Ref. Each type says its ports, its options (with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A project: the model's graph spec with its custom blocks, the probes placed on it, and the
 // dataset and training settings. It is saved as a versioned JSON file (.nns), documented in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The graph spec: the plain data a canvas edits and a project file stores. It says what the
 // model is (nodes, the edges between their ports, groups, custom blocks); the builder

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.nn.MultiheadAttention: scaled dot-product attention over num_heads heads, with
 // PyTorch's parameters (in_proj_weight [3E, E] and in_proj_bias [3E] packed for query, key and

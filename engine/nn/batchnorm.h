@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // BatchNorm1d and BatchNorm2d (torch.nn.BatchNorm*d): affine weight and bias as parameters;
 // running_mean, running_var and the int64 num_batches_tracked as buffers. Training normalizes

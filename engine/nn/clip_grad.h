@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.nn.utils.clip_grad_norm_ and clip_grad_value_ (PyTorch 1.13): gradients rescaled or
 // clamped in place, between backward() and the optimizer's step().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The containers of torch.nn: Sequential (chains its modules), ModuleList, ModuleDict,
 // ParameterList and ParameterDict (hold and register, no forward). Their members are the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Conv1d and Conv2d (torch.nn.Conv1d/Conv2d) over [N, C, L] and [N, C, H, W] input, with
 // PyTorch's default initialization (the same values for the same seed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/nn/embedding.h"
 
 #include "engine/autograd/grad_mode.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Embedding (torch.nn.Embedding): a table of num_embeddings rows of embedding_dim, looked up
 // by int64 indices of any shape ([*] -> [*, embedding_dim]). Initialized from N(0, 1) as in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.nn.init: in-place initializers for parameters, run under NoGradGuard so that they work
 // on tensors that require grad. With the same seed they draw the same values as PyTorch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The simple layers of torch.nn: Linear (PyTorch's default initialization, options with
 // device and dtype, reset_parameters), Identity, Flatten, Unflatten, and the activations ReLU,

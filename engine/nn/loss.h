@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The losses of torch.nn as modules: MSELoss, L1Loss, HuberLoss, CrossEntropyLoss, NLLLoss,
 // BCEWithLogitsLoss. Each takes (input, target) and returns the loss reduced as its options

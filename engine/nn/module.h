@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Module: the base of every layer and model (torch.nn.Module). A module owns ordered
 // parameters, buffers and child modules, each kept in an OrderedDict that knows what it holds

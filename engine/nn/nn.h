@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Everything of nns::nn in one include: Module, containers, layers, recurrent layers, losses, init.
 #include "engine/nn/attention.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // LayerNorm (torch.nn.LayerNorm): normalizes over the last normalized_shape.size() dims,
 // with an elementwise affine weight (ones) and bias (zeros) when elementwise_affine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // An insertion-ordered dictionary from names to values, as Python's OrderedDict: the state
 // dict (name -> Tensor) and a module's parameters, buffers and children are all one of these.

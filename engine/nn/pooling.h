@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The 2-D poolings of torch.nn: MaxPool2d, AvgPool2d and AdaptiveAvgPool2d over [N, C, H, W]
 // (or unbatched [C, H, W]) input. A size of the options prints as one int when both of its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Position information for attention, which is otherwise blind to order. torch.nn has no
 // module for it; these are the two every transformer tutorial writes, and the PyTorch code

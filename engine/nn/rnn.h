@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The recurrent layers of torch.nn: RNN (tanh or relu), LSTM and GRU, with PyTorch's options,
 // parameter names and order (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, then the

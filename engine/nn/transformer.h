@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.nn.TransformerEncoderLayer and TransformerDecoderLayer: attention, then a feed-forward
 // block (linear1, activation, dropout, linear2), each with a residual connection and a

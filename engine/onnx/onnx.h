@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // ONNX models in and out (https://onnx.ai): what the importer (onnx_import.h) and the exporter
 // (onnx_export.h) share. The files are read and written with Debian's libonnx: the classes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A project's model as an ONNX model: in eval mode (Dropout is the identity, BatchNorm uses
 // its running statistics), with a dynamic batch dimension "N" on every input and output, the

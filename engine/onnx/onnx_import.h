@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // An ONNX model as a project: its operators become the graph's nodes (Gemm -> Linear, Conv ->
 // Conv2d, the ReduceMean/Sub/Pow/.../Add decomposition of layer_norm -> LayerNorm, the Erf

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Tensors to and from onnx::TensorProto, for the importer and the exporter only (this header
 // includes libonnx's generated classes).

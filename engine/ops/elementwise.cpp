@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Elementwise operations: broadcasting, type promotion and the kernel call of each op, with
 // its backward node next to it, and the in-place variants (Tensor::add_ ...) with their
 // version counters. Dtype rules are PyTorch's: two tensors promote by result_type (a zero-dim

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Elementwise operations with broadcasting (torch.add, mul, exp, relu, where, ...). Two
 // tensor operands broadcast as in NumPy/PyTorch and promote as torch.result_type does

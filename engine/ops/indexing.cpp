@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Joining and indexing: cat, stack, index_select, gather, and embedding (a row lookup, so it
 // lives here with its siblings). Every index is checked before a kernel reads it; the
 // backwards scatter-add the gradient, so repeated indices accumulate.

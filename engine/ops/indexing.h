@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Joining and indexing: cat, stack and its inverse unbind, index_select, gather.
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Matrix products: mm, bmm, addmm, torch.matmul (with its dispatch to dot, mv, mm and bmm,
 // folding of batch dims and broadcasting, so that grad_fn names match PyTorch's), linear.
 // Every product runs on the backend's GEMM, which reads strided and transposed operands in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Matrix products. Large products go to the GEMM of the device backend (Eigen on the CPU,
 // which can hand them to OpenBLAS: see NNS_USE_BLAS).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The loss functions. mse_loss, huber_loss, nll_loss and binary_cross_entropy_with_logits
 // compute their value out of the graph and record one node with PyTorch's backward formula;
 // l1_loss and cross_entropy are compositions, as in ATen, so their graphs read the same.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The loss functions of torch.nn.functional: mse_loss, l1_loss, huber_loss, nll_loss,
 // cross_entropy (class indices, optional label smoothing) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The functional forms of the layers: conv1d/conv2d, max/avg/adaptive pooling, dropout, batch and
 // layer norm (embedding lives with the indexing ops). Each checks its arguments with messages in
 // PyTorch's terms, hands contiguous data to the backend's NNKernels and records the node

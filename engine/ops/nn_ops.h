@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The functional forms of the layers (torch.nn.functional): convolution, pooling, dropout,
 // normalization, embedding. Shapes follow PyTorch: images are [N, C, H, W].

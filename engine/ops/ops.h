@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Everything a user of the tensor engine needs, in one include.
 #include "engine/autograd/autograd.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Reductions (sum, mean, max, min, argmax, var) and softmax, with their backward nodes. The
 // kernels write keepdim-shaped views of the output; without keepdim the output tensor simply
 // has the reduced dims left out (same memory layout), so it is never a view.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Reductions over all elements or over dims (keepdim keeps them with size 1), and softmax.
 // Dims may be negative; an empty dims list reduces every dim (as PyTorch's sum(x, [])).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Views and layout: view, reshape, transpose, permute, squeeze, slicing, expand, contiguous,
 // clone, to. A view is a new TensorImpl over the same Storage; its backward reshapes, moves
 // or scatters the gradient back to the input's shape.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Optimizers and LR schedulers by name, with their options by name, as the project file and
 // the training session give them:

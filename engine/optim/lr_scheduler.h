@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.optim.lr_scheduler: a scheduler sets the learning rate of each parameter group of an
 // optimizer, once per step(), following PyTorch 1.13's formulas (recursive where PyTorch's are,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Optimizer: the base of torch.optim's optimizers. It holds parameter groups (each its
 // parameters and its own options, e.g. a learning rate) and a state per parameter (a

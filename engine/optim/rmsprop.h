@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.optim.RMSprop, PyTorch 1.13's single-tensor update for each parameter p with
 // gradient g:

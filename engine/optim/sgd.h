@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.optim.SGD, PyTorch 1.13's update for each parameter p with gradient g:
 //   g = maximize ? -g : g;   g = g + weight_decay * p

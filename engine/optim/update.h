@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What the adaptive optimizers (Adam, AdamW, RMSprop) share: they update each parameter in one
 // pass over raw float32/float64 memory, rounding as PyTorch's kernels round, instead of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Finds and loads plugin libraries (plugin.h) at start, and reports what each file gave:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The plugin ABI: what a plugin library exports and how it registers its node types. A plugin
 // is a shared library built against the engine's headers (the SDK: find_package(NNStudio) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Byte-level plumbing shared by the file readers and writers: the error type for bad files,
 // random-access sources (a file or memory) whose every read is bounds-checked, sinks, and

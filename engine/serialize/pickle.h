@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The Python objects a state dict or checkpoint file holds (PyValue), and the pickle subset
 // torch.save writes (protocol 2). The unpickler is restricted like torch.load(weights_only=

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // safetensors (huggingface): an 8-byte header length, a JSON header naming each tensor's
 // dtype, shape and byte range, then the raw little-endian data. The reader validates as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // State dict files that PyTorch reads and writes: `.pt`/`.pth`/`.bin` (torch.save's zip
 // format) and `.safetensors`. The format follows the file's extension; the content is checked

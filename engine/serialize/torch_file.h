@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // torch.save's zip format (STATE_DICT_FORMATS.md B): a zip of STORED records
 // <archive>/data.pkl (the pickled object), <archive>/data/<key> (raw storages),

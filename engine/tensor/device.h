@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Where a tensor's storage lives. CPU is always there; CUDA devices come from the optional
 // CUDA backend (engine/cuda) behind the same kernel tables (engine/backend/dispatch.h).

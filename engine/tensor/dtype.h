@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Element types, named as in PyTorch (torch.float32 ...). float16 and bfloat16 are storage
 // types: they load, save and convert; arithmetic runs in float32 or float64.

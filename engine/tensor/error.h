@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Typed errors thrown by the engine. Every message names the operation, the values
 // involved and what to do about it; the UI shows the text as it is.

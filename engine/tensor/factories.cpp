@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Factories that need no random numbers (the random ones are in random.cpp).
 #include "engine/tensor/factories.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Making tensors: torch.zeros, ones, full, arange, rand, randn, empty, tensor(data), ...
 #include <initializer_list>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Seeded random numbers. The CPU generator is a 32-bit Mersenne Twister, as in PyTorch, and
 // draws numbers the way PyTorch's CPU kernels do, so that nns::manual_seed(s) followed by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Random fills that reproduce PyTorch 1.13's CPU kernels number for number: the same draws
 // from the Mersenne Twister, consumed in the same order, turned into values by the same
 // arithmetic. The references are ATen's DistributionsHelper.h / TransformationHelper.h

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A flat block of device memory shared by a tensor and all its views. It also carries the
 // version counter that in-place operations bump, shared by every view of the same memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Tensor: a cheap, copyable handle (like torch.Tensor) over a TensorImpl, which holds the
 // shared storage, shape, strides, offset and dtype, and the autograd metadata when there

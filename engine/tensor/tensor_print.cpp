@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Tensor printing, following torch/_tensor_str.py (precision 4, threshold 1000, edgeitems 3,
 // linewidth 80): the same widths, int/fixed/scientific modes, summarization and suffixes,
 // so that a printed tensor reads exactly as it would in PyTorch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Scoring a model's class predictions against the targets, for a class per sample ([N, C]
 // scores, int64 [N] targets) or a class per position ([N, T, C] scores, int64 [N, T] targets;

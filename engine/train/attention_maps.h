@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Attention maps: the weights per head of the MultiheadAttention modules in a model, for one
 // sequence, as plain numbers for a window to draw (probes.h and TrainingSession::predict fill

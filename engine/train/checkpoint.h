@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // TrainingState: everything a run continues from, bit for bit: the weights, the optimizer's
 // and scheduler's state, where the run is (step, epoch, batch of the epoch, batch size, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The losses of engine/nn/loss.h by name, with their options as a project file stores them:
 //

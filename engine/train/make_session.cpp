@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // make_session: a TrainingSession from a project's graph, dataset and training settings.
 #include <algorithm>
 #include <cctype>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The optimizers' options as option specs (graph::OptionSpec, the schema node, data set and
 // loss options use too): what a project's optimizer_options may hold, with PyTorch's names

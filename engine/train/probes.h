@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Probes: hooks placed on a model's modules by name that summarize what flows through them
 // while it trains (the inspection core of NN Studio).

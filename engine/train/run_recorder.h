@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // RunRecorder: records a TrainingSession's run into a RunStore as it trains. The session's
 // worker hands it each step's and epoch's metrics and the snapshots it asks for (a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/run_store.h"
 
 #include <sqlite3.h>

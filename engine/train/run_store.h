@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // RunStore: every training run of a project, kept beside it in `<project>.runs/`:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // TrainingSession: a model, its loss, optimizer, learning-rate scheduler and data, trained on
 // a worker thread of its own and steered from any other thread (the window, the CLI, tests).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/weight_changes.h"
 
 #include "engine/tensor/dtype.h"

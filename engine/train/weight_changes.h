@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // How far two snapshots of a model's weights are apart, entry by entry: what "diff two
 // snapshots" colours the canvas's nodes by.

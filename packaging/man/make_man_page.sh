@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Writes PROGRAM's man page, gzipped as Debian wants it, from the program's own --help and
 # --version (help2man), so the page never disagrees with the program:
 #

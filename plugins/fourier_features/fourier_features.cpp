@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Random Fourier features (Tancik et al. 2020): y = cat(sin(2 pi x B^T), cos(2 pi x B^T)) with
 // a fixed random B of shape [out_features / 2, in_features] drawn from N(0, sigma^2), a
 // persistent buffer ("ff.B" in the state dict). They let a small MLP learn high-frequency

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // RMSNorm as torch.nn.RMSNorm (PyTorch 2.4): y = x * rsqrt(mean(x^2) + eps) * weight, the mean
 // over the last normalized_shape.size() dims; eps null is the dtype's machine epsilon
 // (torch.finfo(x.dtype).eps). An example plugin: one module type, written with engine ops

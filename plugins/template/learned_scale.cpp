@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A plugin written outside NN Studio's tree (plugins/README.md walks through it): LearnedScale,
 // y = x * scale with one learnable scale per feature (the last dim), initialised to `init`.
 #include <memory>

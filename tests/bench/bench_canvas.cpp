@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The canvas at size (issue 12's benchmark; a plain program, not ctest): generated projects of
 // about 100, 300 and 1,000 nodes (a ModuleList of Sequential blocks with residual Adds, as
 // tests/support/generated_projects.h makes them) opened in the real window, against the spirals

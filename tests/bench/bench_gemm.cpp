@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // GEMM throughput, float32, square n x n: the engine's nns::mm against OpenBLAS's
 // cblas_sgemm called directly and against Eigen's own GEMM, in one run on one machine.
 // Prints Google Benchmark's table, then GFLOP/s and the ratios per size.

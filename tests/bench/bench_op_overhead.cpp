@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The fixed cost of one engine operation on tiny tensors (4 elements, a 4x4 mm), with and
 // without autograd recording, against a raw C++ loop doing the same arithmetic. Prints
 // Google Benchmark's table, then ns per op.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // bench_runs: what recording a run costs (issue 18: at most 3% of the training speed of the
 // small spirals MLP at full speed) and how long scrubbing to a snapshot takes (target: within
 // 100 ms), in one run on one machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // bench_sequence: forward + backward steps per second of the sequence layers (issue 17)
 // against PyTorch, in one run, one thread each:
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """PyTorch's side of bench_sequence: forward + backward steps per second of the same sequence
 layers on the same sizes, one thread. Prints "<name> <steps per second>" per case.
 

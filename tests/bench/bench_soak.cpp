@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The soak benchmark (issue 19, item 4; a plain program, not ctest): the real window trains the
 // spirals example with a probe on every node for `--minutes M` (default 10) while a script, once
 // a second, edits the graph through the document's undoable commands and undoes it, shows and

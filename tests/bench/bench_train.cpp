@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // bench_train: training steps per second of the engine against PyTorch, in one run.
 //
 //   build/release/tests/bench/bench_train [--seconds S] [--no-torch] [--model small|large|cnn]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """PyTorch's side of bench_train: the same training steps with torch (one thread, OpenBLAS),
 timed the same way. bench_train runs it and prints the ratios; alone:
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The window's smoothness while it trains (issue 7's benchmarks; a plain program, not ctest):
 //   - event-loop latency: a 1 ms QTimer's lateness (p50, p99, max) while the spirals example
 //     trains at full speed with a probe on every node, fc2's probe panel open and every plot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A console reporter that also keeps every run's results, so that a benchmark's main() can
 // print a summary table (ratios, ns per op) after Google Benchmark's own output.

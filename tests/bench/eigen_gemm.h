@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Eigen's own single-precision GEMM (no BLAS behind it), compiled in eigen_gemm.cpp.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // PyTorch's side of a benchmark: runs one of this folder's *_torch.py scripts with the system
 // interpreter (which has torch) on one thread, and reads the "<name> <figure>" lines it prints;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """PyTorch's numbers for the same measurements as bench_gemm and bench_op_overhead, to put
 the engine's figures next to them. Needs torch (packaging/setup.sh --tests, which also
 installs the threaded OpenBLAS torch should use for a fair comparison):

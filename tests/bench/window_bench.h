@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What the window benchmarks (bench_ui_latency, bench_soak) share: the real window's spirals
 // example, set to train until paused.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Runs nnstudio-cli with ARGS (a ;-list) and checks its exit code and output:
 #   cmake -DCLI=<path> -DARGS="example;--epochs;2" -DEXPECT_CODE=0 -DEXPECT_OUTPUT=<regex> -P run_cli.cmake
 # ctest's own PASS_REGULAR_EXPRESSION ignores the exit code, and the code is part of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Autograd as MODULE_SEMANTICS.md and seed 004 describe it, checked against PyTorch's own
 // results (tests/fixtures/autograd.json).
 #include <gtest/gtest.h>

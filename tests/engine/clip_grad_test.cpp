@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // clip_grad_norm_ and clip_grad_value_ against PyTorch 1.13 (optim_adaptive fixtures
 // "clip.*"): 2-, 1-, 3- and inf-norms in float32 and float64, a parameter without a gradient,
 // no clipping below max_norm, non-finite norms.

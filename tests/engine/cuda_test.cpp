@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The CUDA backend, where there is one. Without a device (or in a CPU-only build) these tests
 // skip, and asking for a CUDA tensor is a DeviceError, never a crash.
 #include <gtest/gtest.h>

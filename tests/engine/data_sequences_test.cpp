@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nns::data's sequence tasks (engine/data/sequences.h): what each target is, per sequence and
 // per position, the ignored positions of addition, the forecast windows, the text file's
 // vocabulary and windows, and the files and values that are refused.

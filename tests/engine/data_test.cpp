@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nns::data: the generators (determinism, shapes, balance, the formulas), the catalog, splits
 // and subsets, the data loader, and CSV files good and bad.
 #include <gtest/gtest.h>

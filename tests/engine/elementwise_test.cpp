@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Elementwise ops: values, dtypes and gradients against PyTorch (fixtures "elementwise"),
 // gradients against finite differences, broadcasting, and the typed errors of bad input.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The engine is plain C++: no file under engine/ may include a Qt header.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Saves that fail for real: a full filesystem (a tmpfs of 256 KiB), a read-only one, a folder
 // the process may not write to, and a saving process killed (SIGKILL) at many moments. Every
 // writer (project, state dict .pt and .safetensors, training checkpoint) must leave the file

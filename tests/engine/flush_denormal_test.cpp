@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // set_flush_denormal: per thread, like torch.set_flush_denormal. Each case runs on a thread of
 // its own so that the test process's main thread keeps its default mode.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The builder: graph specs of PyTorch models (tests/fixtures/areas/graph.py) give the same
 // repr, parameter, buffer and state-dict names, and with PyTorch's weights loaded the same
 // outputs and gradients; analyze() reports every problem at its node and port.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The canvas's layout (engine/graph/layout.h), headless: the same boxes the window draws.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The graph spec and its edits: add/insert/remove/connect/disconnect with their checks, the
 // node type registry, and the multi-node edits of edit.h (group, ungroup, make_block,
 // inline_block, paste).

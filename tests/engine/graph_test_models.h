@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Graph specs of the models in tests/fixtures/areas/graph.py (the seeds' Net, BigNet and
 // DynamicNet, a Sequential `features` model, a residual MLP, a CNN), shared by the graph tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // cat, stack, index_select, gather and embedding: PyTorch's values and gradients
 // (tests/fixtures/indexing.json), finite differences with repeated indices, and the errors
 // for bad shapes and out-of-range indices (checked before any kernel reads them).

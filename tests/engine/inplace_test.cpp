@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // In-place ops: values and grad_fn against PyTorch, version counters, the error when a tensor
 // saved for backward was modified in place, views, aliasing and the autograd rules.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Matrix products: mm, bmm, addmm, matmul's cases and linear, against PyTorch's values and
 // grad_fn names (tests/fixtures/linalg.json), finite differences, and the errors.
 #include <gtest/gtest.h>

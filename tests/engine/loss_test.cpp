@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The losses, as functions and modules: values and gradients (input and target) against
 // PyTorch for every reduction, label smoothing, ignore_index, class weights and pos_weight
 // (tests/fixtures/losses.json), finite differences, reprs and the errors for bad targets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // LR schedulers against PyTorch 1.13 (optim_adaptive fixtures "sched.*"): StepLR,
 // CosineAnnealingLR and OneCycleLR learning-rate (and momentum) sequences over two groups to
 // the last bit, the entries they write into the optimizer's groups, state_dict keys and

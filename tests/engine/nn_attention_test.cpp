@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nn::MultiheadAttention (engine/nn/attention.h) against PyTorch (tests/fixtures/attention.json,
 // written by tests/fixtures/areas/attention.py): the initial parameters bit for bit after the
 // same seed, the repr, the output, the head-averaged weights and those per head kept for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict: their operations keep
 // names and named_parameters() consistent; reprs as PyTorch prints them.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Module hooks: forward pre/forward hooks, full backward (pre) hooks, global hooks, handles,
 // with seed 002's and seed 004's examples against PyTorch's results.
 #include <gtest/gtest.h>

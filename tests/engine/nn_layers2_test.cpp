@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The layers of issue 4 (Conv1d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, LayerNorm, Embedding,
 // GELU, SiLU, ELU, PReLU, LogSoftmax, Unflatten) and their ops (silu, elu, prelu, conv1d,
 // adaptive_avg_pool2d): values and gradients against PyTorch (tests/fixtures/nn_layers2.json),

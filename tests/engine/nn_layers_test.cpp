@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The simple layers and nn::init: PyTorch's default initialization (same seed, same values),
 // reprs, and forward behaviour.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Module: registration, lookup, iteration, modes, conversion, printing, and the seeds'
 // custom modules with PyTorch's own results (tests/fixtures/nn_module.json).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The nn functionals: conv2d, max/avg pooling, dropout, batch_norm (with its running
 // statistics) and layer_norm, against PyTorch (tests/fixtures/nn_ops.json), finite
 // differences, and the errors for bad shapes and arguments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The recurrent layers (engine/nn/rnn.h): RNN (tanh, relu), LSTM and GRU against PyTorch
 // (tests/fixtures/rnn.json, written by tests/fixtures/areas/rnn.py): the initial parameters
 // bit for bit after the same seed, the repr, output, h_n and c_n, and the gradients through

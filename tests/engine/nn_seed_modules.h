@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The custom modules of the seed notes (../shared/seeds/002, 003), written as a C++ user would
 // write them; the nn tests run the seeds' examples with them.

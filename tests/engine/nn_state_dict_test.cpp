@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // state_dict and load_state_dict: order, prefixes, what is left out, strict and non-strict
 // loads, PyTorch's error text, all-or-nothing loads, assign, and the state-dict hooks.
 #include <gtest/gtest.h>

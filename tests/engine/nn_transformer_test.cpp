@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nn::TransformerEncoderLayer and nn::TransformerDecoderLayer (engine/nn/transformer.h) against
 // PyTorch (tests/fixtures/transformer.json, written by tests/fixtures/areas/transformer.py): the
 // initial parameters bit for bit after the same seed, the repr (PyTorch's submodule names),

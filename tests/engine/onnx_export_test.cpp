@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The ONNX export (engine/onnx/onnx_export.h): what the file holds for the examples and the
 // graph models (names, initializers, the batch dimension, the operators of each form), and
 // what it refuses. That the model computes what NN Studio computes is torch.onnx_export's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The ONNX import (engine/onnx/onnx_import.h) on the files torch.onnx.export wrote
 // (tests/fixtures/onnx/make_onnx_fixtures.py) and on hand-made hostile ones: the names, groups
 // and weights it makes, and what it refuses. That the imported model computes what torch

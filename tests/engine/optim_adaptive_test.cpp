@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Adam, AdamW and RMSprop against PyTorch 1.13 (optim_adaptive fixtures): 20-step trajectories
 // with recorded gradients for every option (float64 and float32 bit for bit), the state and
 // param_group layout of state_dict, resuming from PyTorch's own state, a small model trained

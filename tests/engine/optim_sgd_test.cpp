@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Optimizer and SGD: the update rule against PyTorch 1.13 (gradients set by hand, step by
 // step), parameter groups, skipped parameters, zero_grad, option errors, and the seeds'
 // training examples (seed 002's loop, freezing a weight).

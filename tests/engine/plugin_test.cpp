@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Plugins (engine/plugin): the example plugins load from the build tree and match their
 // PyTorch twins (tests/fixtures/areas/plugins.py) output for output and gradient for gradient,
 // broken plugin files are reported one line each while the rest load, and projects record

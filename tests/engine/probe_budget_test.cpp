@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The probes' overhead budget (ProbeOptions::max_overhead): a costly probe is sampled less
 // often and always at its first step, max_overhead 0 samples exactly every N steps (and its
 // cost counts against the budgeted probes), a pause between steps banks no credit, bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Probes: summaries of tensors, hooks placed and removed (counts back to zero), sampling
 // every N steps, update-to-weight ratios, the bounded queue, and the reservoir's re-binning.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The project file (.nns): round trips, stable output, fields of newer versions kept, newer
 // major versions refused, errors with the JSON path, atomic save; the example projects in
 // resources/examples; and docs/project-format.md, whose node type reference is generated from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Project::frozen_parameters: the parameters that do not train, a field of the project file.
 // Files written before it was a field kept the same top-level key among the unknown fields
 // (Project::extra), so they load into the field and are written back byte for byte.

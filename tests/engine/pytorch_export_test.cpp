@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The PyTorch code export (engine/export/pytorch_code.h): what model.py says for the examples,
 // and what the export folder refuses. That the code runs in PyTorch and gives our outputs and
 // gradients is torch.export's (tests/torch/export_roundtrip.py).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The generator and the random factories against torch 1.13 (tests/fixtures/random.json):
 // every value must be the same bit for bit, not merely close.
 #include <gtest/gtest.h>

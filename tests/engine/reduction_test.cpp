@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Reductions and softmax: values, indices and gradients against PyTorch (fixtures
 // "reduction"), gradients against finite differences, dims/keepdim handling and bad input.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Runs (issue 18): a session continues from a saved training state bit for bit (weights, Adam's
 // moments, the scheduler, the shuffling position, dropout's generator, the epoch's sums), in
 // memory, through a checkpoint file and through a run store's snapshot; the store lists runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // TrainingSession::trace (issue 18, trace one sample): every module's output for one sample,
 // in execution order, and the gradient of that sample's loss w.r.t. each output, checked by
 // finite differences through the rest of the model; the run goes on as if nothing happened.

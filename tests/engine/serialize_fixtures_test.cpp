@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Every weight file of tests/fixtures/state_dict (made by real PyTorch and by
 // make_state_dict_fixtures.py) read as its manifest.json says: keys in order, dtypes, shapes and
 // values bit for bit, shared storages still shared, checkpoint trees, metadata; and every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The weight-file readers and writers on hand-built byte streams: every safetensors
 // validation rule, the restricted unpickler against hostile pickles, the zip layer (Zip64,
 // prefixes, bounds, CRCs, foreign formats), truncation at every length, round trips of every

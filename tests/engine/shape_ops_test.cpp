@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Gradients of the view and layout ops, by finite differences, and their grad_fn names as
 // PyTorch 1.13 prints them.
 #include <gtest/gtest.h>

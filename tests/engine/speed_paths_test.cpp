@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The fast paths of the training step give what the general paths give: the vectorized
 // float32 tanh over contiguous memory, the weight gradient that linear's backward makes in the
 // weight's own layout (taken by AccumulateGrad without a copy), SGD's one-pass momentum

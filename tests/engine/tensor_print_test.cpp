@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Printing matches PyTorch's repr exactly, for every case in tests/fixtures/printing.json.
 #include <gtest/gtest.h>
 

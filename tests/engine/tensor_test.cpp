@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Tensor basics: factories, metadata, views sharing storage, layout, dtype conversion, and
 // the typed errors for misuse.
 #include <gtest/gtest.h>

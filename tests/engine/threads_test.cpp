@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // set_num_threads / get_num_threads: the count every later product may use (oneDNN's OpenMP
 // threads, per product by size) and OpenBLAS's when the process's BLAS is OpenBLAS (as on Debian
 // with libopenblas0-pthread, what the test command installs).

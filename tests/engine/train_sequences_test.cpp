@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Training on sequence tasks (engine/train/accuracy.h, attention_maps.h and the session): the
 // accuracy per position, per sequence and with ignored positions; the loss over positions as
 // PyTorch code computes it; a probe on a Transformer layer publishing its attention maps; a

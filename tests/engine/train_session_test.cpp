@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // TrainingSession: commands from another thread, reproducibility with a seed (also across
 // pause / step / resume), per-epoch metrics, NaN/Inf stops naming the module, probes through
 // the session, reset, predictions.

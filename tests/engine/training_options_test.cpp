@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The loss and optimizer options as option specs (engine/train/losses.h, optimizers.h): the
 // specs name exactly the options the optimizers take, with their defaults, and the one check
 // (graph::check_options) refuses bad values naming the optimizer or loss and the option.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the ONNX importer (engine/onnx/onnx_import.h) on arbitrary bytes: the
 // protobuf parse, the model's checks, the operator mapping and the build of the project. A bad
 // file must be an nns::Error (a ValueError naming what is wrong); anything else is a finding.

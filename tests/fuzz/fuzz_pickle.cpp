@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the restricted unpickler alone, on arbitrary bytes (a zip around them
 // would hide most mutations behind its CRCs). Storages come from a loader that hands out
 // zeroed storages up to a small size, one per key as the torch reader does, so tensor

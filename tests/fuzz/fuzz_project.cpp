@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the project-file (.nns) reader on arbitrary text. A bad file must be an
 // nns::Error (a ValueError naming the field); anything else is a finding.
 #include <cstddef>

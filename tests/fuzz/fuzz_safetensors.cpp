@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the safetensors reader on arbitrary bytes. A bad file must be a
 // FileError (or another nns::Error); anything else (a crash, a sanitizer report, another
 // exception, a hang, a huge allocation) is a finding.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: a whole torch.save file (zip directory, records, version, byteorder and
 // the pickle) on arbitrary bytes. Bad input must be an nns::Error; anything else is a finding.
 #include <cstddef>

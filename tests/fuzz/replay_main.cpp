@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Replays inputs through a fuzz target without libFuzzer, in the ordinary build: each
 // argument is a file or a folder (every regular file in it, sorted). It is how committed
 // fuzz findings (tests/fuzz/regressions/<target>/) and the fixtures stay regression tests

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Builds the libFuzzer targets in their own clang build folder and fuzzes each for a bounded
 # time (the ctest test fuzz.run):
 #

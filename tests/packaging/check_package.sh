@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The Debian package end to end (ctest packaging.deb): CPack builds it from this build tree,
 # lintian, desktop-file-validate and appstreamcli check it, and the package extracted into a
 # scratch root (dpkg -x) works: its programs run from there, its CLI trains an installed

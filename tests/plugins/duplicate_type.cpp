@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A plugin that registers a new type and one whose name a built-in type has: neither is
 // registered (a plugin's types go in all or none).
 #include "engine/nn/layers.h"

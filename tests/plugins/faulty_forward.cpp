@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A plugin that loads fine but whose layer's forward throws: training must stop with its
 // message, like any layer's error.
 #include "engine/nn/module.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A plugin whose register function throws after adding a type: nothing of it is registered.
 #include <stdexcept>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A plugin built for another ABI version: the loader must refuse it before calling anything
 // but the entry point (its register function would crash if it were called).
 #include <cstdlib>

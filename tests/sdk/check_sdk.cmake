@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The plugin SDK end to end (ctest sdk.out_of_tree_plugin): install the build into a fresh
 # prefix, build plugins/template outside the tree against that install with
 # find_package(NNStudio), and have the installed nnstudio-cli load it, list it beside the

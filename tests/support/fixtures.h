@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Fixtures made by real PyTorch (tests/fixtures/make_fixtures.py), loaded by area:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Generated projects for the canvas's tests and benchmarks: the transformer pattern at any
 // size, `for block in self.layers: x = x + block(x)`, as a ModuleList of Sequential blocks with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The one gradient check every differentiable op goes through: the Jacobian that backward
 // computes against central finite differences, in float64.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Replays one op case that make_fixtures.py's op_case() recorded with PyTorch: runs fn on the
 // recorded inputs (floating ones as leaves that require grad) and compares the output, its

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The PyTorch code NN Studio exports, run by real PyTorch (ctest torch.export):
 
 For every example project and the test models, `nnstudio-cli export --weights` writes

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The exported train.py, run by real PyTorch (ctest torch.export_train):
 
   1. One process, a few steps: exits 0 and writes a checkpoint that `nnstudio-cli train

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The ONNX files `nnstudio-cli export --format onnx` writes, checked by libonnx's Python side
 and run by PyTorch's kernels (ctest torch.onnx_export):
 

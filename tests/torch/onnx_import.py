@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """ONNX files that torch.onnx.export (torch 1.13) writes, opened by NN Studio (ctest
 torch.onnx_import):
 

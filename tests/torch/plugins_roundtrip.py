@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The example plugins' state dicts through real PyTorch, both ways (ctest torch.plugins):
 
   1. PyTorch -> NN Studio: the twin model of tests/cli/plugins_net.nns (FourierFeatures ->

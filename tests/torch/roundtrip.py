@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Weight files between NN Studio and real PyTorch, both ways (the ctest test torch.roundtrip):
 
   1. Files the engine writes (nns_torch_roundtrip write) load in PyTorch: the state dicts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nns_torch_roundtrip: the engine's side of tests/torch/roundtrip.py, which compares it with
 // real PyTorch through weight files.
 //

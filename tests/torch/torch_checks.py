@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 """What the torch.* tests of nnstudio-cli share (plugins_roundtrip.py, export_roundtrip.py,
 export_train.py, onnx_export.py, onnx_import.py): torch itself, the checks they print and count, running the CLI and other
 programs, the CLI's forward pass as tensors, and inputs for a project.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Help > About names the version (the CMake project's, as --version prints it), and the
 // application icon the windows use is there in every size the package installs.
 #include <gtest/gtest.h>

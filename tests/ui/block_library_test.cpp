@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Custom blocks beyond one project. The user's block library: a block saved from one window's
 // inspector, listed in another window's palette (with search and tooltip), dropped into a
 // fresh project (class and instance in one undo step), name clashes renamed with a message,

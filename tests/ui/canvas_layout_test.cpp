@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The canvas shows the module tree (issue 12): for every example and generated nested models,
 // each group's frame holds exactly its members, no two boxes overlap, no wire passes through a
 // box, the data flows downwards, and nnstudio-cli's layout is the window's.

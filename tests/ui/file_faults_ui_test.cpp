@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The window's saves into a filesystem that refuses them, for real: a read-only tmpfs and a
 // full one. The window must say which file and why, keep the work unsaved (marked modified,
 // its recovery file kept), and leave the previous file as it was. Mounting needs a mount

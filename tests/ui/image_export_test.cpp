@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // File > Export Image: the canvas of the spirals example as SVG and PNG, the selection's area
 // alone, the selection's highlight left out, and failures that write nothing.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The window driven as a user drives it: palette drops, port-to-port drags, shortcuts, the
 // inspector's editors, files and recovery.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Plugins in the window: their types in a palette section per plugin, Help > Plugins listing
 // what loaded and what failed, and a project whose plugin is missing opening, marking its
 // node and saving back unchanged. The example and the broken test plugins are loaded from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Probes in the window: adding one from the canvas's context menu (undo, redo, saved with the
 // project), the probe panel fed by a real training session, removing a probe removing its
 // hooks, health on the nodes, and a NaN run highlighting the node it started in. Waits are

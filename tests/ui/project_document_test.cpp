@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // ProjectDocument: every edit is one undo step, undo returns the exact spec, drags merge,
 // no-op edits leave no step, refused edits change nothing.
 #include <gtest/gtest.h>

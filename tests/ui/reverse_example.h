@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The reverse transformer example (resources/examples/reverse_transformer.nns) open in a
 // window of 1600 x 1000, with a probe on its first TransformerEncoderLayer (encoder.0, every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Runs the screenshot tests under a real X server (xvfb-run) when it is installed, else on
 # Qt's offscreen platform. -DTESTS=<ui_tests> -DOUT=<folder for the PNGs>
 find_program(XVFB_RUN xvfb-run)

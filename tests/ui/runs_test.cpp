@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Runs (issue 18) end to end: nnstudio-cli train records runs beside the project, runs lists
 // them (a branch under its parent, the figures train printed), a branch with the same settings
 // retraces its parent bit for bit, a killed training leaves a store that opens, a damaged store

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Trace one sample in the window (issue 18): a test point clicked in the Output panel goes
 // through the model once; every layer on the canvas shows its output for it as bars and the
 // gradient of its loss as a tint and a figure; a double-click clears it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Screenshots of the window with the example project, saved as PNGs (the test artifacts) in
 // NNS_SCREENSHOT_DIR (the build's screenshots/ folder). ctest runs them under Xvfb when
 // xvfb-run is installed, on the offscreen platform otherwise.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The seeds' models built in the window as a user builds them: palette drops, port-to-port
 // drags, options and names typed in the inspector, Ctrl+click selection and "Make Custom
 // Block" with the class name typed in its dialog; then the parameter names PyTorch gives the

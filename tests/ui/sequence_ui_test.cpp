@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Sequence tasks in the window (issue 17): the reverse transformer example trains from the
 // window; the Output panel shows test sequences with the model's answers and the accuracy per
 // position; the Probe tab of a probed Transformer layer shows its attention maps per head for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Training from the window: the controller over a real TrainingSession on the spirals
 // example (no mocks), the dock's controls, the curves and the decision boundary. Waits are
 // bounded polls of the event loop (the controller's timer delivers everything).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The window's tests run in one QApplication. Without a display they use Qt's offscreen
 // platform. ctest runs every test as a process of its own, several at once: each process
 // gets a home folder of its own (and QStandardPaths' test mode within it), so settings and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Helpers for the window's tests: mouse gestures on a view's viewport in scene coordinates,
 // letting queued work (deferred rebuilds) run, and waiting for the training worker.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The example projects of resources/examples, built into the window as Qt resources
 // (":/examples/<name>.nns"; ui/CMakeLists.txt), so that the window opens the same example

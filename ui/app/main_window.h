@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The main window: palette (left), canvas (centre), inspector (right), problems, log and undo
 // history (bottom); menus, toolbar and shortcuts; files, recent files, autosave and crash

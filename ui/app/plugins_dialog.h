@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Help > Plugins: what `nnstudio-cli plugins` prints, in the window. Each plugin loaded at
 // start (name, version, node types, file), each plugin file that failed and why, and where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One wire on the canvas: from an output port to an input port, along the layout's route
 // (GraphScene::wirePath). It holds the edge's two port references; a wire whose target port

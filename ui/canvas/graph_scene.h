@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The canvas's scene over a ProjectDocument (QtNodes' arrangement): it owns one NodeItem per
 // node and one EdgeItem per edge in unique_ptr maps keyed by id, rebuilds them from the

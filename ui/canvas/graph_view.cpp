@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/canvas/graph_view.h"
 
 #include "engine/graph/layout.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The canvas's view: zoom with the wheel (around the cursor), pan with the middle button or
 // Space + drag, rubber-band selection with the left button on empty canvas, frame all, and

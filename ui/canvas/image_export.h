@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // File > Export Image: the canvas as a picture, drawn as on screen (the scene's layout, theme,
 // background and grid) but without the selection's highlight, which marks what is picked on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A small overview of the whole graph in the canvas's corner, with the visible part outlined;
 // clicking or dragging in it moves the view. It shows itself only when the graph does not fit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One node on the canvas: a box with its input ports on the top and its output ports on the
 // bottom (left and right when the project flows left to right), its name and type, and the

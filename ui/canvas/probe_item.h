@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A probe on the canvas: a small tag pinned to the top edge of its node's box (it follows the
 // node), coloured by the node's health while training. It is selectable: Delete removes the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The edits of a custom block's arguments and of the options of the nodes inside it, as pure
 // functions on a project (the window runs them through ProjectDocument::edit, so each is one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The user's block library: custom blocks saved for use in any project, one JSON file per
 // block (the project file's block schema: name, description, arguments, graph) in a folder,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The undo commands of a ProjectDocument. They hold node ids and snapshots of the spec, never
 // pointers to items or modules, so they stay valid whatever the canvas does in between.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What the window's widgets ask of a node besides its ports (graph::project_node_ports):
 // whether it is a group, a free name for a new one, its type's default repr.

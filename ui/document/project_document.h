@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // ProjectDocument: the one place the window's widgets read and change the project. It holds
 // the graph::Project, the undo stack, the selection, the analysis of the graph (shapes and

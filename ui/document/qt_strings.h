@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The engine's strings (std::string, UTF-8) as Qt's.
 #include <QString>

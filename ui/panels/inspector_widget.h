@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The inspector: the selected node's properties (OptionsEditor), the model's module tree
 // (named_modules with train/eval mode), its named_parameters (shape, dtype, requires_grad as a

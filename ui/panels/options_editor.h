@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The properties of the selected node: its name and an editor for each of its options,
 // generated from the node type's option specs (kinds, defaults, ranges, choices). Every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The palette: every node type the engine offers, grouped by category, plus the containers,
 // the project's custom blocks and the user's block library ("Library"), with a search box.

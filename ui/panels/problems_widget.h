@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The problems the analysis finds in the graph (node, port, message). Clicking one selects
 // its node and asks the canvas to show it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // AttentionView: the attention maps of a module's MultiheadAttention layers (itself, or a
 // Transformer layer's self_attn and multihead_attn), one heatmap per head, query down and key

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // HistogramView: one probe series (say, a layer's activations) as histograms over time. On the
 // left a step-by-bin heatmap (x: step, y: value, colour: count), on the right the latest

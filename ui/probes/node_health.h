@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // NodeHealthModel: what the window knows about each probed node in the current run. It keeps
 // the probe samples (engine/train/probes.h) it is given, per node and series, judges each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The probe panel (an inspector tab): what the probe on the selected node has seen while it
 // trains. A series chooser (the module's activations, the gradients w.r.t. its outputs and

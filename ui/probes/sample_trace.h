@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The canvas's picture of one traced sample (TrainingSession::trace, asked for by clicking a
 // test point in the Output panel): each node with a module shows its output for that sample

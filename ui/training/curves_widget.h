@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // CurvesWidget: the training curves (QCustomPlot). Loss on the left axis: the train loss of
 // every step (raw, faint) and its moving average, and the test loss of every evaluation;

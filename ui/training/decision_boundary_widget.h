@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // DecisionBoundaryWidget: what the model predicts over its input space, redrawn as it learns
 // (TensorFlow Playground's output panel). For a 2-D classification set, a heatmap of the

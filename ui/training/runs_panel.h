@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // RunsPanel: the project's recorded runs (the controller's run store) as a tree, branches under
 // the run they came from, each in its own colour; checking a run draws its curves in the

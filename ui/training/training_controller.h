@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // TrainingController: the window's one link to the engine's TrainingSession. Widgets (the
 // training dock, the curves, the decision boundary, probes and health on the canvas) never

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // TrainingDock: the training panel. The data set (a thumbnail of every built-in set, or a
 // CSV file) with a field for every option the catalog gives it (engine/data/catalog.h, made by

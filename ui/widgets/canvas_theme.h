@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The canvas's colours, derived from the application palette so that the canvas follows the
 // system's light or dark scheme like the rest of the window.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The editor of one option value, made from its graph::OptionSpec (kind, range, choices, help):
 // the one factory behind every panel that edits options, so that a node's options in the

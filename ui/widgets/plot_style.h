@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The plots (QCustomPlot) in the window's palette. QCustomPlot draws white with black axes
 // whatever the desktop's scheme; followPalette() gives a plot the palette's base colour, text

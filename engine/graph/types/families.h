@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The built-in node types, one family per file of this folder; make_registry()
 // (engine/graph/node_types.cpp) concatenates them in palette order. Internal to the engine:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/graph/types/families.h"
 #include "engine/graph/types/shape_helpers.h"
 #include "engine/nn/conv.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Shape inference helpers that several families of built-in node types share. Internal to the
 // engine.
