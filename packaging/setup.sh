@@ -35,7 +35,7 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --tests)
-      packages+=(python3-torch python3-onnx libopenblas0-pthread clang libclang-rt-14-dev
+      packages+=(python3-torch python3-torchvision python3-onnx libopenblas0-pthread clang libclang-rt-14-dev
         lintian desktop-file-utils appstream man-db bash-completion)
       ;;
     -h | --help)
