@@ -47,7 +47,8 @@ done
 
 step "lintian"
 # Errors fail the check; the warnings are listed (the package is built by CPack, not
-# debhelper, and its licence is not settled; see the note in packaging/CMakeLists.txt).
+# debhelper). The package's own overrides (no contact address yet) are in
+# packaging/debian/lintian-overrides.
 lintian --fail-on error --no-tag-display-limit "$deb" | tee "$work/lintian.log" ||
   fail "lintian found errors (above)"
 
@@ -72,6 +73,14 @@ for f in usr/bin/nnstudio usr/bin/nnstudio-cli \
   usr/share/doc/nnstudio/copyright usr/share/doc/nnstudio/changelog.gz; do
   [[ -e $root/$f ]] || fail "the package lacks /$f"
 done
+
+step "licence"
+# GPL-3.0-or-later (QCustomPlot, which the window links, is GPL-3.0), the same in the
+# copyright file and the metainfo.
+grep -qx 'License: GPL-3+' "$root/usr/share/doc/nnstudio/copyright" ||
+  fail "the copyright file does not license the package under GPL-3+"
+grep -q '<project_license>GPL-3.0-or-later</project_license>' \
+  "$share/metainfo/$app.metainfo.xml" || fail "the metainfo's project_license is not GPL-3.0-or-later"
 
 step "desktop entry and metainfo"
 desktop-file-validate "$share/applications/$app.desktop" || fail "desktop-file-validate"

@@ -371,7 +371,8 @@ void MainWindow::createMenus() {
   QAction* aboutAct = help->addAction(tr("&About NN Studio"), this, [this] {
     QMessageBox::about(this, tr("About NN Studio"),
                        tr("<b>NN Studio %1</b><br>Build, train and inspect neural networks, with "
-                          "PyTorch's modules, names and state dict files.<br><br>Qt %2")
+                          "PyTorch's modules, names and state dict files.<br><br>Free software "
+                          "under the GNU General Public License, version 3 or later.<br><br>Qt %2")
                            .arg(QStringLiteral(NNS_VERSION), QString::fromLatin1(qVersion())));
   });
   aboutAct->setObjectName("aboutAction");
