@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Help > About names the version (the CMake project's, as --version prints it), and the
-// application icon the windows use is there in every size the package installs.
+// Help > About names the version (the CMake project's, as --version prints it) and the licence,
+// and the application icon the windows use is there in every size the package installs.
 #include <gtest/gtest.h>
 
 #include <QAction>
@@ -29,6 +29,8 @@ TEST(About, NamesTheVersion) {
   about->trigger();
   EXPECT_TRUE(text.contains(QStringLiteral("NN Studio " NNS_VERSION))) << text.toStdString();
   EXPECT_TRUE(text.contains(QString::fromLatin1(qVersion()))) << text.toStdString();
+  EXPECT_TRUE(text.contains(QStringLiteral("GNU General Public License, version 3 or later")))
+      << text.toStdString();
 }
 
 TEST(About, IconHasEverySize) {
