@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// The CUDA backend as the engine sees it. The kernels live in a library of their own,
+// libnnstudio-cuda.so (engine/cuda, built with nvcc, linking cudart and cuBLAS), which the
+// engine opens with dlopen the first time a CUDA device is asked for. So the engine and the
+// programs never link libcudart: they run on any machine, and where the library, the NVIDIA
+// driver or a GPU is missing, unavailable_reason() says which.
+//
+// The library has one C entry point, nnstudio_cuda_backend_v1(abi), which hands back a
+// CudaBackendTables: the kernel tables that dispatch.cpp returns for DeviceType::CUDA, and
+// the device functions below. The ABI number changes whenever the tables or any kernel
+// family struct changes; a library built for another number is refused with the reason.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backend/dispatch.h"
+#include "engine/backend/elementwise_kernels.h"
+#include "engine/backend/indexing_kernels.h"
+#include "engine/backend/kernel_types.h"
+#include "engine/backend/linalg_kernels.h"
+#include "engine/backend/nn_kernels.h"
+#include "engine/backend/reduction_kernels.h"
+
+namespace nns {
+
+inline constexpr uint32_t kCudaBackendAbi = 1;
+
+struct CudaDeviceProperties {
+  int index = 0;
+  std::string name;
+  size_t total_memory = 0;   // bytes
+  int major = 0, minor = 0;  // compute capability
+  int multiprocessors = 0;
+};
+
+// The caching allocator's figures for one device, in bytes (PyTorch's memory_allocated and
+// memory_reserved).
+struct CudaMemoryStats {
+  size_t allocated = 0;       // handed out to tensors now
+  size_t reserved = 0;        // held from the driver: allocated + cached
+  size_t peak_allocated = 0;  // the most allocated at once
+};
+
+// What the backend library hands back. Plain data and function pointers: its layout is the
+// ABI (with kCudaBackendAbi). Kernel functions throw nns::DeviceError on a CUDA failure.
+struct CudaBackendTables {
+  uint32_t abi;
+  uint32_t struct_size;  // sizeof(CudaBackendTables) as the library was built
+
+  const AllocatorKernels* allocator;
+  const CopyKernels* copy;
+  const ElementwiseKernels* elementwise;
+  const ReductionKernels* reduction;
+  const LinalgKernels* linalg;
+  const IndexingKernels* indexing;  // nullptr where the library has no such kernels yet
+  const NNKernels* nn;              // likewise
+
+  // The number of devices, or -1 with the reason written to reason (the driver is missing
+  // or too old, no GPU, ...).
+  int (*device_count)(char* reason, size_t reason_size);
+  // Fills props (name up to name_size - 1 characters); false when index is out of range.
+  bool (*device_properties)(int index, char* name, size_t name_size, size_t* total_memory,
+                            int* major, int* minor, int* multiprocessors);
+  // Contiguous copies between host memory and device index's memory; they return once the
+  // data has arrived (the device's compute stream is ordered before them).
+  void (*copy_host_to_device)(void* dst, const void* src, size_t nbytes, int index);
+  void (*copy_device_to_host)(void* dst, const void* src, size_t nbytes, int index);
+  // Waits until every kernel queued on the device has finished.
+  void (*synchronize)(int index);
+  // PyTorch's torch.backends.cuda.matmul.allow_tf32 (off by default).
+  void (*set_allow_tf32)(bool allow);
+  bool (*allow_tf32)();
+  void (*memory_stats)(int index, size_t* allocated, size_t* reserved, size_t* peak_allocated);
+  // Hands the cached blocks no tensor uses back to the driver (torch.cuda.empty_cache).
+  void (*empty_cache)();
+};
+
+namespace cuda {
+
+// The environment variable that names the backend library to load in place of the one
+// beside the engine library.
+inline constexpr const char* kBackendEnv = "NNSTUDIO_CUDA_BACKEND";
+inline constexpr const char* kBackendFile = "libnnstudio-cuda.so";
+
+// The loaded backend, or nullptr when it cannot be loaded (the first call tries, once).
+const CudaBackendTables* backend();
+// The path it was (or would be) loaded from.
+std::string backend_path();
+// The number of usable CUDA devices; 0 when there is no backend, driver or GPU.
+int device_count();
+// Why there is no usable CUDA device, in words ("" when there is at least one), e.g.
+// "the CUDA backend library /usr/lib/.../libnnstudio-cuda.so is not there (this build has
+// no CUDA backend)" or "no NVIDIA driver: ...".
+std::string unavailable_reason();
+// Each device's properties; empty when there is none.
+std::vector<CudaDeviceProperties> devices();
+// The caching allocator's figures for a device; zeros without a backend.
+CudaMemoryStats memory_stats(int index = 0);
+// Waits for the device's queued work; nothing without a backend.
+void synchronize(int index = 0);
+// TF32 in float32 products (off by default, as in PyTorch); a DeviceError without a backend
+// when turning it on.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+void empty_cache();
+
+}  // namespace cuda
+}  // namespace nns
+
+// The library's entry point. It always hands back its tables; the loader compares their abi
+// and struct_size (the first two fields, whatever the version) with its own before it uses
+// anything else.
+extern "C" {
+using NnsCudaBackendEntry = const nns::CudaBackendTables* (*)(uint32_t engine_abi);
+const nns::CudaBackendTables* nnstudio_cuda_backend_v1(uint32_t engine_abi);
+}
