@@ -30,6 +30,7 @@ Command plugins_command();
 Command export_command();
 Command import_command();
 Command runs_command();
+Command devices_command();
 
 // Shared by train --from and runs --export (app/cli/runs.cpp): "RUN:STEP" read from an option
 // (a UsageError naming it otherwise), and the recorded snapshot of RUN nearest at or before
