@@ -9,6 +9,7 @@
 #include "app/cli/commands.h"
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
+#include "engine/train/session.h"
 
 namespace nns::cli {
 namespace {
@@ -17,11 +18,14 @@ int run_forward(const Options& o) {
   if (!o.has("input")) throw UsageError("forward: --input FILE is required", "forward");
   if (!o.has("output")) throw UsageError("forward: --output FILE is required", "forward");
   const graph::Project project = graph::load_project(o.positional(0));
+  // On a GPU: model and input go there, results come back to the CPU to be written.
+  const Device device = train::training_device(o.has("device") ? o.text("device") : "cpu");
   const std::shared_ptr<graph::GraphModule> model = graph::build_model(project);
   if (o.has("weights"))
     serialize::load_into(*model, serialize::load_state_dict_file(o.text("weights")),
                          /*strict=*/true);
   if (o.flag("eval")) model->eval();
+  if (!device.is_cpu()) model->to(device);
 
   const nn::StateDict inputs = serialize::load_state_dict_file(o.text("input"));
   const Tensor* found = inputs.find("input");
@@ -31,19 +35,19 @@ int run_forward(const Options& o) {
       for (const auto& item : inputs) names += (names.empty() ? "" : ", ") + item.key();
       return names.empty() ? std::string("none") : names;
     }());
-  Tensor input = found->detach();
+  Tensor input = found->detach().to(device);
   const bool grad = o.flag("grad");
   // Token indices (int64) have no gradient: only the parameters' are written then.
   const bool input_grad = grad && input.is_floating_point();
   if (input_grad) input.requires_grad_(true);
   const Tensor output = (*model)(input);
   nn::StateDict result;
-  result.insert("output", output.detach());
+  result.insert("output", output.detach().to(kCPU));
   if (grad) {
     output.sum().backward();
-    if (input_grad) result.insert("grad.input", input.grad());
+    if (input_grad) result.insert("grad.input", input.grad().to(kCPU));
     for (const auto& [name, p] : model->named_parameters()) {
-      if (p.grad().defined()) result.insert("grad." + name, p.grad());
+      if (p.grad().defined()) result.insert("grad." + name, p.grad().to(kCPU));
     }
   }
   serialize::save_state_dict_file(result, o.text("output"));
@@ -65,7 +69,8 @@ Command forward_command() {
            {"grad", "", "",
             "also write grad.input (a floating-point input's) and grad.<parameter> of "
             "output.sum()"},
-           {"eval", "", "", "run in eval mode (dropout off, batch norm's running statistics)"}},
+           {"eval", "", "", "run in eval mode (dropout off, batch norm's running statistics)"},
+           {"device", "DEVICE", "cpu", "run on cpu, cuda or cuda:N (see nnstudio-cli devices)"}},
           run_forward};
 }
 

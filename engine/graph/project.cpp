@@ -9,6 +9,7 @@
 
 #include "engine/graph/node_types.h"
 #include "engine/serialize/bytes.h"
+#include "engine/tensor/device.h"
 #include "engine/tensor/error.h"
 
 namespace nns::graph {
@@ -373,6 +374,12 @@ Project parse_project(std::string_view json_text, const std::string& source) {
     ts.seed = t.integer("seed", ts.seed);
     ts.clip_grad_norm = t.number("clip_grad_norm", 0);
     if (ts.clip_grad_norm < 0) t.fail(t.at("clip_grad_norm"), "expected a number >= 0 (0: off)");
+    ts.device = t.string("device", "cpu");
+    try {
+      Device::parse(ts.device);
+    } catch (const ValueError&) {
+      t.fail(t.at("device"), "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + ts.device + "\"");
+    }
     ts.extra = t.extra();
   }
   const Json& frozen = r.array("frozen_parameters");
@@ -460,6 +467,8 @@ std::string project_to_json(const Project& p) {
   tj["epochs"] = t.epochs;
   tj["seed"] = t.seed;
   tj["clip_grad_norm"] = t.clip_grad_norm;
+  // Written only for a GPU, so that a CPU project's file reads as before.
+  if (t.device != "cpu") tj["device"] = t.device;
   merge_extra(tj, t.extra);
   j["training"] = std::move(tj);
   // Written only when set, so that a project without frozen parameters reads as before.

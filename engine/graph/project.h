@@ -57,6 +57,9 @@ struct TrainingSettings {
   int64_t epochs = 30;
   int64_t seed = 0;           // initial weights and shuffling
   double clip_grad_norm = 0;  // 0: off
+  // Where the model trains: "cpu", "cuda" or "cuda:N" (nns::Device::parse). A project that
+  // asks for a GPU the machine lacks still opens; training it says why it cannot start.
+  std::string device = "cpu";
   Json extra = Json::object();
   bool operator==(const TrainingSettings&) const = default;
 };

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/backend/cuda_backend.h"
 #include "engine/data/catalog.h"
 #include "engine/data/csv.h"
 #include "engine/graph/builder.h"
@@ -91,6 +92,18 @@ data::Dataset project_dataset(const graph::DatasetSettings& d, const std::string
 
 }  // namespace
 
+Device training_device(const std::string& setting) {
+  const Device device = Device::parse(setting);
+  if (device.is_cuda() && !device_available(device)) {
+    const std::string why = cuda::unavailable_reason();
+    throw DeviceError("CUDA device " + device.str() + " is not available: " +
+                      (why.empty() ? "this machine has " + std::to_string(cuda::device_count()) +
+                                         " CUDA device(s)"
+                                   : why));
+  }
+  return device;
+}
+
 data::DatasetSplit project_split(const graph::Project& project, const std::string& base_dir) {
   return project_dataset(project.dataset, base_dir)
       .split(project.dataset.test_fraction, static_cast<uint64_t>(project.dataset.seed));
@@ -106,6 +119,7 @@ std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
   config.epochs = t.epochs;
   config.seed = static_cast<uint64_t>(t.seed);
   config.clip_grad_norm = t.clip_grad_norm;
+  config.device = training_device(t.device);
   config.scheduler_per_step = same_name(t.scheduler, "OneCycleLR");
 
   SessionParts parts;

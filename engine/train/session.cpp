@@ -86,6 +86,7 @@ nn::ModulePtr seeded_model(const SessionParts& parts, const SessionConfig& confi
   nn::ModulePtr model = parts.make_model();
   if (!model) throw ValueError("TrainingSession: make_model returned no model");
   model->train();
+  if (!config.device.is_cpu()) model->to(config.device);
   return model;
 }
 
@@ -466,7 +467,12 @@ void TrainingSession::begin_epoch() {
 void TrainingSession::run_step() {
   const auto start = Clock::now();
   if (!epoch_batches_) begin_epoch();
-  const data::Batch batch = (*epoch_batches_)[batch_];
+  const data::Batch host_batch = (*epoch_batches_)[batch_];
+  // On a GPU the batch moves there; the accuracy is counted from the host's targets.
+  const data::Batch batch = config_.device.is_cpu()
+                                ? host_batch
+                                : data::Batch{host_batch.inputs.to(config_.device),
+                                              host_batch.targets.to(config_.device)};
   const int64_t step = step_ + 1;
   double loss_value = 0;
   std::optional<Accuracy> accuracy;
@@ -516,7 +522,7 @@ void TrainingSession::run_step() {
     if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
     probes_.end_step();
     if (parts_.train.task == data::TaskKind::Classification) {
-      accuracy = score_predictions(output, batch.targets);
+      accuracy = score_predictions(output.to(kCPU), host_batch.targets);
     }
   } catch (const std::exception& e) {
     try {
@@ -630,13 +636,14 @@ Evaluation TrainingSession::run_evaluation() {
     const int64_t chunk = std::max<int64_t>(config_.eval_chunk, 1);
     for (int64_t begin = 0; begin < n; begin += chunk) {
       const int64_t len = std::min(chunk, n - begin);
-      const Tensor x = test.inputs.narrow(0, begin, len);
-      const Tensor y = test.targets.narrow(0, begin, len);
+      const Tensor x = test.inputs.narrow(0, begin, len).to(config_.device);
+      const Tensor y_host = test.targets.narrow(0, begin, len);
+      const Tensor y = y_host.to(config_.device);
       const Tensor output = (*model_)(x);
       const auto [scores, labels] = loss_inputs(output, y);
       loss_sum += (*parts_.loss)({scores, labels}).at(0).item() * static_cast<double>(len);
       if (counted) {
-        const std::optional<Accuracy> a = score_predictions(output, y);
+        const std::optional<Accuracy> a = score_predictions(output.to(kCPU), y_host);
         counted = a.has_value();
         if (a) accuracy.add(*a);
       }
@@ -890,6 +897,7 @@ void TrainingSession::apply_reset(uint64_t seed) {
   config_.seed = seed;
   manual_seed(seed);
   const nn::ModulePtr fresh = parts_.make_model();
+  if (!config_.device.is_cpu()) fresh->to(config_.device);
   {
     NoGradGuard no_grad;
     model_->load_state_dict(fresh->state_dict());

@@ -164,6 +164,8 @@ struct SessionConfig {
   uint64_t seed = 0;      // the initial weights (via the default generator) and the shuffling
   bool shuffle = true;
   double clip_grad_norm = 0;  // max total gradient norm (nn::clip_grad_norm_); 0: off
+  // Where the model and each batch live during the run (make_session checks that it exists).
+  Device device = kCPU;
   bool scheduler_per_step = false;
   size_t metrics_capacity = 100000;  // step metrics kept for take_step_metrics()
   int64_t eval_chunk = 4096;         // test samples per forward in an evaluation
@@ -398,5 +400,10 @@ std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
 // The train and test sets a project's session trains and tests on: its dataset settings' data
 // (a CSV path or a text file relative to base_dir), split by its test fraction and seed.
 data::DatasetSplit project_split(const graph::Project& project, const std::string& base_dir);
+
+// The device a project's training.device setting names ("cpu", "cuda", "cuda:1"): a
+// ValueError for a malformed one, a DeviceError naming CUDA and the reason (no backend
+// library, no driver, no GPU, too few GPUs) for a GPU this machine does not have.
+Device training_device(const std::string& setting);
 
 }  // namespace nns::train
