@@ -154,6 +154,15 @@ void RunRecorder::on_epoch(const EpochMetrics& metrics) {
   ++handed_;
 }
 
+void RunRecorder::add_probe_samples(const std::vector<ProbeSample>& samples) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const ProbeSample& p : samples) {
+    if (p.kind == ProbeKind::Attention) continue;  // not kept (run_store.h)
+    probes_.push_back(p);
+    ++handed_;
+  }
+}
+
 void RunRecorder::on_snapshot(TrainingState state) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -200,22 +209,24 @@ void RunRecorder::writer_loop() {
 #endif
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    const bool pending =
-        !steps_.empty() || !epochs_.empty() || !snapshots_.empty() || result_.has_value();
+    const bool pending = !steps_.empty() || !epochs_.empty() || !probes_.empty() ||
+                         !snapshots_.empty() || result_.has_value();
     if (!pending) {
       if (quit_) return;
       wake_.wait(lock, [&] {
-        return quit_ || !steps_.empty() || !epochs_.empty() || !snapshots_.empty() ||
-               result_.has_value();
+        return quit_ || !steps_.empty() || !epochs_.empty() || !probes_.empty() ||
+               !snapshots_.empty() || result_.has_value();
       });
       continue;
     }
     // Metrics before the snapshot that follows them, in one go.
     std::vector<StepMetrics> steps;
     std::vector<EpochMetrics> epochs;
+    std::vector<ProbeSample> probes;
     std::optional<TrainingState> snapshot;
     steps.swap(steps_);
     epochs.swap(epochs_);
+    probes.swap(probes_);
     if (!snapshots_.empty()) {
       snapshot = std::move(snapshots_.front());
       snapshots_.pop_front();
@@ -223,7 +234,8 @@ void RunRecorder::writer_loop() {
     // The figures go after the last snapshot handed over before them.
     std::optional<RunResult> result;
     if (snapshots_.empty()) result.swap(result_);
-    const uint64_t count = steps.size() + epochs.size() + (snapshot ? 1 : 0) + (result ? 1 : 0);
+    const uint64_t count =
+        steps.size() + epochs.size() + probes.size() + (snapshot ? 1 : 0) + (result ? 1 : 0);
     const bool failed = !error_.empty();
     lock.unlock();
     std::string error;
@@ -231,6 +243,7 @@ void RunRecorder::writer_loop() {
       try {
         store_->add_steps(run_, steps);
         store_->add_epochs(run_, epochs);
+        store_->add_probe_samples(run_, probes);
         if (snapshot) store_->add_snapshot(run_, *snapshot);
         if (result) store_->finish_run(run_, *result);
       } catch (const std::exception& e) {

@@ -2,8 +2,8 @@
 #pragma once
 // RunRecorder: records a TrainingSession's run into a RunStore as it trains. The session's
 // worker hands it each step's and epoch's metrics and the snapshots it asks for (a
-// SessionObserver); a writer thread of its own puts them into the store, so the training
-// steps never wait for the disk.
+// SessionObserver), and its reader the probe samples; a writer thread of its own puts them into
+// the store, so the training steps never wait for the disk.
 //
 //   auto store = std::make_shared<train::RunStore>(train::RunStore::folder_for(path));
 //   const int64_t run = store->begin_run(train::new_run_info(project, std::nullopt, 0));
@@ -77,6 +77,9 @@ class RunRecorder : public SessionObserver {
   bool wants_snapshot(int64_t step) override { return schedule_.due(step); }
   void on_snapshot(TrainingState state) override;
 
+  // Probe samples the session's reader took (take_probe_samples): the recorder does not take
+  // them itself, since a session's samples go to one reader. Returns at once.
+  void add_probe_samples(const std::vector<ProbeSample>& samples);
   // Waits until everything handed over so far is in the store.
   void flush();
   // The run's figures as they are now (the run marked ended), written after what was handed
@@ -99,6 +102,7 @@ class RunRecorder : public SessionObserver {
   std::condition_variable written_;
   std::vector<StepMetrics> steps_;
   std::vector<EpochMetrics> epochs_;
+  std::vector<ProbeSample> probes_;
   std::deque<TrainingState> snapshots_;
   std::optional<RunResult> result_;
   uint64_t handed_ = 0;  // items handed over

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "engine/graph/project.h"
@@ -25,7 +26,8 @@ using graph::Json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kDatabase = "runs.db";
 // The schema's version, in SQLite's user_version (a later one may migrate).
-constexpr int kSchemaVersion = 1;
+// 2: probe_samples.
+constexpr int kSchemaVersion = 2;
 
 // One prepared statement; bind with 1-based indices, step, read with 0-based columns.
 class Statement {
@@ -157,6 +159,110 @@ struct StepRecord {
   double lr;
 };
 static_assert(sizeof(StepRecord) == 48);
+
+// A probe sample as stored: this header, then the module's and the tensor's names and the
+// histogram's counts (the layout in run_store.h).
+struct ProbeRecord {
+  int64_t step;
+  int64_t interval;
+  int64_t numel;
+  int64_t nonfinite;
+  double mean;
+  double std;
+  double min;
+  double max;
+  double norm;
+  double zero_fraction;
+  double saturated_fraction;
+  double update_ratio;
+  double histogram_lo;
+  double histogram_hi;
+  int32_t kind;
+  int32_t module_bytes;
+  int32_t tensor_bytes;
+  int32_t bins;
+};
+static_assert(sizeof(ProbeRecord) == 128);
+static_assert(static_cast<int>(ProbeKind::Activation) == 0 &&
+              static_cast<int>(ProbeKind::GradOutput) == 1 &&
+              static_cast<int>(ProbeKind::GradInput) == 2 &&
+              static_cast<int>(ProbeKind::ParamGrad) == 3);
+
+void pack_probe_sample(const ProbeSample& p, std::string& out) {
+  const TensorStats& t = p.stats;
+  const ProbeRecord r{p.step,
+                      p.interval,
+                      t.numel,
+                      t.nonfinite,
+                      t.mean,
+                      t.std,
+                      t.min,
+                      t.max,
+                      t.norm,
+                      t.zero_fraction,
+                      t.saturated_fraction,
+                      p.update_ratio,
+                      t.histogram.lo,
+                      t.histogram.hi,
+                      static_cast<int32_t>(p.kind),
+                      static_cast<int32_t>(p.module.size()),
+                      static_cast<int32_t>(p.tensor.size()),
+                      static_cast<int32_t>(t.histogram.counts.size())};
+  out.append(reinterpret_cast<const char*>(&r), sizeof r);
+  out += p.module;
+  out += p.tensor;
+  out.append(reinterpret_cast<const char*>(t.histogram.counts.data()),
+             t.histogram.counts.size() * sizeof(int64_t));
+}
+
+// The samples of one stored batch at or before `up_to`; RunStoreError naming the run when the
+// bytes do not hold whole records.
+void unpack_probe_samples(const char* data, size_t bytes, int64_t run, int64_t up_to,
+                          std::vector<ProbeSample>& out) {
+  auto damaged = [&] {
+    return RunStoreError("run store: run " + std::to_string(run) +
+                         "'s probe samples are damaged (a batch of " + std::to_string(bytes) +
+                         " bytes)");
+  };
+  for (size_t at = 0; at < bytes;) {
+    ProbeRecord r;
+    if (bytes - at < sizeof r) throw damaged();
+    std::memcpy(&r, data + at, sizeof r);
+    at += sizeof r;
+    if (r.kind < 0 || r.kind > static_cast<int32_t>(ProbeKind::ParamGrad) || r.module_bytes < 0 ||
+        r.tensor_bytes < 0 || r.bins < 0 ||
+        bytes - at < static_cast<size_t>(r.module_bytes) + static_cast<size_t>(r.tensor_bytes) +
+                         static_cast<size_t>(r.bins) * sizeof(int64_t)) {
+      throw damaged();
+    }
+    const char* strings = data + at;
+    at += static_cast<size_t>(r.module_bytes) + static_cast<size_t>(r.tensor_bytes);
+    const char* counts = data + at;
+    at += static_cast<size_t>(r.bins) * sizeof(int64_t);
+    if (r.step > up_to) continue;
+    ProbeSample& p = out.emplace_back();
+    p.step = r.step;
+    p.interval = r.interval;
+    p.kind = static_cast<ProbeKind>(r.kind);
+    p.module.assign(strings, static_cast<size_t>(r.module_bytes));
+    p.tensor.assign(strings + r.module_bytes, static_cast<size_t>(r.tensor_bytes));
+    p.update_ratio = r.update_ratio;
+    TensorStats& t = p.stats;
+    t.numel = r.numel;
+    t.nonfinite = r.nonfinite;
+    t.mean = r.mean;
+    t.std = r.std;
+    t.min = r.min;
+    t.max = r.max;
+    t.norm = r.norm;
+    t.zero_fraction = r.zero_fraction;
+    t.saturated_fraction = r.saturated_fraction;
+    t.histogram.lo = r.histogram_lo;
+    t.histogram.hi = r.histogram_hi;
+    t.histogram.counts.resize(static_cast<size_t>(r.bins));
+    std::memcpy(t.histogram.counts.data(), counts, static_cast<size_t>(r.bins) * sizeof(int64_t));
+  }
+}
 
 std::string relative_snapshot_path(int64_t run, int64_t step, const char* extension) {
   char buf[96];
@@ -313,6 +419,10 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
         run INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL,
         weights TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
         PRIMARY KEY(run, step)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS probe_samples(
+        run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
+        samples BLOB NOT NULL);
+      CREATE INDEX IF NOT EXISTS probe_samples_by_run ON probe_samples(run, first_step);
     )");
       exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
       t.commit();
@@ -403,7 +513,8 @@ void RunStore::add_steps(int64_t run, const std::vector<StepMetrics>& steps) {
   s.bind(1, run).bind(2, steps.front().step).bind(3, last);
   sqlite3_bind_blob(s.get(), 4, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
   s.run();
-  Statement(db_, "UPDATE runs SET steps = MAX(steps, ?) WHERE id = ?")
+  // Steps recorded after the run's figures: it goes on (a paused run trained again).
+  Statement(db_, "UPDATE runs SET steps = MAX(steps, ?), finished = 0 WHERE id = ?")
       .bind(1, last)
       .bind(2, run)
       .run();
@@ -483,6 +594,26 @@ void RunStore::thin_to_budget() {
   }
 }
 
+void RunStore::add_probe_samples(int64_t run, const std::vector<ProbeSample>& samples) {
+  // One row per batch, packed as the step metrics are: a sampled step of a few probes makes
+  // a dozen samples.
+  std::string blob;
+  int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+  for (const ProbeSample& p : samples) {
+    if (p.kind == ProbeKind::Attention) continue;
+    pack_probe_sample(p, blob);
+    first = std::min(first, p.step);
+    last = std::max(last, p.step);
+  }
+  if (blob.empty()) return;
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Statement s(db_,
+              "INSERT INTO probe_samples(run, first_step, last_step, samples) VALUES(?, ?, ?, ?)");
+  s.bind(1, run).bind(2, first).bind(3, last);
+  sqlite3_bind_blob(s.get(), 4, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  s.run();
+}
+
 void RunStore::finish_run(int64_t run, const RunResult& r) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   Statement(db_,
@@ -512,7 +643,7 @@ void RunStore::delete_run(int64_t id) {
         .bind(1, info->parent)
         .bind(2, id)
         .run();
-    for (const char* table : {"step_metrics", "epoch_metrics", "snapshots"}) {
+    for (const char* table : {"step_metrics", "epoch_metrics", "snapshots", "probe_samples"}) {
       Statement(db_, std::string("DELETE FROM ") + table + " WHERE run = ?").bind(1, id).run();
     }
     Statement(db_, "DELETE FROM runs WHERE id = ?").bind(1, id).run();
@@ -643,6 +774,55 @@ std::optional<SnapshotInfo> RunStore::snapshot_at(int64_t run, int64_t step) con
     if (s.step <= step) best = s;
   }
   return best;
+}
+
+std::vector<ProbeSample> RunStore::probe_samples(int64_t run, int64_t step) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  // Batches in the order written (a step's samples may span two).
+  Statement s(db_,
+              "SELECT samples FROM probe_samples WHERE run = ? AND first_step <= ? "
+              "ORDER BY first_step, rowid");
+  s.bind(1, run).bind(2, step);
+  std::vector<ProbeSample> out;
+  while (s.step()) {
+    unpack_probe_samples(static_cast<const char*>(sqlite3_column_blob(s.get(), 0)),
+                         static_cast<size_t>(sqlite3_column_bytes(s.get(), 0)), run, step, out);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ProbeSample& a, const ProbeSample& b) { return a.step < b.step; });
+  return out;
+}
+
+std::vector<ProbeSample> RunStore::probe_history(int64_t run, int64_t step) const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  // The lineage, newest first: each run up to the step its child branched from.
+  std::vector<std::pair<int64_t, int64_t>> lineage;
+  std::set<int64_t> seen;
+  for (int64_t id = run, upTo = step; id != 0 && seen.insert(id).second;) {
+    const std::optional<RunInfo> info = this->run(id);
+    if (!info) break;
+    lineage.emplace_back(id, upTo);
+    upTo = std::min(upTo, info->parent_step);
+    id = info->parent;
+  }
+  std::vector<ProbeSample> out;
+  int64_t after = std::numeric_limits<int64_t>::min();
+  for (auto it = lineage.rbegin(); it != lineage.rend(); ++it) {
+    // A branch's own steps continue after the point it branched from.
+    for (ProbeSample& p : probe_samples(it->first, it->second)) {
+      if (p.step > after) out.push_back(std::move(p));
+    }
+    after = it->second;
+  }
+  return out;
+}
+
+uint64_t RunStore::revision() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  // This connection's changes, and data_version for every other connection's commits.
+  Statement s(db_, "PRAGMA data_version");
+  s.step();
+  return static_cast<uint64_t>(sqlite3_total_changes64(db_)) + static_cast<uint64_t>(s.integer(0));
 }
 
 TrainingState RunStore::load(const SnapshotInfo& snapshot) const {

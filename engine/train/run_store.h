@@ -19,6 +19,33 @@
 //   std::optional<train::SnapshotInfo> s = store.snapshot_at(3, 300);   // at or before 300
 //   train::TrainingState state = store.load(*s);
 //
+// The probes' summaries of each sampled step (ProbeSample without its attention maps) are kept
+// too, so that scrubbing to a step shows the probe panels and the nodes' health as they were.
+//
+// The schema (SQLite, PRAGMA user_version = 2; a store of version 1, without probe_samples,
+// gets the table when it is opened). Other programs may write it (a Python recorder):
+//
+//   runs(id, name, started, parent, parent_step, settings, architecture, project, changes,
+//        steps, finished, train_loss, train_accuracy, test_loss, test_accuracy)
+//   step_metrics(run, first_step, last_step, steps BLOB)   a batch of steps, 48 bytes each:
+//        int64 step, int64 epoch, float64 loss, smoothed_loss, accuracy, lr
+//   epoch_metrics(run, epoch, step, train_loss, train_accuracy, test_loss, test_accuracy,
+//        test_sequence_accuracy, seconds, steps_per_second)
+//   snapshots(run, step, epoch, weights, state, bytes)     the files, relative to the folder
+//   probe_samples(run, first_step, last_step, samples BLOB) a batch of probe samples, in the
+//        order they were taken, each a 128-byte header then its strings and histogram:
+//        int64 step, interval, numel, nonfinite;
+//        float64 mean, std, min, max, norm, zero_fraction, saturated_fraction, update_ratio,
+//                histogram_lo, histogram_hi;
+//        int32 kind (0 activation, 1 grad_output, 2 grad_input, 3 param_grad),
+//              module_bytes, tensor_bytes, bins;
+//        module (UTF-8, module_bytes), tensor (UTF-8, tensor_bytes), bins x int64 counts
+//        (Python: struct "<4q10d4i"). NaN where a figure does not apply.
+//   meta(key, value)                                       'budget_bytes'
+//
+// The BLOBs are in the machine's byte order: little-endian on every machine NN Studio builds
+// for.
+//
 // Safety: every write is one SQLite transaction (WAL journal), and a snapshot's files are
 // written atomically before its row, so a killed process loses at most the snapshot being
 // written (its files, without a row, are never read). A database that is not one or is
@@ -123,6 +150,9 @@ class RunStore {
   void add_epochs(int64_t run, const std::vector<EpochMetrics>& epochs);
   // Writes the state's files, records them, then thins to the budget.
   void add_snapshot(int64_t run, const TrainingState& state);
+  // Probe samples of sampled steps (attention samples are not kept: their maps are big).
+  void add_probe_samples(int64_t run, const std::vector<ProbeSample>& samples);
+  // Marks the run ended with its figures (a run that records steps again is going again).
   void finish_run(int64_t run, const RunResult& result);
   void rename_run(int64_t run, const std::string& name);
   // The run, its metrics and snapshot files; its branches become branches of its parent.
@@ -135,6 +165,17 @@ class RunStore {
   std::vector<SnapshotInfo> snapshots(int64_t run) const;
   // The snapshot nearest at or before `step` (none when the run has none that early).
   std::optional<SnapshotInfo> snapshot_at(int64_t run, int64_t step) const;
+  // The run's own probe samples up to `step`, by step (those of a step in the order taken);
+  // `probe` is 0 in them (probe ids belong to a session).
+  std::vector<ProbeSample> probe_samples(int64_t run,
+                                         int64_t step = std::numeric_limits<int64_t>::max()) const;
+  // What the probes saw up to `step` of the run as a branch continues it: its ancestors'
+  // samples up to the steps it branched from, then its own.
+  std::vector<ProbeSample> probe_history(int64_t run,
+                                         int64_t step = std::numeric_limits<int64_t>::max()) const;
+  // Changes whenever anything in the store changes, written by this object or another
+  // process (a window polls it to show the store as it is).
+  uint64_t revision() const;
   TrainingState load(const SnapshotInfo& snapshot) const;
   nn::StateDict load_weights(const SnapshotInfo& snapshot) const;
 

@@ -323,5 +323,137 @@ TEST_F(RunStoreTest, TheRecorderWritesWhatTheSessionDid) {
   EXPECT_EQ(weights(store->load(*store->snapshot_at(run, 33))), weights(s.training_state()));
 }
 
+// Two samples are the same record: every figure the store keeps, bit for bit.
+void expect_same_sample(const ProbeSample& a, const ProbeSample& b) {
+  EXPECT_EQ(a.step, b.step);
+  EXPECT_EQ(a.module, b.module);
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.tensor, b.tensor);
+  EXPECT_EQ(a.interval, b.interval);
+  const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  EXPECT_TRUE(same(a.update_ratio, b.update_ratio)) << a.update_ratio << " " << b.update_ratio;
+  EXPECT_EQ(a.stats.numel, b.stats.numel);
+  EXPECT_EQ(a.stats.nonfinite, b.stats.nonfinite);
+  for (auto [x, y] : {std::pair{a.stats.mean, b.stats.mean},
+                      {a.stats.std, b.stats.std},
+                      {a.stats.min, b.stats.min},
+                      {a.stats.max, b.stats.max},
+                      {a.stats.norm, b.stats.norm},
+                      {a.stats.zero_fraction, b.stats.zero_fraction},
+                      {a.stats.saturated_fraction, b.stats.saturated_fraction},
+                      {a.stats.histogram.lo, b.stats.histogram.lo},
+                      {a.stats.histogram.hi, b.stats.histogram.hi}}) {
+    EXPECT_TRUE(same(x, y)) << a.module << " " << a.tensor << " step " << a.step << ": " << x
+                            << " vs " << y;
+  }
+  EXPECT_EQ(a.stats.histogram.counts, b.stats.histogram.counts);
+}
+
+// The probes' samples of a real session go through the recorder into the store and come back
+// as they were; a branch's history is its parent's up to the branch point, then its own.
+TEST_F(RunStoreTest, ProbeSamplesAreKeptAndABranchContinuesThem) {
+  auto store = std::make_shared<RunStore>(folder());
+  const int64_t run = store->begin_run(RunInfo{});
+  auto recorder = std::make_shared<RunRecorder>(store, run, SnapshotSchedule{10});
+  TrainingSession s(dropout_parts(), config(40));
+  s.set_observer(recorder);
+  for (const char* module : {"0", "1"}) s.add_probe(module, {.every = 5, .max_overhead = 0});
+  std::vector<ProbeSample> live;
+  s.start();
+  for (bool done = false; !done;) {
+    done = s.wait_idle(20ms);
+    std::vector<ProbeSample> taken = s.take_probe_samples();
+    recorder->add_probe_samples(taken);  // as the window and the CLI hand them over
+    live.insert(live.end(), taken.begin(), taken.end());
+  }
+  recorder->finish({40});
+  EXPECT_EQ(recorder->error(), "");
+  // Steps 1, 6, ..., 36 of two probes: the first Linear's output, its gradient and its
+  // parameters' (weight, bias; its input, the data, has none); ReLU's output and gradients.
+  ASSERT_EQ(live.size(), 8u * (4 + 3));
+  const std::vector<ProbeSample> kept = store->probe_samples(run);
+  ASSERT_EQ(kept.size(), live.size());
+  std::stable_sort(live.begin(), live.end(),
+                   [](const ProbeSample& a, const ProbeSample& b) { return a.step < b.step; });
+  for (size_t i = 0; i < live.size(); ++i) expect_same_sample(kept[i], live[i]);
+  EXPECT_EQ(kept.front().probe, 0);  // ids are the session's, not kept
+
+  // Up to a step: those at or before it.
+  const std::vector<ProbeSample> upTo16 = store->probe_samples(run, 16);
+  ASSERT_EQ(upTo16.size(), 4u * 7);
+  EXPECT_EQ(upTo16.back().step, 16);
+
+  // A branch from step 20 with its own samples from step 21 on.
+  RunInfo branchInfo;
+  branchInfo.parent = run;
+  branchInfo.parent_step = 20;
+  const int64_t branch = store->begin_run(branchInfo);
+  ProbeSample own = live.back();
+  own.step = 26;
+  store->add_probe_samples(branch, {own});
+  const std::vector<ProbeSample> history = store->probe_history(branch);
+  ASSERT_EQ(history.size(), 4u * 7 + 1);
+  EXPECT_EQ(history[4 * 7 - 1].step, 16);
+  expect_same_sample(history.back(), own);
+  EXPECT_EQ(store->probe_history(branch, 25).size(), 4u * 7);
+  EXPECT_EQ(store->probe_history(run, 20).size(), 4u * 7);
+
+  // Attention samples (their maps) are not kept; a deleted run's samples go with it.
+  ProbeSample attention = own;
+  attention.kind = ProbeKind::Attention;
+  store->add_probe_samples(branch, {attention});
+  EXPECT_EQ(store->probe_samples(branch).size(), 1u);
+  store->delete_run(branch);
+  EXPECT_TRUE(store->probe_samples(branch).empty());
+}
+
+// A store written before probe samples were kept (schema 1, tests/fixtures/run_store_v1) opens,
+// keeps its runs and metrics, and takes probe samples from then on.
+TEST_F(RunStoreTest, AStoreOfSchemaOneOpensAndTakesProbeSamples) {
+  std::filesystem::create_directories(folder());
+  std::filesystem::copy_file(NNS_FIXTURE_DIR "/run_store_v1/runs.db", folder() + "/runs.db");
+  {
+    RunStore store(folder());
+    const std::vector<RunInfo> runs = store.runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].name, "before probes");
+    EXPECT_TRUE(runs[0].finished);
+    EXPECT_EQ(runs[0].test_accuracy, 0.7);
+    ASSERT_EQ(store.steps(1).size(), 3u);
+    EXPECT_EQ(store.steps(1)[1].loss, 0.5);
+    EXPECT_EQ(store.epochs(1).size(), 1u);
+    EXPECT_TRUE(store.probe_samples(1).empty());
+    ProbeSample p;
+    p.module = "fc1";
+    p.step = 3;
+    p.stats.mean = 0.25;
+    p.stats.histogram.counts = {1, 2, 3};
+    store.add_probe_samples(1, {p});
+  }
+  RunStore again(folder());
+  ASSERT_EQ(again.probe_samples(1).size(), 1u);
+  EXPECT_EQ(again.probe_samples(1)[0].stats.histogram.counts, (std::vector<int64_t>{1, 2, 3}));
+}
+
+// revision() tells a reader that the store changed, whoever wrote it; a finished run that
+// records steps again is going again.
+TEST_F(RunStoreTest, TheRevisionMovesWithEveryWrite) {
+  RunStore store(folder());
+  RunStore other(folder());  // another connection, as another process has
+  const uint64_t start = store.revision();
+  const int64_t run = store.begin_run(RunInfo{});
+  const uint64_t begun = store.revision();
+  EXPECT_NE(begun, start);
+  EXPECT_EQ(store.revision(), begun);  // reading changes nothing
+  store.finish_run(run, RunResult{0});
+  EXPECT_TRUE(store.run(run)->finished);
+  const uint64_t finished = store.revision();
+  EXPECT_NE(finished, begun);
+  other.add_steps(run, {{1, 1, 0.9, 0.9, 0.5, 0.1}});
+  EXPECT_NE(store.revision(), finished);
+  EXPECT_FALSE(store.run(run)->finished);
+  EXPECT_EQ(store.run(run)->steps, 1);
+}
+
 }  // namespace
 }  // namespace nns::train
