@@ -2,6 +2,7 @@
 // The command-line parsing shared by every subcommand (see options.h).
 #include "app/cli/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -58,6 +59,17 @@ void Options::bad(const std::string& name, const std::string& text,
                    command_);
 }
 
+std::vector<std::string> Options::list(const std::string& name) const {
+  std::vector<std::string> out;
+  const std::string& all = values_.at(name);
+  for (size_t start = 0; !all.empty() && start <= all.size();) {
+    const size_t end = std::min(all.find('\n', start), all.size());
+    out.push_back(all.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 Options parse_options(const std::string& command, const std::vector<PositionalSpec>& positionals,
                       const std::vector<OptionSpec>& specs, const std::vector<std::string>& args) {
   std::map<std::string, std::string> values;
@@ -83,10 +95,11 @@ Options parse_options(const std::string& command, const std::vector<PositionalSp
       if (eq != std::string::npos)
         throw UsageError(command + ": --" + name + " takes no value", command);
       values[name] = "1";
-    } else if (eq != std::string::npos) {
-      values[name] = arg.substr(eq + 1);
-    } else if (i + 1 < args.size()) {
-      values[name] = args[++i];
+    } else if (eq != std::string::npos || i + 1 < args.size()) {
+      const std::string value = eq != std::string::npos ? arg.substr(eq + 1) : args[++i];
+      // A repeated option's values, one per line (Options::list).
+      std::string& slot = values[name];
+      slot = spec->repeated && !slot.empty() ? slot + "\n" + value : value;
     } else {
       throw UsageError(command + ": --" + name + " needs a value (" + spec->value_name + ")",
                        command);

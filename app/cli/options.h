@@ -28,6 +28,8 @@ struct OptionSpec {
   std::string value_name;  // empty for a flag
   std::string default_value;
   std::string help;
+  // May be given several times (import's --input, one per forward argument): Options::list.
+  bool repeated = false;
 };
 
 // A required positional argument, e.g. {"PROJECT", "the project file (.nns)"}.
@@ -52,6 +54,8 @@ class Options {
   // Whether an option without a default was given.
   bool has(const std::string& name) const { return !values_.at(name).empty(); }
   const std::string& text(const std::string& name) const { return values_.at(name); }
+  // Every value of a repeated option, in the order given; none when it was not given.
+  std::vector<std::string> list(const std::string& name) const;
   int64_t integer(const std::string& name, int64_t min, int64_t max) const;
   double real(const std::string& name, double min, double max) const;
   // One of the allowed words, or a UsageError listing them.

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Models for the PyTorch import's test (tests/torch/torch_import.py): `nnstudio-cli import
+tests/torch/import/models.py:Containers out.nns --input 3,8,8`."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Mixer(nn.Module):
+    """A custom block with a Parameter, used twice with one structure (one block definition)."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.gain = nn.Parameter(torch.randn(d))
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return F.relu(self.fc(x)) * self.gain + x
+
+
+class Containers(nn.Module):
+    """Every container kind, a custom block, a Parameter and a buffer, and the functional
+    calls the import folds or makes nodes of: mean, -, / 2, view with x.size(0), transpose,
+    flatten, a slice, torch.cat."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.blocks = nn.ModuleList([Mixer(8), Mixer(8)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(8, 4), "b": nn.Linear(8, 4)})
+        self.scale = nn.Parameter(torch.randn(4))
+        self.register_buffer("offset", torch.randn(4))
+
+    def forward(self, x):
+        h = self.stem(x).mean((2, 3))
+        for block in self.blocks:
+            h = block(h)
+        y = self.heads["a"](h) - self.heads["b"](h) / 2
+        y = y * self.scale + self.offset
+        b, c = h.size()
+        z = h.view(b, 2, c // 2).transpose(1, 2).flatten(1)[:, 2:6]
+        return torch.cat([y, z], 1)
+
+
+class Branchy(nn.Module):
+    """Data-dependent control flow: refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.fc(x)
+        return x
+
+
+class Unknown(nn.Module):
+    """An op NN Studio has no node for: refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cumsum(self.fc(x), 1)
