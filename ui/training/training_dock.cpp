@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/backend/cuda_backend.h"
 #include "engine/data/catalog.h"
 #include "engine/graph/node_types.h"
 #include "engine/optim/factory.h"
@@ -362,6 +363,28 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   dataForm_->addRow(dataButtons);
   dataLayout->addLayout(dataForm_);
 
+  // The devices this machine has (nns::cuda::devices(): the backend library is loaded here,
+  // once); the choice is the project's training.device.
+  device_ = new QComboBox;
+  device_->addItem(tr("CPU"), QStringLiteral("cpu"));
+  for (const CudaDeviceProperties& p : cuda::devices()) {
+    device_->addItem(tr("GPU %1: %2 (%3 GiB)")
+                         .arg(p.index)
+                         .arg(qs(p.name))
+                         .arg(static_cast<double>(p.total_memory) / (1 << 30), 0, 'f', 1),
+                     QStringLiteral("cuda:%1").arg(p.index));
+  }
+  deviceNote_ = new QLabel;
+  deviceNote_->setWordWrap(true);
+  if (device_->count() == 1) {
+    const QString why = tr("No CUDA GPU: %1").arg(qs(cuda::unavailable_reason()));
+    device_->setEnabled(false);
+    device_->setToolTip(why);
+    deviceNote_->setText(why);
+  } else {
+    deviceNote_->hide();
+  }
+
   auto* trainBox = new QGroupBox(tr("Training"));
   trainForm_ = new QFormLayout;
   trainForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -375,6 +398,8 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   // can spare.
   trainForm_->addRow(tr("Batch size"), batch_);
   trainForm_->addRow(tr("Weight decay"), weightDecay_);
+  trainForm_->addRow(tr("Device"), device_);
+  trainForm_->addRow(deviceNote_);
   trainBox->setLayout(trainForm_);
 
   auto* runBox = new QGroupBox(tr("Run"));
@@ -458,6 +483,10 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
                  [v](graph::TrainingSettings& t) { t.optimizer_options["weight_decay"] = v; });
   });
   connect(evalMode_, &QCheckBox::toggled, controller_, &TrainingController::setEvalMode);
+  connect(device_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    const std::string device = device_->itemData(index).toString().toStdString();
+    editTraining(tr("Set device"), [&](graph::TrainingSettings& t) { t.device = device; });
+  });
   connect(saveCkpt, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QString(),
                                                       tr("PyTorch checkpoint (*.pt *.pth)"));
@@ -784,7 +813,15 @@ void TrainingDock::readProject() {
     csvFile_->setToolTip(qs(d.csv_path));
   }
   {
-    const QSignalBlocker b1(testSplit_), b2(loss_), b3(optimizer_), b4(batch_), b5(weightDecay_);
+    const QSignalBlocker b1(testSplit_), b2(loss_), b3(optimizer_), b4(batch_), b5(weightDecay_),
+        b6(device_);
+    // A project made on a machine with a GPU this one lacks keeps its setting, shown as such.
+    int device = device_->findData(qs(t.device));
+    if (device < 0) {
+      device_->addItem(tr("%1 (not on this machine)").arg(qs(t.device)), qs(t.device));
+      device = device_->count() - 1;
+    }
+    device_->setCurrentIndex(device);
     testSplit_->setValue(d.test_fraction);
     loss_->setCurrentText(qs(t.loss));
     optimizer_->setCurrentText(qs(t.optimizer));

@@ -68,6 +68,10 @@ class TrainingDock : public QWidget {
   QLineEdit* learningRateEdit() const { return lr_; }
   QSpinBox* batchSizeBox() const { return batch_; }
   QCheckBox* evalModeBox() const { return evalMode_; }
+  // Where the model trains: the CPU and each CUDA GPU by name; disabled, with the reason under
+  // it, where this machine has no usable GPU (the project's training.device).
+  QComboBox* deviceBox() const { return device_; }
+  QLabel* deviceNote() const { return deviceNote_; }
   QLabel* counters() const { return counters_; }
   // The line under the learning rate that says why an input was refused ("" when none).
   QLabel* inputMessage() const { return inputMessage_; }
@@ -123,6 +127,8 @@ class TrainingDock : public QWidget {
   QLineEdit* lr_;
   QSpinBox* batch_;
   QDoubleSpinBox* weightDecay_;
+  QComboBox* device_;
+  QLabel* deviceNote_;
   QLabel* inputMessage_;
   QAction* startAct_;
   QAction* pauseAct_;
