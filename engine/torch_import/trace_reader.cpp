@@ -148,6 +148,8 @@ class Reader {
               });
     frozen();
     check();
+    note("the project's data set is still the default (" + out_.project.dataset.name +
+         "): choose one (or a CSV file) that fits the model's input before training");
     out_.notes = notes_;
     return std::move(out_);
   }
@@ -663,6 +665,35 @@ void Reader::output(Scope& scope, const Json& node) {
 // Every module of the scope that holds state is a node some call wires: a submodule the
 // forward never calls is refused (its keys would be lost), one without state is left out.
 void Reader::check_all_called(Scope& scope) {
+  // self.acts[self.active](x) calls one member of a ModuleDict: the dict is a switch (its
+  // "active" member runs through the dict's ports), as NN Studio's switch ModuleDict does.
+  for (Node& dict : scope.graph.nodes) {
+    if (dict.type != "ModuleDict") continue;
+    std::vector<NodeId> called;
+    for (NodeId m : dict.members) {
+      if (scope.called.contains(m)) called.push_back(m);
+    }
+    if (called.size() != 1 || dict.members.size() < 2) continue;
+    const NodeId member = called[0];
+    std::vector<graph::Edge> in, out;
+    for (const graph::Edge& e : scope.graph.edges) {
+      if (e.to.node == member) in.push_back(e);
+      if (e.from.node == member) out.push_back(e);
+    }
+    if (in.size() != 1) continue;
+    bool single = true;
+    for (const graph::Edge& e : out) single &= e.from.port == out[0].from.port;
+    if (!single) continue;
+    const NodeId id = dict.id;
+    dict.options = {{"switch", true}, {"active", scope.graph.at(member).name}};
+    for (const graph::Edge& e : in) scope.graph.disconnect(e.to);
+    for (const graph::Edge& e : out) scope.graph.disconnect(e.to);
+    scope.graph.connect(in[0].from, {id, "in"});
+    for (const graph::Edge& e : out) scope.graph.connect({id, "out"}, e.to);
+    scope.called.insert(id);
+    for (NodeId m : scope.graph.at(id).members) scope.called.insert(m);
+  }
+
   const std::function<void(const std::string&)> visit = [&](const std::string& path) {
     const std::string k = kind(path);
     if (k == "modulelist" || k == "moduledict" || k == "sequential") {

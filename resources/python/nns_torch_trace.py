@@ -142,8 +142,12 @@ def user_frame(tb):
 
 
 def describe_exception(e):
+    """The exception's first line and where in the user's code it happened (fx appends the
+    whole traceback to errors raised while running a traced graph)."""
     where = user_frame(e.__traceback__)
-    return "%s: %s%s" % (type(e).__name__, e, (" (at %s)" % where) if where else "")
+    text = str(e).strip().splitlines()
+    return "%s: %s%s" % (type(e).__name__, text[0] if text else "",
+                         (" (at %s)" % where) if where else "")
 
 
 # ---- Module tree --------------------------------------------------------------------------------
@@ -315,7 +319,8 @@ def trace_module(module, path, passed):
     try:
         graph = tracer.trace(module, concrete_args=concrete or None)
     except Exception as e:  # noqa: BLE001
-        where = "the model" if not path else "'%s' (%s)" % (path, type(module).__name__)
+        where = ("the model (%s)" % type(module).__name__ if not path
+                 else "'%s' (%s)" % (path, type(module).__name__))
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         line = user_frame(e.__traceback__)
         if "symbolically traced variables cannot be used as inputs to control flow" in str(e):
