@@ -3,17 +3,43 @@
 
 #include <graphviz/gvc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "engine/graph/builder.h"
 #include "engine/tensor/error.h"
 
 namespace nns::graph {
 namespace {
+
+// How the layout works (issue 31). The module tree is laid out a level at a time: the top
+// level, and each open Sequential or switch ModuleDict (a group with ports), whose members are
+// laid out on their own and then stand in their parent's level as one box of that size. A wire
+// that crosses such a frame is cut where it crosses: inside, it runs between the member and the
+// frame's port anchor; outside, between the frame's box and the other end; the pieces join at
+// the port. A ModuleList or a plain ModuleDict has no ports and its members are wired from
+// outside (a transformer's residual Adds interleave with its blocks): its members stand in the
+// enclosing level, framed by a cluster. Each level is laid out from a description that names its
+// items by index (sizes, clusters, links), and the result is cached under that description, so
+// that identical blocks share one layout and an edit lays out again only the levels whose
+// content changed: the edited group and the ancestors whose boxes it resized.
+// A level of at most kDotItems items goes to Graphviz's dot; a larger one (a model's long
+// chain of blocks) is laid out directly, rank by rank, in time linear in its size.
+constexpr size_t kDotItems = 400;
+// From a level of this many items on, dot's work is bounded (network simplex iterations,
+// crossing minimisation passes): a good enough drawing in bounded time.
+constexpr size_t kBoundedDotItems = 120;
+constexpr double kMargin = 10;         // a frame's margin around its members (the canvas's too)
+constexpr double kNodeSep = 0.3 * 72;  // dot's nodesep, ranksep, in points
+constexpr double kRankSep = 0.42 * 72;
 
 // Graphviz keeps global state (its error buffer, the plugin registry): one layout at a time.
 std::mutex& graphviz_mutex() {
@@ -39,210 +65,826 @@ bool is_open_group(const Node& node) {
   return is_container_type(node.type) && !node.collapsed && !node.members.empty();
 }
 
-// The dot graph of a project: one dot node per box drawn, one cluster per open group with a
-// small anchor node for each of its ports, one dot edge per wire and per implicit link.
-class DotGraph {
- public:
-  DotGraph(const Project& project, const std::string& direction)
-      : project_(project),
-        graph_(project.graph),
-        parents_(parent_index(project.graph)),
-        direction_(direction) {
-    g_ = agopen(const_cast<char*>("model"), Agdirected, nullptr);
-    set(g_, AGRAPH, "newrank", "true");  // ranks across clusters: residual Adds beside blocks
-    set(g_, AGRAPH, "rankdir", direction_);
-    set(g_, AGRAPH, "nodesep", "0.3");
-    set(g_, AGRAPH, "ranksep", "0.42");
-    set(g_, AGRAPH, "label", "");
-    set(g_, AGRAPH, "labeljust", "l");
-    set(g_, AGNODE, "shape", "box");
-    set(g_, AGNODE, "fixedsize", "true");
-    set(g_, AGNODE, "label", "");
-    set(g_, AGNODE, "width", "1");
-    set(g_, AGNODE, "height", "1");
-    set(g_, AGEDGE, "arrowhead", "none");
-    set(g_, AGEDGE, "weight", "1");
-    set(g_, AGEDGE, "tailport", "");
-    set(g_, AGEDGE, "headport", "");
+// A group laid out as a level of its own and drawn as a box with ports in its parent's.
+bool is_boxed_group(const Node& node) {
+  return is_open_group(node) && (node.type == "Sequential" || is_switch_dict(node));
+}
 
-    for (const Node& n : graph_.nodes) add_node(n);
-    for (size_t i = 0; i < graph_.edges.size(); ++i) add_wire(graph_.edges[i]);
-    for (const Node& n : graph_.nodes) {
-      if (is_open_group(n)) add_links(n);
+// What one level holds, items and links named by index: the cache's key is made from it.
+struct LevelItem {
+  double width = 0, height = 0;
+  int cluster = -1;     // the innermost cluster holding it, or -1
+  bool anchor = false;  // a port anchor of the level's own group (8 x 2), not a box
+};
+
+struct LevelLink {
+  int tail = 0, head = 0;
+  int weight = 1;
+};
+
+struct LevelInput {
+  bool tb = true;
+  bool framed = false;  // a group's inside: coordinates from its frame's corner
+  std::vector<LevelItem> items;
+  std::vector<int> cluster_parents;  // each cluster's enclosing cluster, or -1
+  std::vector<LevelLink> links;
+
+  std::string key() const {
+    std::string k;
+    k.reserve(32 + items.size() * 16 + links.size() * 12 + cluster_parents.size() * 4);
+    k += tb ? 'T' : 'L';
+    k += framed ? 'F' : 'R';
+    auto num = [&](double v) {
+      k += std::to_string(static_cast<int64_t>(std::lround(v * 100)));
+      k += ',';
+    };
+    k += "|i";
+    for (const LevelItem& it : items) {
+      num(it.width);
+      num(it.height);
+      num(it.cluster);
+      k += it.anchor ? 'a' : 'b';
+    }
+    k += "|c";
+    for (int p : cluster_parents) num(p);
+    k += "|l";
+    for (const LevelLink& l : links) {
+      num(l.tail);
+      num(l.head);
+      num(l.weight);
+    }
+    return k;
+  }
+};
+
+// A level laid out, in its own coordinates: from its frame's top-left corner for a group's
+// inside, from the drawing's corner for the top level.
+struct LevelResult {
+  std::vector<LayoutPoint> items;  // top-left corners
+  std::vector<LayoutBox> clusters;
+  std::vector<std::vector<LayoutPoint>> links;  // Bezier points (may be empty: no route)
+  double width = 0, height = 0;
+};
+
+using LevelCache = std::unordered_map<std::string, std::shared_ptr<const LevelResult>>;
+
+LevelCache& level_cache() {
+  static LevelCache cache;
+  return cache;
+}
+
+// Bounds the cache: laying out a project again costs at most a cache refill.
+constexpr size_t kCacheEntries = 4096;
+
+void set(Agraph_t* g, int kind, const char* name, const std::string& value) {
+  agattr(g, kind, const_cast<char*>(name), const_cast<char*>(value.c_str()));
+}
+
+// Moves a level's coordinates so that a group's frame (its boxes and clusters with margins on
+// each side and the title band on top; the port anchors may sit on its edges) starts at
+// (0, 0). Whole units, so that boxes and their lines fall on pixels at 100%.
+void frame_level(const LevelInput& in, LevelResult& r) {
+  double x0 = std::numeric_limits<double>::max(), y0 = x0;
+  double x1 = std::numeric_limits<double>::lowest(), y1 = x1;
+  auto grow = [&](double x, double y, double w, double h) {
+    x0 = std::min(x0, x);
+    y0 = std::min(y0, y);
+    x1 = std::max(x1, x + w);
+    y1 = std::max(y1, y + h);
+  };
+  for (size_t i = 0; i < in.items.size(); ++i) {
+    if (!in.items[i].anchor)
+      grow(r.items[i].x, r.items[i].y, in.items[i].width, in.items[i].height);
+  }
+  for (const LayoutBox& c : r.clusters) grow(c.x, c.y, c.width, c.height);
+  if (x0 > x1) x0 = y0 = x1 = y1 = 0;
+  const double ox = std::round(x0 - kMargin), oy = std::round(y0 - kMargin - kFrameHeader);
+  for (LayoutPoint& p : r.items) p = {p.x - ox, p.y - oy};
+  for (LayoutBox& c : r.clusters) c = {c.x - ox, c.y - oy, c.width, c.height};
+  for (auto& pts : r.links) {
+    for (LayoutPoint& p : pts) p = {p.x - ox, p.y - oy};
+  }
+  r.width = std::round(x1 + kMargin - ox);
+  r.height = std::round(y1 + kMargin - oy);
+}
+
+// A level laid out by Graphviz's dot: one dot node per item, one cluster per ModuleList, one dot
+// edge per link; no clusters for the groups with ports (they are boxes here).
+LevelResult dot_level(const LevelInput& in) {
+  Agraph_t* g = agopen(const_cast<char*>("level"), Agdirected, nullptr);
+  struct Closer {
+    Agraph_t* g;
+    bool laid_out = false;
+    ~Closer() {
+      if (laid_out) gvFreeLayout(graphviz_context(), g);
+      agclose(g);
+    }
+  } closer{g};
+  set(g, AGRAPH, "newrank", "true");  // ranks across clusters: residual Adds beside blocks
+  set(g, AGRAPH, "rankdir", in.tb ? "TB" : "LR");
+  set(g, AGRAPH, "nodesep", "0.3");
+  set(g, AGRAPH, "ranksep", "0.42");
+  set(g, AGRAPH, "label", "");
+  set(g, AGRAPH, "labeljust", "l");
+  if (in.items.size() > kBoundedDotItems) {
+    // Bounded work: network simplex stops after this many iterations times the node count,
+    // crossing minimisation runs fewer passes and gives up sooner on no improvement.
+    set(g, AGRAPH, "nslimit", "2");
+    set(g, AGRAPH, "nslimit1", "2");
+    set(g, AGRAPH, "mclimit", "0.5");
+    set(g, AGRAPH, "searchsize", "20");
+  }
+  set(g, AGNODE, "shape", "box");
+  set(g, AGNODE, "fixedsize", "true");
+  set(g, AGNODE, "label", "");
+  set(g, AGNODE, "width", "1");
+  set(g, AGNODE, "height", "1");
+  set(g, AGEDGE, "arrowhead", "none");
+  set(g, AGEDGE, "weight", "1");
+  set(g, AGEDGE, "tailport", "");
+  set(g, AGEDGE, "headport", "");
+  Agsym_t* width_attr = agattr(g, AGNODE, const_cast<char*>("width"), nullptr);
+  Agsym_t* height_attr = agattr(g, AGNODE, const_cast<char*>("height"), nullptr);
+  Agsym_t* tailport = agattr(g, AGEDGE, const_cast<char*>("tailport"), nullptr);
+  Agsym_t* headport = agattr(g, AGEDGE, const_cast<char*>("headport"), nullptr);
+  Agsym_t* weight = agattr(g, AGEDGE, const_cast<char*>("weight"), nullptr);
+
+  std::vector<Agraph_t*> clusters(in.cluster_parents.size(), nullptr);
+  std::function<Agraph_t*(int)> cluster = [&](int c) -> Agraph_t* {
+    if (c < 0) return g;
+    if (clusters[c]) return clusters[c];
+    const std::string name = "cluster_" + std::to_string(c);
+    Agraph_t* s = agsubg(cluster(in.cluster_parents[c]), const_cast<char*>(name.c_str()), 1);
+    // A label's room at the top of the frame is where the canvas draws the group's title.
+    agsafeset(s, const_cast<char*>("label"), const_cast<char*>(" "), const_cast<char*>(""));
+    agsafeset(s, const_cast<char*>("margin"), const_cast<char*>("10"), const_cast<char*>(""));
+    // A blank label this size keeps at least kFrameHeader (26) free above the members.
+    agsafeset(s, const_cast<char*>("fontsize"), const_cast<char*>("17"), const_cast<char*>(""));
+    clusters[c] = s;
+    return s;
+  };
+  std::vector<Agnode_t*> nodes;
+  nodes.reserve(in.items.size());
+  for (size_t i = 0; i < in.items.size(); ++i) {
+    const LevelItem& it = in.items[i];
+    const std::string name = (it.anchor ? "a" : "v") + std::to_string(i);
+    Agnode_t* v = agnode(cluster(it.cluster), const_cast<char*>(name.c_str()), 1);
+    agxset(v, width_attr, const_cast<char*>(inches(it.width).c_str()));
+    agxset(v, height_attr, const_cast<char*>(inches(it.height).c_str()));
+    nodes.push_back(v);
+  }
+  std::vector<Agedge_t*> edges(in.links.size(), nullptr);
+  for (size_t j = 0; j < in.links.size(); ++j) {
+    const LevelLink& l = in.links[j];
+    if (l.tail == l.head) continue;
+    const std::string name = "e" + std::to_string(j);
+    Agedge_t* e = agedge(g, nodes[l.tail], nodes[l.head], const_cast<char*>(name.c_str()), 1);
+    // Wires leave a box from the side its outputs are on and enter where its inputs are.
+    if (!in.items[l.tail].anchor) agxset(e, tailport, const_cast<char*>(in.tb ? "s" : "e"));
+    if (!in.items[l.head].anchor) agxset(e, headport, const_cast<char*>(in.tb ? "n" : "w"));
+    agxset(e, weight, const_cast<char*>(std::to_string(l.weight).c_str()));
+    edges[j] = e;
+  }
+  if (gvLayout(graphviz_context(), g, "dot") != 0) {
+    const char* why = aglasterr();
+    throw Error(std::string("graph layout failed: Graphviz's dot engine: ") +
+                (why ? why : "no message (is the graphviz dot plugin installed?)"));
+  }
+  closer.laid_out = true;
+  const boxf bb = GD_bb(g);
+  auto at = [&](pointf p) { return LayoutPoint{p.x - bb.LL.x, bb.UR.y - p.y}; };
+  LevelResult r;
+  r.width = bb.UR.x - bb.LL.x;
+  r.height = bb.UR.y - bb.LL.y;
+  for (size_t i = 0; i < in.items.size(); ++i) {
+    const LayoutPoint c = at(ND_coord(nodes[i]));
+    r.items.push_back(
+        {std::round(c.x - in.items[i].width / 2), std::round(c.y - in.items[i].height / 2)});
+  }
+  for (Agraph_t* c : clusters) {
+    if (!c) {
+      r.clusters.push_back({});
+      continue;
+    }
+    const boxf b = GD_bb(c);
+    const LayoutPoint top_left = at({b.LL.x, b.UR.y});
+    r.clusters.push_back({top_left.x, top_left.y, b.UR.x - b.LL.x, b.UR.y - b.LL.y});
+  }
+  r.links.resize(in.links.size());
+  for (size_t j = 0; j < edges.size(); ++j) {
+    if (!edges[j]) continue;
+    if (const splines* spl = ED_spl(edges[j]); spl && spl->size > 0) {
+      const bezier& bz = spl->list[0];
+      for (int i = 0; i < bz.size; ++i) r.links[j].push_back(at(bz.list[i]));
     }
   }
-  ~DotGraph() {
-    if (laid_out_) gvFreeLayout(graphviz_context(), g_);
-    agclose(g_);
+  if (in.framed) frame_level(in, r);
+  return r;
+}
+
+// A large level laid out directly: ranks by the longest path from the sources (a chain of
+// blocks is one item per rank), each rank's items side by side, a ModuleList's members in a
+// band of their own with the nodes that interleave with them (residual Adds) beside the band,
+// and wires as S-curves between ranks that pass a rank beside its boxes. Linear in the level's
+// size but for the few items a rank holds. Computed along the flow (r) and across it (c).
+LevelResult direct_level(const LevelInput& in) {
+  const int n = static_cast<int>(in.items.size());
+  auto rsize = [&](int i) { return in.tb ? in.items[i].height : in.items[i].width; };
+  auto csize = [&](int i) { return in.tb ? in.items[i].width : in.items[i].height; };
+  // Padding of a cluster's frame along and across the flow: the title band is on top.
+  const double r_pad0 = in.tb ? kFrameHeader + kMargin : kMargin;
+  const double c_pad0 = in.tb ? kMargin : kFrameHeader + kMargin;
+
+  // Ranks: Kahn's order; in a cycle, the earliest item left goes next (its links from the
+  // rest of the cycle run backwards).
+  std::vector<std::vector<int>> outs(n);
+  std::vector<int> indegree(n, 0), rank(n, 0);
+  for (const LevelLink& l : in.links) {
+    if (l.tail == l.head) continue;
+    outs[l.tail].push_back(l.head);
+    ++indegree[l.head];
   }
-  DotGraph(const DotGraph&) = delete;
-  DotGraph& operator=(const DotGraph&) = delete;
+  std::vector<char> done(n, 0);
+  std::vector<int> queue;
+  queue.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    if (indegree[i] == 0) queue.push_back(i);
+  }
+  size_t head = 0;
+  int next_unseen = 0;
+  for (int processed = 0; processed < n; ++processed) {
+    if (head == queue.size()) {
+      while (done[next_unseen]) ++next_unseen;
+      queue.push_back(next_unseen);
+    }
+    const int v = queue[head++];
+    if (done[v]) {
+      --processed;
+      continue;
+    }
+    done[v] = 1;
+    for (int w : outs[v]) {
+      if (done[w]) continue;
+      rank[w] = std::max(rank[w], rank[v] + 1);
+      if (--indegree[w] == 0) queue.push_back(w);
+    }
+  }
+  const int ranks = n == 0 ? 0 : *std::max_element(rank.begin(), rank.end()) + 1;
+
+  // Clusters: each item's outermost one (its band), each cluster's depth and rank span.
+  const int nc = static_cast<int>(in.cluster_parents.size());
+  std::vector<int> top(nc), depth(nc, 0);
+  for (int c = 0; c < nc; ++c) {
+    int t = c;
+    while (in.cluster_parents[t] >= 0) {
+      t = in.cluster_parents[t];
+      ++depth[c];
+    }
+    top[c] = t;
+  }
+  std::vector<int> first_rank(nc, std::numeric_limits<int>::max()), last_rank(nc, -1);
+  for (int i = 0; i < n; ++i) {
+    for (int c = in.items[i].cluster; c >= 0; c = in.cluster_parents[c]) {
+      first_rank[c] = std::min(first_rank[c], rank[i]);
+      last_rank[c] = std::max(last_rank[c], rank[i]);
+    }
+  }
+  auto band_of = [&](int i) { return in.items[i].cluster < 0 ? -1 : top[in.items[i].cluster]; };
+
+  // Along the flow: each rank as thick as its thickest item, room for frames' paddings where
+  // clusters start and end.
+  std::vector<std::vector<int>> by_rank(ranks);
+  for (int i = 0; i < n; ++i) by_rank[rank[i]].push_back(i);
+  std::vector<double> r_pos(ranks, 0), thick(ranks, 0), pad_before(ranks, 0), pad_after(ranks, 0);
+  for (int c = 0; c < nc; ++c) {
+    if (last_rank[c] < 0) continue;
+    pad_before[first_rank[c]] = std::max(pad_before[first_rank[c]], r_pad0 + depth[c] * r_pad0);
+    pad_after[last_rank[c]] = std::max(pad_after[last_rank[c]], kMargin * (depth[c] + 1));
+  }
+  for (int r = 0; r < ranks; ++r) {
+    for (int i : by_rank[r]) thick[r] = std::max(thick[r], rsize(i));
+    r_pos[r] =
+        r == 0
+            ? pad_before[0]
+            : std::round(r_pos[r - 1] + thick[r - 1] + kRankSep + pad_after[r - 1] + pad_before[r]);
+  }
+
+  // Across the flow: the bands of the top clusters side by side, then the other items.
+  std::vector<double> band_left(nc, 0), band_width(nc, 0);
+  auto row_width = [&](const std::vector<int>& items) {
+    double w = 0;
+    for (int i : items) w += csize(i);
+    return w + kNodeSep * std::max<double>(0, static_cast<double>(items.size()) - 1);
+  };
+  std::vector<std::vector<int>> band_row(nc), free_row;
+  for (int r = 0; r < ranks; ++r) {
+    for (int i : by_rank[r]) {
+      if (band_of(i) >= 0) band_row[band_of(i)].push_back(i);
+    }
+    for (int c = 0; c < nc; ++c) {
+      if (band_row[c].empty()) continue;
+      band_width[c] = std::max(band_width[c], row_width(band_row[c]));
+      band_row[c].clear();
+    }
+  }
+  double left = 0;
+  std::vector<int> bands;
+  for (int c = 0; c < nc; ++c) {
+    if (top[c] != c || last_rank[c] < 0) continue;
+    band_width[c] += c_pad0 + kMargin;  // the frame's sides
+    band_left[c] = left;
+    left += band_width[c] + 2 * kNodeSep;
+    bands.push_back(c);
+  }
+  std::vector<double> c_pos(n, 0);
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<int> free;
+    for (int i : by_rank[r]) {
+      if (band_of(i) >= 0) {
+        band_row[band_of(i)].push_back(i);
+      } else {
+        free.push_back(i);
+      }
+    }
+    double covered_right = std::numeric_limits<double>::lowest();
+    for (int c : bands) {
+      if (first_rank[c] <= r && r <= last_rank[c])
+        covered_right = std::max(covered_right, band_left[c] + band_width[c]);
+      if (band_row[c].empty()) continue;
+      const double inner = band_width[c] - c_pad0 - kMargin;
+      double x = std::round(band_left[c] + c_pad0 + (inner - row_width(band_row[c])) / 2);
+      for (int i : band_row[c]) {
+        c_pos[i] = x;
+        x += csize(i) + kNodeSep;
+      }
+      band_row[c].clear();
+    }
+    double x;
+    if (covered_right > std::numeric_limits<double>::lowest()) {
+      x = covered_right + kNodeSep;  // beside the band
+    } else if (!bands.empty()) {
+      // Above or below the bands: centred on the first one, in line with its column.
+      x = band_left[bands[0]] + c_pad0 +
+          (band_width[bands[0]] - c_pad0 - kMargin - row_width(free)) / 2;
+    } else {
+      x = -row_width(free) / 2;
+    }
+    x = std::round(x);
+    for (int i : free) {
+      c_pos[i] = x;
+      x += csize(i) + kNodeSep;
+    }
+  }
+
+  // Where each item sits along the flow (centred in its rank).
+  std::vector<double> r_top(n);
+  for (int i = 0; i < n; ++i)
+    r_top[i] = std::round(r_pos[rank[i]] + (thick[rank[i]] - rsize(i)) / 2);
+  // Each rank's items across the flow, for wires that pass it.
+  std::vector<std::vector<std::pair<double, double>>> spans(ranks);
+  for (int i = 0; i < n; ++i) spans[rank[i]].emplace_back(c_pos[i], c_pos[i] + csize(i));
+  std::vector<double> rank_right(ranks, std::numeric_limits<double>::lowest());
+  for (int r = 0; r < ranks; ++r) {
+    for (const auto& s : spans[r]) rank_right[r] = std::max(rank_right[r], s.second);
+    for (int c : bands) {
+      if (first_rank[c] <= r && r <= last_rank[c])
+        rank_right[r] = std::max(rank_right[r], band_left[c] + band_width[c]);
+    }
+  }
+
+  LevelResult out;
+  auto point = [&](double c, double r) { return in.tb ? LayoutPoint{c, r} : LayoutPoint{r, c}; };
+  for (int i = 0; i < n; ++i) out.items.push_back(point(c_pos[i], r_top[i]));
+  // Frames: their items' extent with margins, an enclosing cluster around its inner ones.
+  out.clusters.assign(nc, {});
+  {
+    std::vector<double> x0(nc, std::numeric_limits<double>::max()), y0(x0);
+    std::vector<double> x1(nc, std::numeric_limits<double>::lowest()), y1(x1);
+    auto grow = [&](int c, double ax, double ay, double bx, double by) {
+      x0[c] = std::min(x0[c], ax);
+      y0[c] = std::min(y0[c], ay);
+      x1[c] = std::max(x1[c], bx);
+      y1[c] = std::max(y1[c], by);
+    };
+    for (int i = 0; i < n; ++i) {
+      if (in.items[i].cluster < 0) continue;
+      grow(in.items[i].cluster, out.items[i].x, out.items[i].y, out.items[i].x + in.items[i].width,
+           out.items[i].y + in.items[i].height);
+    }
+    std::vector<int> order(nc);
+    for (int c = 0; c < nc; ++c) order[c] = c;
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return depth[a] > depth[b]; });
+    for (int c : order) {
+      if (x0[c] > x1[c]) continue;
+      const LayoutBox box{x0[c] - kMargin, y0[c] - kMargin - kFrameHeader,
+                          x1[c] - x0[c] + 2 * kMargin, y1[c] - y0[c] + 2 * kMargin + kFrameHeader};
+      out.clusters[c] = box;
+      if (in.cluster_parents[c] >= 0)
+        grow(in.cluster_parents[c], box.x, box.y, box.x + box.width, box.y + box.height);
+    }
+  }
+
+  // Wires. A wire down the flow runs straight through the ranks it passes where they are free
+  // and beside their boxes where not, with an S-curve between ranks; one against the flow
+  // (a cycle's link) is one curve.
+  out.links.resize(in.links.size());
+  for (size_t j = 0; j < in.links.size(); ++j) {
+    const LevelLink& l = in.links[j];
+    if (l.tail == l.head) continue;
+    const double c_from = c_pos[l.tail] + csize(l.tail) / 2;
+    const double c_to = c_pos[l.head] + csize(l.head) / 2;
+    const double r_from = r_top[l.tail] + rsize(l.tail);
+    const double r_to = r_top[l.head];
+    std::vector<LayoutPoint>& pts = out.links[j];
+    if (rank[l.tail] >= rank[l.head]) {
+      pts = {point(c_from, r_from), point(c_from, r_from + 40), point(c_to, r_to - 40),
+             point(c_to, r_to)};
+      continue;
+    }
+    // Stations along the way: where the wire enters and leaves each rank it passes.
+    std::vector<std::pair<double, double>> stations{{c_from, r_from}};
+    double lane = c_from;
+    for (int r = rank[l.tail] + 1; r < rank[l.head]; ++r) {
+      bool blocked = false;
+      for (const auto& s : spans[r])
+        blocked = blocked || (lane > s.first - 6 && lane < s.second + 6);
+      for (int c : bands) {
+        // Through a ModuleList's frame only to reach its members.
+        if (first_rank[c] <= r && r <= last_rank[c] && lane > band_left[c] - 6 &&
+            lane < band_left[c] + band_width[c] + 6)
+          blocked = true;
+      }
+      if (blocked) lane = rank_right[r] + kNodeSep / 2;
+      stations.emplace_back(lane, r_pos[r]);
+      stations.emplace_back(lane, r_pos[r] + thick[r]);
+    }
+    stations.emplace_back(c_to, r_to);
+    pts.push_back(point(stations[0].first, stations[0].second));
+    for (size_t s = 1; s < stations.size(); ++s) {
+      const auto [ac, ar] = stations[s - 1];
+      const auto [bc, br] = stations[s];
+      const double mid = (ar + br) / 2;
+      if (ac == bc) {
+        pts.push_back(point(ac, ar + (br - ar) / 3));
+        pts.push_back(point(bc, ar + 2 * (br - ar) / 3));
+      } else {
+        pts.push_back(point(ac, mid));
+        pts.push_back(point(bc, mid));
+      }
+      pts.push_back(point(bc, br));
+    }
+  }
+
+  // The drawing from (0, 0): the top level's extent, or a group's frame.
+  if (in.framed) {
+    frame_level(in, out);
+  } else {
+    double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    bool any = false;
+    auto grow = [&](double ax, double ay, double bx, double by) {
+      x0 = any ? std::min(x0, ax) : ax;
+      y0 = any ? std::min(y0, ay) : ay;
+      x1 = any ? std::max(x1, bx) : bx;
+      y1 = any ? std::max(y1, by) : by;
+      any = true;
+    };
+    for (int i = 0; i < n; ++i)
+      grow(out.items[i].x, out.items[i].y, out.items[i].x + in.items[i].width,
+           out.items[i].y + in.items[i].height);
+    for (const LayoutBox& c : out.clusters) {
+      if (c.width > 0) grow(c.x, c.y, c.x + c.width, c.y + c.height);
+    }
+    for (const auto& pts : out.links) {
+      for (const LayoutPoint& p : pts) grow(p.x, p.y, p.x, p.y);
+    }
+    const double ox = std::floor(x0), oy = std::floor(y0);
+    for (LayoutPoint& p : out.items) p = {p.x - ox, p.y - oy};
+    for (LayoutBox& c : out.clusters) {
+      if (c.width > 0) c = {c.x - ox, c.y - oy, c.width, c.height};
+    }
+    for (auto& pts : out.links) {
+      for (LayoutPoint& p : pts) p = {p.x - ox, p.y - oy};
+    }
+    out.width = x1 - ox;
+    out.height = y1 - oy;
+  }
+  return out;
+}
+
+std::shared_ptr<const LevelResult> layout_level(const LevelInput& in) {
+  std::string key = in.key();
+  LevelCache& cache = level_cache();
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  auto result = std::make_shared<const LevelResult>(
+      in.items.size() <= kDotItems ? dot_level(in) : direct_level(in));
+  if (cache.size() >= kCacheEntries) cache.clear();
+  cache.emplace(std::move(key), result);
+  return result;
+}
+
+constexpr NodeId kTop = std::numeric_limits<NodeId>::min();  // the top level's owner
+
+// The project cut into levels, each laid out (or found in the cache), then put together.
+class Builder {
+ public:
+  Builder(const Project& project, const std::string& direction)
+      : project_(project), parents_(parent_index(project.graph)), tb_(direction == "TB") {
+    direction_ = direction;
+    for (const Node& n : project.graph.nodes) nodes_[n.id] = &n;
+    level(kTop);
+    for (const Node& n : project.graph.nodes) add_node(n);
+    for (const Edge& e : project.graph.edges) add_wire(e, false, 1);
+    for (const Node& n : project.graph.nodes) {
+      if (!is_open_group(n)) continue;
+      const int weight = n.type == "Sequential" ? 8 : 4;  // heavy: a chain stays straight
+      for (const Edge& link : links_of(n)) add_wire(link, true, weight);
+    }
+  }
 
   Layout run() {
-    if (gvLayout(graphviz_context(), g_, "dot") != 0) {
-      const char* why = aglasterr();
-      throw Error(std::string("graph layout failed: Graphviz's dot engine: ") +
-                  (why ? why : "no message (is the graphviz dot plugin installed?)"));
+    // Inner levels first: a group's laid-out size is its box in its parent's level.
+    std::vector<Level*> order;
+    for (auto& [owner, l] : levels_) order.push_back(&l);
+    std::sort(order.begin(), order.end(), [](const Level* a, const Level* b) {
+      return a->depth != b->depth ? a->depth > b->depth : a->owner < b->owner;
+    });
+    for (Level* l : order) {
+      for (size_t i = 0; i < l->items.size(); ++i) {
+        if (l->input.items[i].anchor) continue;
+        if (auto it = levels_.find(l->items[i]); it != levels_.end()) {
+          l->input.items[i].width = it->second.result->width;
+          l->input.items[i].height = it->second.result->height;
+        }
+      }
+      l->result = layout_level(l->input);
     }
-    laid_out_ = true;
-    const boxf bb = GD_bb(g_);
-    auto at = [&](pointf p) { return LayoutPoint{p.x - bb.LL.x, bb.UR.y - p.y}; };
 
     Layout out;
     out.direction = direction_;
-    out.width = bb.UR.x - bb.LL.x;
-    out.height = bb.UR.y - bb.LL.y;
-    for (const Node& n : graph_.nodes) {
-      if (auto it = boxes_.find(n.id); it != boxes_.end()) {
-        const NodeSize size = node_box_size(project_, n);
-        const LayoutPoint c = at(ND_coord(it->second));
-        // Whole units, so that boxes and their lines fall on pixels at 100%.
-        out.boxes[n.id] = {std::round(c.x - size.width / 2), std::round(c.y - size.height / 2),
-                           size.width, size.height};
-        out.order.push_back(n.id);
-      } else if (auto cl = clusters_.find(n.id); cl != clusters_.end()) {
-        const boxf b = GD_bb(cl->second);
-        const LayoutPoint top_left = at({b.LL.x, b.UR.y});
-        const LayoutBox box{top_left.x, top_left.y, b.UR.x - b.LL.x, b.UR.y - b.LL.y};
-        out.boxes[n.id] = box;
-        out.order.push_back(n.id);
+    const Level& top = levels_.at(kTop);
+    out.width = top.result->width;
+    out.height = top.result->height;
+    // Outer levels first: each places its groups' insides.
+    std::reverse(order.begin(), order.end());
+    for (Level* l : order) {
+      const LevelResult& r = *l->result;
+      for (size_t i = 0; i < l->items.size(); ++i) {
+        if (l->input.items[i].anchor) continue;
+        const LayoutPoint at{l->origin.x + r.items[i].x, l->origin.y + r.items[i].y};
+        out.boxes[l->items[i]] = {at.x, at.y, l->input.items[i].width, l->input.items[i].height};
+        if (auto it = levels_.find(l->items[i]); it != levels_.end()) it->second.origin = at;
+      }
+      for (size_t c = 0; c < l->clusters.size(); ++c) {
+        const LayoutBox& b = r.clusters[c];
+        out.boxes[l->clusters[c]] = {l->origin.x + b.x, l->origin.y + b.y, b.width, b.height};
+      }
+      if (l->owner != kTop) {
         // The ports sit on the frame's edge where the wires cross it.
-        const bool tb = direction_ == "TB";
-        if (auto p = inputs_.find(n.id); p != inputs_.end()) {
-          const LayoutPoint a = at(ND_coord(p->second));
-          out.group_inputs[n.id] = tb ? LayoutPoint{a.x, box.y} : LayoutPoint{box.x, a.y};
-        }
-        if (auto p = outputs_.find(n.id); p != outputs_.end()) {
-          const LayoutPoint a = at(ND_coord(p->second));
-          out.group_outputs[n.id] =
-              tb ? LayoutPoint{a.x, box.y + box.height} : LayoutPoint{box.x + box.width, a.y};
-        }
+        const LayoutPoint a = anchor_centre(*l, l->in_anchor);
+        const LayoutPoint b = anchor_centre(*l, l->out_anchor);
+        out.group_inputs[l->owner] =
+            tb_ ? LayoutPoint{a.x, l->origin.y} : LayoutPoint{l->origin.x, a.y};
+        out.group_outputs[l->owner] = tb_ ? LayoutPoint{b.x, l->origin.y + r.height}
+                                          : LayoutPoint{l->origin.x + r.width, b.y};
       }
     }
-    for (const auto& [e, route] : routes_) {
-      LayoutRoute r = route;
-      if (const splines* spl = ED_spl(e); spl && spl->size > 0) {
-        const bezier& bz = spl->list[0];
-        for (int i = 0; i < bz.size; ++i) r.points.push_back(at(bz.list[i]));
+    for (const Node& n : project_.graph.nodes) {
+      if (out.boxes.count(n.id)) out.order.push_back(n.id);
+    }
+    for (const Wire& w : wires_) {
+      LayoutRoute route = w.route;
+      bool whole = true;
+      for (size_t k = 0; k < w.pieces.size() && whole; ++k) {
+        const Level& l = levels_.at(w.pieces[k].level);
+        const std::vector<LayoutPoint>& pts = l.result->links[w.pieces[k].link];
+        if (pts.size() < 4) {
+          whole = false;
+          break;
+        }
+        std::vector<LayoutPoint> piece;
+        piece.reserve(pts.size());
+        for (const LayoutPoint& p : pts) piece.push_back({l.origin.x + p.x, l.origin.y + p.y});
+        if (route.points.empty()) {
+          route.points = std::move(piece);
+          continue;
+        }
+        // The pieces meet at the frame's port, each bent onto it at its end.
+        const Join& j = w.joins[k - 1];
+        const LayoutPoint at =
+            j.output ? out.group_outputs.at(j.group) : out.group_inputs.at(j.group);
+        std::vector<LayoutPoint>& p = route.points;
+        const LayoutPoint d{at.x - p.back().x, at.y - p.back().y};
+        p[p.size() - 2] = {p[p.size() - 2].x + d.x, p[p.size() - 2].y + d.y};
+        p.back() = at;
+        const LayoutPoint e{at.x - piece[0].x, at.y - piece[0].y};
+        piece[1] = {piece[1].x + e.x, piece[1].y + e.y};
+        p.insert(p.end(), piece.begin() + 1, piece.end());
       }
-      if (r.points.empty()) continue;
-      out.route_index[{r.edge.from.node, r.edge.from.port, r.edge.to.node, r.edge.to.port}] =
-          out.routes.size();
-      out.routes.push_back(std::move(r));
+      if (!whole || route.points.empty()) continue;
+      out.route_index[{route.edge.from.node, route.edge.from.port, route.edge.to.node,
+                       route.edge.to.port}] = out.routes.size();
+      out.routes.push_back(std::move(route));
     }
     return out;
   }
 
  private:
-  static void set(Agraph_t* g, int kind, const char* name, const std::string& value) {
-    agattr(g, kind, const_cast<char*>(name), const_cast<char*>(value.c_str()));
+  struct Level {
+    NodeId owner = kTop;  // the group whose inside this is, or kTop
+    int depth = 0;
+    LevelInput input;
+    std::vector<NodeId> items;     // the node each item draws (a port anchor: the owner)
+    std::vector<NodeId> clusters;  // the ModuleList each cluster frames
+    std::unordered_map<NodeId, int> cluster_index;
+    int in_anchor = -1, out_anchor = -1;
+    std::shared_ptr<const LevelResult> result;
+    LayoutPoint origin;  // where its coordinates start in the drawing
+  };
+  struct End {
+    NodeId level;
+    int item;
+  };
+  struct Piece {
+    NodeId level;
+    int link;
+  };
+  struct Join {
+    NodeId group;
+    bool output;
+  };
+  struct Wire {
+    LayoutRoute route;
+    std::vector<Piece> pieces;
+    std::vector<Join> joins;  // between piece k and k + 1
+  };
+
+  const Node& node(NodeId id) const { return *nodes_.at(id); }
+
+  NodeId parent(NodeId id) const {
+    auto it = parents_.find(id);
+    return it == parents_.end() ? kTop : it->second;
   }
 
-  // The cluster holding an open group's members, inside its own group's cluster.
-  Agraph_t* cluster_of(const Node& group) {
-    if (auto it = clusters_.find(group.id); it != clusters_.end()) return it->second;
-    const std::string name = "cluster_" + std::to_string(group.id);
-    Agraph_t* c = agsubg(parent_graph(group.id), const_cast<char*>(name.c_str()), 1);
-    // A label's room at the top of the frame is where the canvas draws the group's title.
-    agsafeset(c, const_cast<char*>("label"), const_cast<char*>(" "), const_cast<char*>(""));
-    agsafeset(c, const_cast<char*>("margin"), const_cast<char*>("10"), const_cast<char*>(""));
-    // A blank label this size keeps at least kFrameHeader (26) free above the members.
-    agsafeset(c, const_cast<char*>("fontsize"), const_cast<char*>("17"), const_cast<char*>(""));
-    clusters_[group.id] = c;
+  NodeId shown(NodeId id) const {
+    NodeId s = id;
+    for (NodeId p = parent(id); p != kTop; p = parent(p)) {
+      if (node(p).collapsed) s = p;
+    }
+    return s;
+  }
+
+  Level& level(NodeId owner) {
+    if (auto it = levels_.find(owner); it != levels_.end()) return it->second;
+    Level l;
+    l.owner = owner;
+    l.input.tb = tb_;
+    l.input.framed = owner != kTop;
+    if (owner != kTop) {
+      l.depth = level(level_of(owner)).depth + 1;
+      l.in_anchor = 0;
+      l.out_anchor = 1;
+      for (int a = 0; a < 2; ++a) {
+        l.input.items.push_back({8, 2, -1, true});
+        l.items.push_back(owner);
+      }
+    }
+    return levels_.emplace(owner, std::move(l)).first->second;
+  }
+
+  // The level a shown node stands in: its nearest enclosing group with ports, or the top.
+  NodeId level_of(NodeId id) const {
+    for (NodeId p = parent(id); p != kTop; p = parent(p)) {
+      if (is_boxed_group(node(p))) return p;
+    }
+    return kTop;
+  }
+
+  // The cluster of a ModuleList in its level (made with those around it), or -1.
+  int cluster_of(Level& l, NodeId id) {
+    const NodeId p = parent(id);
+    if (p == kTop || p == l.owner || is_boxed_group(node(p))) return -1;
+    if (auto it = l.cluster_index.find(p); it != l.cluster_index.end()) return it->second;
+    const int outer = cluster_of(l, p);
+    const int c = static_cast<int>(l.clusters.size());
+    l.clusters.push_back(p);
+    l.input.cluster_parents.push_back(outer);
+    l.cluster_index[p] = c;
     return c;
   }
 
-  Agraph_t* parent_graph(NodeId id) {
-    auto it = parents_.find(id);
-    return it == parents_.end() ? g_ : cluster_of(graph_.at(it->second));
-  }
-
-  Agnode_t* make(Agraph_t* where, const std::string& name, double width, double height) {
-    Agnode_t* v = agnode(where, const_cast<char*>(name.c_str()), 1);
-    agxset(v, agattr(g_, AGNODE, const_cast<char*>("width"), nullptr),
-           const_cast<char*>(inches(width).c_str()));
-    agxset(v, agattr(g_, AGNODE, const_cast<char*>("height"), nullptr),
-           const_cast<char*>(inches(height).c_str()));
-    return v;
-  }
-
   void add_node(const Node& n) {
-    if (shown_node(graph_, parents_, n.id) != n.id) return;
-    if (is_open_group(n)) {
-      Agraph_t* c = cluster_of(n);
-      const NodePorts ports = project_node_ports(project_, n);
-      const std::string id = std::to_string(n.id);
-      // Port anchors: small nodes that dot puts first and last in the cluster, so that wires
-      // enter at the frame's top and leave at its bottom.
-      if (!ports.inputs.empty()) inputs_[n.id] = make(c, "in" + id, 8, 2);
-      if (!ports.outputs.empty()) outputs_[n.id] = make(c, "out" + id, 8, 2);
-      return;
-    }
+    if (shown(n.id) != n.id) return;
+    if (is_open_group(n) && !is_boxed_group(n)) return;  // a cluster, made by its members
+    Level& l = level(level_of(n.id));
     const NodeSize size = node_box_size(project_, n);
-    boxes_[n.id] = make(parent_graph(n.id), "n" + std::to_string(n.id), size.width, size.height);
+    const int c = cluster_of(l, n.id);
+    item_of_[n.id] = {l.owner, static_cast<int>(l.items.size())};
+    l.input.items.push_back({size.width, size.height, c, false});
+    l.items.push_back(n.id);
+    if (is_boxed_group(n)) level(n.id);
   }
 
-  // The dot node a wire ends at: the node's box, its collapsed group's box, or an open group's
-  // port anchor.
-  Agnode_t* end_of(NodeId id, bool output) {
-    const NodeId shown = shown_node(graph_, parents_, id);
-    if (auto it = boxes_.find(shown); it != boxes_.end()) return it->second;
-    auto& anchors = output ? outputs_ : inputs_;
-    if (auto it = anchors.find(shown); it != anchors.end()) return it->second;
-    return nullptr;
-  }
-
-  // A node's box (named "n<id>"), not a group's port anchor.
-  static bool is_box(Agnode_t* v) { return agnameof(v)[0] == 'n'; }
-
-  void connect(Agnode_t* tail, Agnode_t* head, LayoutRoute route, const char* weight) {
-    if (!tail || !head || tail == head) return;
-    const std::string name = "e" + std::to_string(routes_.size());
-    Agedge_t* e = agedge(g_, tail, head, const_cast<char*>(name.c_str()), 1);
-    const bool tb = direction_ == "TB";
-    // Wires leave a box from the side its outputs are on and enter where its inputs are.
-    if (is_box(tail))
-      agxset(e, agattr(g_, AGEDGE, const_cast<char*>("tailport"), nullptr),
-             const_cast<char*>(tb ? "s" : "e"));
-    if (is_box(head))
-      agxset(e, agattr(g_, AGEDGE, const_cast<char*>("headport"), nullptr),
-             const_cast<char*>(tb ? "n" : "w"));
-    agxset(e, agattr(g_, AGEDGE, const_cast<char*>("weight"), nullptr), const_cast<char*>(weight));
-    routes_.emplace_back(e, std::move(route));
-  }
-
-  void add_wire(const Edge& edge) {
-    connect(end_of(edge.from.node, true), end_of(edge.to.node, false), {edge, false, {}}, "1");
-  }
-
-  // A Sequential's chain and a switch ModuleDict's branches, heavy so that a chain stays
-  // straight.
-  void add_links(const Node& group) {
-    const char* weight = group.type == "Sequential" ? "8" : "4";
-    for (const Edge& link : implicit_links(project_, group)) {
-      Agnode_t* tail =
-          link.from.node == group.id ? anchor(inputs_, group.id) : end_of(link.from.node, true);
-      Agnode_t* head =
-          link.to.node == group.id ? anchor(outputs_, group.id) : end_of(link.to.node, false);
-      connect(tail, head, {link, true, {}}, weight);
+  bool inside(NodeId id, NodeId group) const {
+    for (NodeId p = parent(id); p != kTop; p = parent(p)) {
+      if (p == group) return true;
     }
+    return false;
   }
 
-  static Agnode_t* anchor(const std::map<NodeId, Agnode_t*>& anchors, NodeId group) {
-    auto it = anchors.find(group);
-    return it == anchors.end() ? nullptr : it->second;
+  // Where a link's end is drawn: a box, or an open group's port anchor when the other end is
+  // inside the group (its chain), else the group's box.
+  std::optional<End> end_of(NodeId id, bool tail, NodeId other) const {
+    const NodeId s = shown(id);
+    const Node& n = node(s);
+    if (is_open_group(n)) {
+      if (!is_boxed_group(n)) return std::nullopt;  // a ModuleList has no ports
+      if (inside(other, s)) {
+        const Level& l = levels_.at(s);
+        return End{s, tail ? l.in_anchor : l.out_anchor};
+      }
+    }
+    auto it = item_of_.find(s);
+    if (it == item_of_.end()) return std::nullopt;
+    return End{it->second.first, it->second.second};
+  }
+
+  int add_link(NodeId owner, int tail, int head, int weight) {
+    Level& l = levels_.at(owner);
+    l.input.links.push_back({tail, head, weight});
+    return static_cast<int>(l.input.links.size()) - 1;
+  }
+
+  // A wire cut at the frames it crosses: up from its tail to the level both ends share,
+  // across it, down to its head.
+  void add_wire(const Edge& edge, bool chain, int weight) {
+    const std::optional<End> tail = end_of(edge.from.node, true, edge.to.node);
+    const std::optional<End> head = end_of(edge.to.node, false, edge.from.node);
+    if (!tail || !head) return;
+    End t = *tail, h = *head;
+    std::vector<Piece> up, down;
+    std::vector<Join> up_joins, down_joins;
+    auto depth = [&](NodeId owner) { return levels_.at(owner).depth; };
+    while (t.level != h.level) {
+      if (depth(t.level) >= depth(h.level)) {
+        const Level& l = levels_.at(t.level);
+        up.push_back({t.level, add_link(t.level, t.item, l.out_anchor, weight)});
+        up_joins.push_back({t.level, true});
+        const auto& [owner, item] = item_of_.at(t.level);
+        t = {owner, item};
+      } else {
+        const Level& l = levels_.at(h.level);
+        down.push_back({h.level, add_link(h.level, l.in_anchor, h.item, weight)});
+        down_joins.push_back({h.level, false});
+        const auto& [owner, item] = item_of_.at(h.level);
+        h = {owner, item};
+      }
+    }
+    if (t.item == h.item) return;  // a wire from a group's inside to its own box: not drawn
+    Wire w{{edge, chain, {}}, std::move(up), std::move(up_joins)};
+    w.pieces.push_back({t.level, add_link(t.level, t.item, h.item, weight)});
+    w.pieces.insert(w.pieces.end(), down.rbegin(), down.rend());
+    w.joins.insert(w.joins.end(), down_joins.rbegin(), down_joins.rend());
+    wires_.push_back(std::move(w));
+  }
+
+  // implicit_links() with this builder's index (the graph's lookups are linear).
+  std::vector<Edge> links_of(const Node& group) const {
+    auto port = [&](NodeId member, bool output) {
+      const NodePorts p = project_node_ports(project_, node(member));
+      const auto& names = output ? p.outputs : p.inputs;
+      return names.empty() ? std::string(output ? "out" : "in") : names.front();
+    };
+    std::vector<Edge> links;
+    if (group.type == "Sequential") {
+      PortRef from{group.id, "in"};
+      for (NodeId m : group.members) {
+        links.push_back({from, {m, port(m, false)}});
+        from = {m, port(m, true)};
+      }
+      links.push_back({from, {group.id, "out"}});
+    } else if (is_switch_dict(group)) {
+      for (NodeId m : group.members) {
+        links.push_back({{group.id, "in"}, {m, port(m, false)}});
+        links.push_back({{m, port(m, true)}, {group.id, "out"}});
+      }
+    }
+    return links;
+  }
+
+  LayoutPoint anchor_centre(const Level& l, int anchor) const {
+    const LayoutPoint p = l.result->items[anchor];
+    return {l.origin.x + p.x + l.input.items[anchor].width / 2,
+            l.origin.y + p.y + l.input.items[anchor].height / 2};
   }
 
   const Project& project_;
-  const Graph& graph_;
   std::unordered_map<NodeId, NodeId> parents_;
+  bool tb_;
   std::string direction_;
-  Agraph_t* g_ = nullptr;
-  bool laid_out_ = false;
-  std::map<NodeId, Agnode_t*> boxes_;
-  std::map<NodeId, Agraph_t*> clusters_;
-  std::map<NodeId, Agnode_t*> inputs_, outputs_;
-  std::vector<std::pair<Agedge_t*, LayoutRoute>> routes_;
+  std::unordered_map<NodeId, const Node*> nodes_;
+  std::unordered_map<NodeId, Level> levels_;
+  std::unordered_map<NodeId, std::pair<NodeId, int>> item_of_;  // shown node: (level, item)
+  std::vector<Wire> wires_;
 };
 
 Json rounded(double v) {
@@ -310,8 +952,7 @@ Layout layout_graph(const Project& project, const std::string& direction) {
                      "': expected TB (top to bottom) or LR (left to right)");
   }
   std::lock_guard<std::mutex> lock(graphviz_mutex());
-  DotGraph dot(project, dir);
-  return dot.run();
+  return Builder(project, dir).run();
 }
 
 Json layout_to_json(const Project& project, const Layout& layout) {

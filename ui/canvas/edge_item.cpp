@@ -3,6 +3,7 @@
 
 #include <QPainter>
 #include <QPainterPathStroker>
+#include <QStyleOptionGraphicsItem>
 #include <algorithm>
 #include <cmath>
 
@@ -52,9 +53,19 @@ QPainterPath EdgeItem::shape() const {
 
 void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
   const CanvasTheme& t = scene_.theme();
-  painter->setRenderHint(QPainter::Antialiasing);
   QColor color = bad_ ? t.error : t.wire;
   if (isSelected()) color = t.selection;
+  if (QStyleOptionGraphicsItem::levelOfDetailFromTransform(painter->worldTransform()) <
+      NodeItem::kDetailZoom) {
+    // Zoomed far out: a straight segment between the ports, one pixel wide.
+    const QPainterPath& p = path();
+    if (p.elementCount() == 0) return;
+    painter->setRenderHint(QPainter::Antialiasing, false);
+    painter->setPen(QPen(color, 0));
+    painter->drawLine(QPointF(p.elementAt(0).x, p.elementAt(0).y), p.currentPosition());
+    return;
+  }
+  painter->setRenderHint(QPainter::Antialiasing);
   painter->setPen(QPen(color, isSelected() ? 3 : 2));
   painter->setBrush(Qt::NoBrush);
   painter->drawPath(path());

@@ -25,7 +25,7 @@ GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
   // A collapsed group's box counts its parameters, which the document's model knows.
   connect(document_, &ProjectDocument::modelBuilt, this, [this] {
     for (const auto& [id, item] : nodes_) {
-      const graph::Node* n = document_->project().graph.find(id);
+      const graph::Node* n = findNode(id);
       if (n && n->collapsed && item->isVisible()) item->refresh();
     }
   });
@@ -64,8 +64,33 @@ NodeItem* GraphScene::nodeItem(graph::NodeId id) const {
   return it == nodes_.end() ? nullptr : it->second.get();
 }
 
+const graph::Node* GraphScene::findNode(graph::NodeId id) const {
+  const std::vector<graph::Node>& nodes = document_->project().graph.nodes;
+  auto it = index_.find(id);
+  if (it != index_.end() && it->second < nodes.size() && nodes[it->second].id == id) {
+    return &nodes[it->second];
+  }
+  // Stale or missing: the graph changed since the index was made.
+  index_.clear();
+  index_.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) index_[nodes[i].id] = i;
+  it = index_.find(id);
+  return it == index_.end() ? nullptr : &nodes[it->second];
+}
+
+const graph::Node& GraphScene::node(graph::NodeId id) const {
+  if (const graph::Node* n = findNode(id)) return *n;
+  return document_->project().graph.at(id);  // throws the graph's KeyError
+}
+
 NodeItem* GraphScene::shownItem(graph::NodeId id) const {
-  return nodeItem(graph::shown_node(document_->project().graph, parents_, id));
+  // The outermost collapsed group holding the node (graph::shown_node, through the index).
+  graph::NodeId shown = id;
+  for (auto it = parents_.find(id); it != parents_.end(); it = parents_.find(it->second)) {
+    const graph::Node* group = findNode(it->second);
+    if (group && group->collapsed) shown = it->second;
+  }
+  return nodeItem(shown);
 }
 
 std::vector<EdgeItem*> GraphScene::edgeItems() const {
@@ -149,8 +174,9 @@ void GraphScene::sync() {
   syncing_ = true;
   const graph::Graph& g = document_->project().graph;
   parents_ = graph::parent_index(g);
+  index_.clear();
   for (auto it = nodes_.begin(); it != nodes_.end();) {
-    if (g.find(it->first)) {
+    if (findNode(it->first)) {
       ++it;
       continue;
     }
@@ -180,7 +206,7 @@ void GraphScene::sync() {
   edges_.clear();
   for (auto& [port, e] : oldEdges) retire(std::move(e));
   for (const graph::Edge& e : g.edges) {
-    if (g.find(e.from.node) && g.find(e.to.node)) addEdgeItem(e);
+    if (findNode(e.from.node) && findNode(e.to.node)) addEdgeItem(e);
   }
   syncing_ = false;
   syncProbes();
@@ -221,7 +247,7 @@ void GraphScene::applyChange(const GraphChange& change) {
     if (NodeItem* item = nodeItem(id)) item->refresh();
   }
   for (graph::NodeId id : change.moved) {
-    const graph::Node& n = g.at(id);
+    const graph::Node& n = node(id);
     if (NodeItem* item = nodeItem(id); item && !item->isFrame()) {
       item->setPosQuietly(QPointF(n.x, n.y));
     }
@@ -294,7 +320,7 @@ std::vector<std::pair<graph::Edge, QPainterPath>> GraphScene::chainPaths(
     graph::NodeId group) const {
   std::vector<std::pair<graph::Edge, QPainterPath>> out;
   const graph::Project& p = document_->project();
-  for (const graph::Edge& link : graph::implicit_links(p, p.graph.at(group))) {
+  for (const graph::Edge& link : graph::implicit_links(p, node(group))) {
     out.emplace_back(link, wirePath(link, true));
   }
   return out;
@@ -329,7 +355,7 @@ void GraphScene::syncProbes() {
   if (!syncing_) {
     for (const auto& [id, item] : nodes_) {
       if (item->isFrame()) continue;
-      const graph::NodeSize size = graph::node_box_size(p, p.graph.at(id));
+      const graph::NodeSize size = graph::node_box_size(p, node(id));
       if (item->boxSize() != QSizeF(size.width, size.height)) item->refresh();
     }
   }
@@ -392,10 +418,9 @@ void GraphScene::healthUpdated(const std::vector<graph::NodeId>& nodes) {
 }
 
 void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
-  const graph::Graph& g = document_->project().graph;
   for (graph::NodeId id : ids) {
     NodeItem* item = nodeItem(id);
-    const graph::Node* n = g.find(id);
+    const graph::Node* n = findNode(id);
     if (item && n && !item->isFrame()) item->setPosQuietly(QPointF(n->x, n->y));
   }
 }
@@ -557,11 +582,10 @@ void GraphScene::finishWireDrag() {
 }
 
 void GraphScene::commitMoves() {
-  const graph::Graph& g = document_->project().graph;
   std::map<graph::NodeId, QPointF> moved;
   for (const auto& [id, item] : nodes_) {
     if (item->isFrame() || !item->isVisible()) continue;
-    const graph::Node& n = g.at(id);
+    const graph::Node& n = node(id);
     if (item->pos() != QPointF(n.x, n.y)) moved[id] = item->pos();
   }
   if (!moved.empty()) document_->moveNodes(moved);

@@ -37,6 +37,10 @@ class GraphScene : public QGraphicsScene {
   void setTheme(const CanvasTheme& theme);
 
   NodeItem* nodeItem(graph::NodeId id) const;
+  // The document's node by id, or nullptr: through an index (the graph's own lookup scans
+  // every node, which at 10,000 nodes is the most of an edit's time).
+  const graph::Node* findNode(graph::NodeId id) const;
+  const graph::Node& node(graph::NodeId id) const;
   // The item that shows the node: itself, or the outermost collapsed group holding it.
   NodeItem* shownItem(graph::NodeId id) const;
   std::vector<EdgeItem*> edgeItems() const;
@@ -137,6 +141,8 @@ class GraphScene : public QGraphicsScene {
   std::map<std::pair<graph::NodeId, std::string>, std::unique_ptr<EdgeItem>> edges_;
   // Each member's group, as of the last sync (membership changes always sync).
   std::unordered_map<graph::NodeId, graph::NodeId> parents_;
+  // Each node's place in the document's graph.nodes; checked on use, remade when stale.
+  mutable std::unordered_map<graph::NodeId, size_t> index_;
   int itemsMade_ = 0;
   std::map<graph::NodeId, std::unique_ptr<ProbeItem>> probes_;
   NodeHealthModel* health_ = nullptr;

@@ -40,7 +40,15 @@ double GraphView::zoom() const {
 }
 
 void GraphView::zoomBy(double factor) {
-  const double target = std::clamp(zoom() * factor, 0.15, 3.0);
+  // Out as far as the whole graph (a model of thousands of blocks is a long column), and at
+  // least to 15 %.
+  const QRectF nodes = scene_->nodesRect().adjusted(-40, -40, 40, 40);
+  double whole = 0.15;
+  if (!nodes.isEmpty()) {
+    whole = std::min(whole, std::min(viewport()->width() / nodes.width(),
+                                     viewport()->height() / nodes.height()));
+  }
+  const double target = std::clamp(zoom() * factor, std::max(whole, 1e-4), 3.0);
   const double f = target / zoom();
   followFrame_ = false;
   scale(f, f);

@@ -60,9 +60,10 @@ NodeItem::NodeItem(GraphScene& scene, graph::NodeId id) : scene_(scene), id_(id)
 
 void NodeItem::refresh() {
   const graph::Project& project = scene_.document()->project();
-  const graph::Node& node = project.graph.at(id_);
+  const graph::Node& node = scene_.node(id_);
   prepareGeometryChange();
-  frame_ = isGroup(node) && !node.collapsed && !node.members.empty();
+  group_ = isGroup(node);
+  frame_ = group_ && !node.collapsed && !node.members.empty();
   leftToRight_ = project.layout_direction == "LR";
   title_ = qs(node.name);
   typeName_ = qs(node.type);
@@ -135,7 +136,7 @@ void NodeItem::fitMembers() {
   if (auto it = layout.boxes.find(id_); it != layout.boxes.end()) {
     box = QRectF(it->second.x, it->second.y, it->second.width, it->second.height);
   }
-  for (graph::NodeId m : scene_.document()->project().graph.at(id_).members) {
+  for (graph::NodeId m : scene_.node(id_).members) {
     NodeItem* item = scene_.nodeItem(m);
     if (!item) continue;
     QRectF r(item->pos(), item->boxSize());
@@ -274,6 +275,11 @@ QString NodeItem::outputText() const {
 }
 
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  if (QStyleOptionGraphicsItem::levelOfDetailFromTransform(painter->worldTransform()) <
+      kDetailZoom) {
+    paintPlain(painter);
+    return;
+  }
   painter->setRenderHint(QPainter::Antialiasing);
   if (frame_) {
     paintFrame(painter);
@@ -292,8 +298,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   header.addRoundedRect(QRectF(0, 0, box.width(), kHeader), 6, 6);
   header.addRect(QRectF(0, kHeader / 2, box.width(), kHeader / 2));
   painter->setPen(Qt::NoPen);
-  painter->setBrush(isGroup(scene_.document()->project().graph.at(id_)) ? t.groupHeader
-                                                                        : t.nodeHeader);
+  painter->setBrush(group_ ? t.groupHeader : t.nodeHeader);
   painter->drawPath(header.simplified());
   painter->setPen(border);
   painter->setBrush(Qt::NoBrush);
@@ -507,15 +512,15 @@ void NodeItem::paintFrame(QPainter* painter) {
 
   // A Sequential's chain and a switch's branches are implicit wires: drawn dashed (a switch's
   // active branch solid), along the layout's routes where the members are still in place.
-  const graph::Node& node = scene_.document()->project().graph.at(id_);
+  const graph::Node& node = scene_.node(id_);
   const std::string active = node.options.is_object() && node.options.contains("active") &&
                                      node.options["active"].is_string()
                                  ? node.options["active"].get<std::string>()
                                  : std::string();
   painter->setBrush(Qt::NoBrush);
   for (const auto& [link, path] : chain_) {
-    const graph::Node* member = scene_.document()->project().graph.find(
-        link.from.node == id_ ? link.to.node : link.from.node);
+    const graph::Node* member =
+        scene_.findNode(link.from.node == id_ ? link.to.node : link.from.node);
     const bool solid = graph::is_switch_dict(node) && member && member->name == active;
     painter->setPen(QPen(t.wire, 1.5, solid ? Qt::SolidLine : Qt::DashLine));
     painter->drawPath(mapFromScene(path));
@@ -523,12 +528,40 @@ void NodeItem::paintFrame(QPainter* painter) {
   paintPorts(painter, font);
 }
 
+void NodeItem::paintPlain(QPainter* painter) {
+  // Thousands of boxes on screen at once: no text, no ports, no curves, no lookups.
+  const CanvasTheme& t = scene_.theme();
+  painter->setRenderHint(QPainter::Antialiasing, false);
+  const QRectF box(QPointF(0, 0), size_);
+  const bool bad = !problems_.isEmpty() || !portProblems_.empty();
+  const QPen border(isSelected() ? t.selection : bad ? t.error : t.border, 0);
+  if (!frame_) {
+    painter->setPen(border);
+    painter->setBrush(group_ ? t.groupHeader : t.nodeHeader);
+    painter->drawRect(box);
+    return;
+  }
+  painter->setPen(border);
+  painter->setBrush(t.groupBody);
+  painter->drawRect(box);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(t.groupHeader);
+  painter->drawRect(QRectF(0, 0, box.width(), graph::kFrameHeader));
+  painter->setPen(QPen(t.wire, 0));
+  for (const auto& [link, path] : chain_) {
+    if (path.elementCount() == 0) continue;
+    const QPainterPath::Element first = path.elementAt(0);
+    painter->drawLine(mapFromScene(QPointF(first.x, first.y)),
+                      mapFromScene(path.currentPosition()));
+  }
+}
+
 QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) {
   if (change == ItemPositionChange && frame_ && !quiet_) {
     // A dragged frame carries its members along (those selected move by themselves).
     const QPointF delta = value.toPointF() - pos();
     movingMembers_ = true;
-    for (graph::NodeId m : scene_.document()->project().graph.at(id_).members) {
+    for (graph::NodeId m : scene_.node(id_).members) {
       NodeItem* item = scene_.nodeItem(m);
       if (item && !item->isSelected()) item->moveBy(delta.x(), delta.y());
     }

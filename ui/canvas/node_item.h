@@ -29,6 +29,9 @@ class NodeItem : public QGraphicsItem {
   static constexpr double kRow = 22;
   // Room a frame keeps around a member dragged out of the layout's place.
   static constexpr double kFrameMargin = 10;
+  // Below this zoom a box is too small to read: nodes draw as plain boxes, frames without
+  // their titles, wires and implicit links as straight segments (level of detail).
+  static constexpr double kDetailZoom = 0.4;
 
   NodeItem(GraphScene& scene, graph::NodeId id);
 
@@ -75,6 +78,7 @@ class NodeItem : public QGraphicsItem {
   void updateShape();
   QString tooltipAt(QPointF localPos) const;
   void paintFrame(QPainter* painter);
+  void paintPlain(QPainter* painter);
   void paintPorts(QPainter* painter, const QFont& font);
   void paintHealth(QPainter* painter);
   void paintFailure(QPainter* painter);
@@ -84,6 +88,7 @@ class NodeItem : public QGraphicsItem {
   GraphScene& scene_;
   graph::NodeId id_;
   bool frame_ = false;
+  bool group_ = false;          // a group, open or collapsed (its title bar's colour)
   bool quiet_ = false;          // set while the scene positions the item
   bool movingMembers_ = false;  // set while a dragged frame carries its members
   QSizeF size_;
