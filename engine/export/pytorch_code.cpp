@@ -424,6 +424,31 @@ class ClassWriter {
         imports_.insert("F");
         return "F.relu(" + args.at(0) + ")";
       }
+      // The tensor functions a PyTorch import makes (engine/graph/types/tensor_functions.cpp).
+      if (n.type == "Sub") return args.at(0) + " - " + args.at(1);
+      if (n.type == "Div") return args.at(0) + " / " + args.at(1);
+      if (const NodeType* t = graph::find_node_type(n.type); t && t->plugin.empty()) {
+        const Json o = with_defaults(*t, n.options);
+        if (n.type == "Constant") return py(o.at("value"));
+        if (n.type == "torch.flatten")
+          return "torch.flatten(" + args.at(0) + ", " + py(o.at("start_dim")) + ", " +
+                 py(o.at("end_dim")) + ")";
+        if (n.type == "Reshape") {
+          std::string sizes;
+          for (const Json& s : o.at("shape")) sizes += ", " + py(s);
+          return args.at(0) + ".reshape(" + args.at(0) + ".size(0)" + sizes + ")";
+        }
+        if (n.type == "Mean")
+          return args.at(0) + ".mean(" + py(o.at("dim")) + ", keepdim=" + py(o.at("keepdim")) + ")";
+        if (n.type == "Transpose")
+          return args.at(0) + ".transpose(" + py(o.at("dim0")) + ", " + py(o.at("dim1")) + ")";
+        if (n.type == "Permute") return args.at(0) + ".permute(" + py(o.at("dims")) + ")";
+        if (n.type == "Select")
+          return args.at(0) + ".select(" + py(o.at("dim")) + ", " + py(o.at("index")) + ")";
+        if (n.type == "Narrow")
+          return args.at(0) + ".narrow(" + py(o.at("dim")) + ", " + py(o.at("start")) + ", " +
+                 py(o.at("length")) + ")";
+      }
       const NodeType& type = graph::node_type(n.type);
       throw ValueError("node '" + n.name + "': the function " + n.type +
                        (type.plugin.empty() ? std::string(" has no PyTorch code")

@@ -9,7 +9,8 @@ torch.torch_import), checked against real PyTorch:
   kind, same names), and `forward --eval` with the written weights and with a torch.save'd
   state dict equals the module's output in eval mode (rtol 1e-4);
 - the round trip: `export --format pytorch` of the example projects, then `import
-  DIR/model.py:<Class>`, gives the same groups, keys and outputs;
+  DIR/model.py:<Class>`, gives the same groups, keys and outputs; the imported model exports
+  back to PyTorch code that computes the same;
 - refusals write nothing and name the cause: a Python without torch, a syntax error,
   data-dependent control flow, an op NN Studio has no node for.
 
@@ -118,6 +119,17 @@ def check_models(tmp):
           f"containers: every kind of node is there ({sorted(types)})")
     check([b["name"] for b in project["blocks"]] == ["Mixer"],
           "containers: two Mixers of one structure share one block")
+    # The imported project exports back to PyTorch code that computes the same.
+    folder = os.path.join(tmp, "containers_export")
+    cli("export", out, "--format", "pytorch", "--out", folder, "--weights",
+        out[:-4] + ".safetensors")
+    again = load_module(os.path.join(folder, "model.py"), "containers_again").Containers()
+    again.load_state_dict(torch.load(os.path.join(folder, "weights.pt"), weights_only=True))
+    again.eval()
+    x = torch.randn(3, 3, 8, 8)
+    with torch.no_grad():
+        check(torch.allclose(again(x), model(x), rtol=1e-5, atol=1e-6),
+              "containers: exported back to PyTorch code, the same outputs")
 
 
 def load_state(tmp, out):
