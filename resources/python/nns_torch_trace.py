@@ -306,6 +306,29 @@ def forward_parameters(module):
     return list(sig.parameters.values())
 
 
+def _encoder_forward(self, src):
+    output = src
+    for layer in self.layers:
+        output = layer(output)
+    if self.norm is not None:
+        output = self.norm(output)
+    return output
+
+
+def _decoder_forward(self, tgt, memory):
+    output = tgt
+    for layer in self.layers:
+        output = layer(output, memory)
+    if self.norm is not None:
+        output = self.norm(output)
+    return output
+
+
+# nn.TransformerEncoder/Decoder branch on their input (the fast path, masks), so fx cannot
+# trace their forward; without masks it is this loop over the layers, traced in its place.
+KNOWN_FORWARDS = {nn.TransformerEncoder: _encoder_forward, nn.TransformerDecoder: _decoder_forward}
+
+
 def trace_module(module, path, passed):
     """Traces one module's forward. `passed`: the forward's parameter names its caller gives;
     the others keep their defaults (concrete, as a caller that leaves them out sees them)."""
@@ -316,7 +339,10 @@ def trace_module(module, path, passed):
         if p.name not in passed and p.default is not p.empty:
             concrete[p.name] = p.default
     tracer = ModuleTracer()
+    cls = type(module)
     try:
+        if cls in KNOWN_FORWARDS:
+            module.__class__ = type(cls.__name__, (cls,), {"forward": KNOWN_FORWARDS[cls]})
         graph = tracer.trace(module, concrete_args=concrete or None)
     except Exception as e:  # noqa: BLE001
         where = ("the model (%s)" % type(module).__name__ if not path
@@ -328,7 +354,9 @@ def trace_module(module, path, passed):
                        "(NN Studio's graphs run every step on every input)")
         fail("cannot trace the forward of %s: %s%s" % (where, message,
                                                         (" at " + line) if line else ""))
-    return fx.GraphModule(module, graph, class_name=type(module).__name__)
+    finally:
+        module.__class__ = cls
+    return fx.GraphModule(module, graph, class_name=cls.__name__)
 
 
 def summarize(value):

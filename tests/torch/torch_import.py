@@ -3,9 +3,9 @@
 """PyTorch code imported by `nnstudio-cli import SOURCE OUT.nns --input ...` (ctest
 torch.torch_import), checked against real PyTorch:
 
-- torchvision's resnet18 and tests/torch/import/models.py:Containers (a Sequential, a
+- torchvision's resnet18, tests/torch/import/models.py:Containers (a Sequential, a
   ModuleList of a custom block used twice, a ModuleDict, a Parameter, a buffer, and functional
-  calls): the project has the module's state-dict keys, its groups are the containers (same
+  calls) and :Encoder (nn.TransformerEncoder): the project has the module's state-dict keys, its groups are the containers (same
   kind, same names), and `forward --eval` with the written weights and with a torch.save'd
   state dict equals the module's output in eval mode (rtol 1e-4);
 - the round trip: `export --format pytorch` of the example projects, then `import
@@ -119,6 +119,15 @@ def check_models(tmp):
           f"containers: every kind of node is there ({sorted(types)})")
     check([b["name"] for b in project["blocks"]] == ["Mixer"],
           "containers: two Mixers of one structure share one block")
+    encoder_out = os.path.join(tmp, "encoder.nns")
+    imported(tmp, MODELS + ":Encoder", encoder_out, "5,6")
+    encoder = load_module(MODELS, "import_models_enc").Encoder()
+    encoder.load_state_dict(load_state(tmp, encoder_out))
+    encoder_project = compare(tmp, "encoder", encoder, encoder_out, torch.randn(3, 5, 6))
+    inner = [n["type"] for b in encoder_project["blocks"] for n in b["graph"]["nodes"]]
+    check(inner.count("TransformerEncoderLayer") == 2 and "ModuleList" in inner,
+          f"encoder: nn.TransformerEncoder is a block of its layers ({inner})")
+
     # The imported project exports back to PyTorch code that computes the same.
     folder = os.path.join(tmp, "containers_export")
     cli("export", out, "--format", "pytorch", "--out", folder, "--weights",
