@@ -54,7 +54,9 @@ void accumulate(NormAccumulator& norm, const Tensor& t) {
 // torch.norm(g, p) rounded to the dtype T of the total (PyTorch computes each gradient's norm
 // in its dtype, then the norm of those).
 double grad_norm(const Tensor& grad, double p) {
-  Tensor g = grad.contiguous();
+  // A GPU's gradient is summed on the host (a copy per gradient; a device-side norm would
+  // bring back one number).
+  Tensor g = grad.to(kCPU).contiguous();
   if (g.dtype() != kFloat32 && g.dtype() != kFloat64) g = g.to(kFloat64);
   NormAccumulator norm(p);
   if (g.dtype() == kFloat32) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/ops/elementwise.h"
 #include "engine/optim/update.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"
@@ -100,6 +101,28 @@ void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_
   }
 }
 
+// The same step in tensor ops, for parameters on a GPU (each op a kernel of the device's
+// elementwise family): PyTorch's single-tensor Adam, term by term.
+void step_with_tensor_ops(const Tensor& p, const Tensor& grad_in, Tensor& exp_avg,
+                          Tensor& exp_avg_sq, Tensor* max_exp_avg_sq, const AdamStep& s) {
+  Tensor param = p;
+  Tensor grad = s.maximize ? grad_in.neg() : grad_in;
+  if (s.decoupled) {
+    if (s.weight_decay != 0.0) param.mul_(s.param_scale);
+  } else if (s.weight_decay != 0.0) {
+    grad = grad.add(p, s.weight_decay);
+  }
+  exp_avg.mul_(s.beta1).add_(grad, 1.0 - s.beta1);
+  exp_avg_sq.mul_(s.beta2).addcmul_(grad, grad, 1.0 - s.beta2);
+  Tensor second = exp_avg_sq;
+  if (max_exp_avg_sq != nullptr) {
+    max_exp_avg_sq->copy_(where(gt(*max_exp_avg_sq, exp_avg_sq), *max_exp_avg_sq, exp_avg_sq));
+    second = *max_exp_avg_sq;
+  }
+  const Tensor denom = second.sqrt().div_(s.bias_correction2_sqrt).add_(s.eps);
+  param.addcdiv_(exp_avg, denom, -s.step_size);
+}
+
 }  // namespace
 
 OptionList AdamOptions::items() const {
@@ -170,7 +193,7 @@ const AdamOptions& Adam::group_options(const ParamGroup& group) const {
 void Adam::step() {
   // Everything is checked before any parameter changes.
   for (const ParamGroup& group : param_groups()) check_options(name(), group_options(group));
-  detail::check_parameters(name(), param_groups());
+  detail::check_parameters(name(), param_groups(), /*any_device=*/true);
   NoGradGuard no_grad;
   for (const ParamGroup& group : param_groups()) {
     const AdamOptions& o = group_options(group);
@@ -198,6 +221,10 @@ void Adam::step() {
                        1.0 - o.lr * o.weight_decay,
                        o.maximize,
                        decoupled_};
+      if (!p.device().is_cpu()) {
+        step_with_tensor_ops(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, s);
+        continue;
+      }
       detail::Writable param(p);
       if (p.dtype() == kFloat32) {
         adam_kernel(param.data<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(),

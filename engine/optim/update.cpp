@@ -35,7 +35,8 @@ bool false_only(const char* optimizer, const std::string& name, const OptionValu
   return false;
 }
 
-void check_parameters(const char* optimizer, const std::vector<ParamGroup>& groups) {
+void check_parameters(const char* optimizer, const std::vector<ParamGroup>& groups,
+                      bool any_device) {
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<Tensor>& params = groups[g].params;
     for (size_t i = 0; i < params.size(); ++i) {
@@ -48,7 +49,7 @@ void check_parameters(const char* optimizer, const std::vector<ParamGroup>& grou
                          "; this optimizer updates float32 and float64 parameters only "
                          "(convert the model with .to(float32))");
       }
-      if (!p.device().is_cpu()) {
+      if (!p.device().is_cpu() && !any_device) {
         throw DeviceError(where + " is on " + p.device().str() +
                           "; this optimizer updates CPU tensors only");
       }

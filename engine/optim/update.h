@@ -30,7 +30,9 @@ bool false_only(const char* optimizer, const std::string& name, const OptionValu
 // the CPU (set_grad already gives a gradient the parameter's shape, dtype and device).
 // Throws a DtypeError / DeviceError naming the optimizer, the group and the parameter
 // otherwise, so a bad parameter is found before anything is updated.
-void check_parameters(const char* optimizer, const std::vector<ParamGroup>& groups);
+// With any_device, a parameter on a GPU passes too (the optimizer has a tensor-op path there).
+void check_parameters(const char* optimizer, const std::vector<ParamGroup>& groups,
+                      bool any_device = false);
 
 // The state entry `key` (which the step created or load_state_dict loaded), made contiguous
 // in place if it is not; a KeyError naming the optimizer when the state lacks it (e.g.
