@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli runs: the runs recorded in a project's run store (train records them), one
-// line each, and what can be done with them: export a snapshot's weights, delete a run.
+// line each, and what can be done with them: export a snapshot's weights or a run's probe
+// history (CSV), delete a run.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "app/cli/commands.h"
+#include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/run_store.h"
@@ -86,17 +88,32 @@ void list_runs(const train::RunStore& store) {
               store.snapshot_bytes() / 1048576.0, store.budget() / 1048576.0);
 }
 
+// The probes' summaries of the run as the window shows them when scrubbing (its parents' up
+// to where it branched, then its own): one row per sampled step, probe and series.
+std::string probes_csv(const std::vector<train::ProbeSample>& samples) {
+  std::string csv = "step,module,kind,tensor,mean,std,min,max,norm,zeros\n";
+  char numbers[256];
+  for (const train::ProbeSample& p : samples) {
+    const train::TensorStats& t = p.stats;
+    std::snprintf(numbers, sizeof numbers, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", t.mean, t.std, t.min,
+                  t.max, t.norm, t.zero_fraction);
+    // Module and tensor names are PyTorch's dotted names: no commas or quotes to escape.
+    csv += std::to_string(p.step) + "," + p.module + "," + train::probe_kind_name(p.kind) + "," +
+           p.tensor + numbers;
+  }
+  return csv;
+}
+
 int run_runs(const Options& o) {
   const std::string path = o.positional(0);
-  if (o.has("export") != o.has("out")) {
-    throw UsageError("--export RUN:STEP and --out FILE go together", "runs");
-  }
-  if (o.has("export") && o.has("delete")) {
-    throw UsageError("give --export or --delete, not both", "runs");
+  const int actions = o.has("export") + o.has("probes") + o.has("delete");
+  if (actions > 1) throw UsageError("give one of --export, --probes and --delete", "runs");
+  if ((o.has("export") || o.has("probes")) != o.has("out")) {
+    throw UsageError("--export RUN:STEP and --probes RUN take --out FILE (and only they)", "runs");
   }
   const std::string folder = train::RunStore::folder_for(path);
   if (!std::filesystem::exists(folder)) {
-    if (o.has("export") || o.has("delete")) {
+    if (actions > 0) {
       throw train::RunStoreError("no runs are recorded beside " + path + " (no " + folder + ")");
     }
     std::printf("no runs recorded beside %s yet ('nnstudio-cli train' records one)\n",
@@ -118,6 +135,22 @@ int run_runs(const Options& o) {
                 snapshot.step == step ? "" : " (the snapshot nearest before the step asked for)");
     return 0;
   }
+  if (o.has("probes")) {
+    const int64_t run = o.integer("probes", 1, INT64_MAX);
+    if (!store.run(run)) {
+      throw train::RunStoreError("there is no run " + std::to_string(run) + " in " +
+                                 store.folder() + " ('nnstudio-cli runs PROJECT' lists them)");
+    }
+    const std::vector<train::ProbeSample> samples = store.probe_history(run);
+    const std::string out = o.text("out");
+    const std::string csv = probes_csv(samples);
+    serialize::write_file_atomically(out, [&](serialize::ByteSink& sink) { sink.write(csv); });
+    std::printf(
+        "wrote %s: %zu probe samples of run %lld%s\n", out.c_str(), samples.size(),
+        static_cast<long long>(run),
+        samples.empty() ? " (it was trained without probes, or before NN Studio kept them)" : "");
+    return 0;
+  }
   if (o.has("delete")) {
     const int64_t run = o.integer("delete", 1, INT64_MAX);
     store.delete_run(run);
@@ -132,13 +165,20 @@ int run_runs(const Options& o) {
 
 Command runs_command() {
   return {"runs",
-          "list the training runs recorded beside a project, export a snapshot, delete a run",
+          "list the training runs recorded beside a project, export a snapshot or a run's "
+          "probe history, delete a run",
           {{"PROJECT", "the project file (.nns); its runs are in PROJECT's folder, <name>.runs/"}},
           {
               {"export", "RUN:STEP", "",
                "write the weights of run RUN's snapshot nearest at or before STEP (with --out)"},
+              {"probes", "RUN", "",
+               "write what the probes saw in run RUN (and its parents up to where it branched) "
+               "as CSV (with --out): a row per sampled step, probe and series, columns step, "
+               "module, kind, tensor, mean, std, min, max, norm, zeros (the fraction of exact "
+               "zeros)"},
               {"out", "FILE", "",
-               "where --export writes: .safetensors the weights, .pt the whole training state"},
+               "where --export writes (.safetensors the weights, .pt the whole training state), "
+               "or --probes (CSV)"},
               {"delete", "RUN", "",
                "delete a run, its metrics and snapshots (branches of it "
                "become branches of its parent)"},

@@ -126,6 +126,10 @@ int run_train(const Options& o) {
   if (o.has("lr")) t.optimizer_options["lr"] = o.real("lr", 0, 1e6);
   if (o.has("momentum")) t.optimizer_options["momentum"] = o.real("momentum", 0, 1);
   if (o.has("weight-decay")) t.optimizer_options["weight_decay"] = o.real("weight-decay", 0, 1e6);
+  if (o.has("device")) t.device = o.text("device");
+  // Checked before anything is read or recorded: a GPU this machine lacks is one line naming
+  // CUDA and the reason (no backend library, no driver, no GPU).
+  train::training_device(t.device);
   if (o.has("dataset") && o.text("dataset") != project.dataset.name) {
     // Another generator's options mean nothing to this one: it starts from its defaults.
     project.dataset.name = o.text("dataset");
@@ -233,7 +237,10 @@ int run_train(const Options& o) {
   for (bool done = false; !done;) {
     done = session->wait_idle(100ms);
     if (progress_bar) std::printf("\r\033[K");  // the epoch lines print over the bar
-    for (train::ProbeSample& s : session->take_probe_samples()) samples.push_back(std::move(s));
+    std::vector<train::ProbeSample> taken = session->take_probe_samples();
+    // The run store keeps them too (nnstudio-cli runs --probes, the window's history).
+    if (recorder) recorder->add_probe_samples(taken);
+    for (train::ProbeSample& s : taken) samples.push_back(std::move(s));
     // Only the epochs not printed yet: a fast model ends hundreds a second.
     for (const train::EpochMetrics& e : session->epoch_history(printed)) {
       ++printed;
@@ -343,6 +350,8 @@ Command train_command() {
               {"momentum", "X", "", "momentum (SGD, RMSprop)"},
               {"weight-decay", "X", "", "weight decay"},
               {"seed", "N", "", "seed of the initial weights and the shuffling"},
+              {"device", "DEVICE", "",
+               "train on cpu, cuda or cuda:N (default: the project's; see nnstudio-cli devices)"},
               {"probe", "MODULES", "",
                "comma-separated module names to probe; their last "
                "summaries are printed at the end"},

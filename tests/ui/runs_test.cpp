@@ -2,8 +2,9 @@
 // Runs (issue 18) end to end: nnstudio-cli train records runs beside the project, runs lists
 // them (a branch under its parent, the figures train printed), a branch with the same settings
 // retraces its parent bit for bit, a killed training leaves a store that opens, a damaged store
-// is reported while training goes on; in the window, the Runs panel's slider puts the model at
-// a snapshot and Branch from here trains a new run from it.
+// is reported while training goes on; in the window, the Runs panel shows the store's state of
+// a run that ended, its slider puts the model and the probes' history at a snapshot and Branch
+// from here trains a new run from it.
 #include <gtest/gtest.h>
 
 #include <QComboBox>
@@ -19,12 +20,15 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <map>
 
 #include "engine/serialize/serialize.h"
 #include "engine/train/run_store.h"
 #include "ui/app/main_window.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/document/project_document.h"
+#include "ui/probes/node_health.h"
+#include "ui/probes/probe_panel.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/runs_panel.h"
 #include "ui/training/training_controller.h"
@@ -99,6 +103,36 @@ TEST_F(RunsTest, TheCliRecordsListsBranchesAndExports) {
   EXPECT_EQ(steps, epochs.back().step);
   EXPECT_EQ(store.steps(1).size(), static_cast<size_t>(steps));
 
+  // runs --probes: the probes' summaries of every sampled step as CSV, the last of each series
+  // the figures train printed (the example has five probes).
+  const QString csvPath = dir_.filePath("probes.csv");
+  const Result probes = cli({"runs", project_, "--probes", "1", "--out", csvPath});
+  ASSERT_EQ(probes.code, 0) << probes.err.toStdString();
+  const QStringList rows = QString::fromUtf8(fileBytes(csvPath)).trimmed().split('\n');
+  ASSERT_EQ(rows.front(), "step,module,kind,tensor,mean,std,min,max,norm,zeros");
+  EXPECT_EQ(static_cast<size_t>(rows.size() - 1), store.probe_samples(1).size());
+  const QRegularExpression printed(
+      R"(probe (\S+) (\S+) (\S+) \(step (\d+)\): mean (\S+) std (\S+) min (\S+) max (\S+) norm (\S+))");
+  int compared = 0;
+  for (auto it = printed.globalMatch(first.out); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    const QString key =
+        m.captured(4) + "," + m.captured(1) + "," + m.captured(2) + "," + m.captured(3) + ",";
+    const auto row =
+        std::find_if(rows.begin(), rows.end(), [&](const QString& r) { return r.startsWith(key); });
+    ASSERT_NE(row, rows.end()) << key.toStdString();
+    const QStringList cells = row->split(',');
+    ASSERT_EQ(cells.size(), 10) << row->toStdString();
+    for (int i = 0; i < 5; ++i) {
+      // train printed 4 significant digits of the same number.
+      const double shown = m.captured(5 + i).toDouble();
+      EXPECT_NEAR(cells[4 + i].toDouble(), shown, 5.1e-4 * std::abs(shown))
+          << key.toStdString() << " column " << i;
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 5 * 3);  // each probe's output, its gradient and more
+
   // A branch from step 20 with the same settings ends where its parent ended, bit for bit.
   const Result same = cli({"train", project_, "--epochs", "3", "--from", "1:20", "--quiet"});
   ASSERT_EQ(same.code, 0) << same.err.toStdString();
@@ -107,6 +141,16 @@ TEST_F(RunsTest, TheCliRecordsListsBranchesAndExports) {
   ASSERT_EQ(cli({"runs", project_, "--export", at, "--out", a}).code, 0);
   ASSERT_EQ(cli({"runs", project_, "--export", at2, "--out", b}).code, 0);
   EXPECT_EQ(fileBytes(a), fileBytes(b));
+  // Its probe history is its parent's up to step 20, then its own.
+  const QString branchCsv = dir_.filePath("branch_probes.csv");
+  ASSERT_EQ(cli({"runs", project_, "--probes", "2", "--out", branchCsv}).code, 0);
+  const QStringList branchRows = QString::fromUtf8(fileBytes(branchCsv)).trimmed().split('\n');
+  EXPECT_EQ(static_cast<size_t>(branchRows.size() - 1),
+            store.probe_samples(1, 20).size() + store.probe_samples(2).size());
+  EXPECT_EQ(branchRows.mid(0, 1 + static_cast<int>(store.probe_samples(1, 20).size())),
+            rows.mid(0, 1 + static_cast<int>(store.probe_samples(1, 20).size())));
+  EXPECT_GT(store.probe_samples(2).size(), 0u);
+  EXPECT_GT(store.probe_samples(2).front().step, 20);
   // ... and PyTorch's safetensors layout holds the model's keys.
   EXPECT_EQ(serialize::load_state_dict_file(a.toStdString()).size(), 6u);
 
@@ -134,6 +178,12 @@ TEST_F(RunsTest, TheCliRecordsListsBranchesAndExports) {
   const Result missing = cli({"train", project_, "--from", "2:5"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_TRUE(missing.err.contains("there is no run 2")) << missing.err.toStdString();
+  const Result noOut = cli({"runs", project_, "--probes", "1"});
+  EXPECT_EQ(noOut.code, 2);
+  EXPECT_TRUE(noOut.err.contains("--out FILE")) << noOut.err.toStdString();
+  const Result noRun = cli({"runs", project_, "--probes", "7", "--out", csvPath});
+  EXPECT_EQ(noRun.code, 1);
+  EXPECT_TRUE(noRun.err.contains("there is no run 7")) << noRun.err.toStdString();
   const Result bad = cli({"runs", project_, "--export", "x:1", "--out", a});
   EXPECT_EQ(bad.code, 2);
   EXPECT_TRUE(bad.err.contains("RUN:STEP")) << bad.err.toStdString();
@@ -211,9 +261,12 @@ bool sameValues(const Tensor& a, const Tensor& b) {
   return std::equal(x.data_ptr<float>(), x.data_ptr<float>() + x.numel(), y.data_ptr<float>());
 }
 
-// Every weight of a snapshot equals the document's model (what the inspector shows).
-bool documentShows(ProjectDocument* doc, const nn::StateDict& snapshot) {
-  const nn::StateDict model = doc->model()->state_dict();
+// Every weight of a snapshot equals the session's (what the inspector shows: the session owns
+// the weights).
+bool documentShows(TrainingController* training, const nn::StateDict& snapshot) {
+  const std::optional<nn::StateDict> state = training->stateDict();
+  if (!state) return false;
+  const nn::StateDict& model = *state;
   for (const auto& item : snapshot) {
     const Tensor* t = model.find(item.key());
     if (!t || !sameValues(*t, item.value())) return false;
@@ -235,18 +288,82 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   ASSERT_EQ(end, 760);
   ASSERT_TRUE(test::waitFor([&] {
     const auto run = controller->runStore()->run(1);
-    return run && run->finished && run->steps == end;
+    return run && run->finished && run->steps == end && !std::isnan(run->test_accuracy);
   }));
-  ASSERT_TRUE(test::waitFor([&] { return panel->tree()->topLevelItemCount() == 1; }));
+  // The panel shows the store's state of the run that ended (it showed "(recording)" at the
+  // step count of an earlier refresh, without test accuracy, while the recorder's thread was
+  // still writing): the store's steps and test accuracy, no longer recording. It asks the
+  // store whether it changed every kStorePollMs.
+  const train::RunInfo ended = *controller->runStore()->run(1);
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        const QTreeWidgetItem* item = panel->tree()->topLevelItem(0);
+        return item && !item->text(0).contains("recording") && item->text(1) == "760" &&
+               item->text(2) == QString::number(100 * ended.test_accuracy, 'f', 1) + "%";
+      },
+      5000))
+      << panel->tree()->topLevelItem(0)->text(0).toStdString() << " | "
+      << panel->tree()->topLevelItem(0)->text(1).toStdString() << " | "
+      << panel->tree()->topLevelItem(0)->text(2).toStdString();
+  EXPECT_EQ(panel->tree()->topLevelItemCount(), 1);
   EXPECT_EQ(panel->selectedRun(), 1);
   EXPECT_TRUE(test::waitFor([&] { return panel->slider()->maximum() == 760; }));
+
+  // What the probes (the example has five) showed live, by node and series.
+  NodeHealthModel* health = window.nodeHealth();
+  std::map<graph::NodeId, NodeHealthModel::SeriesMap> live;
+  for (const graph::Node& n : window.document()->project().graph.nodes) {
+    if (const NodeHealthModel::SeriesMap* series = health->series(n.id)) live[n.id] = *series;
+  }
+  ASSERT_EQ(live.size(), 5u);
 
   // Drag the slider back to 300: the model as it was there.
   panel->slider()->setValue(300);
   ASSERT_TRUE(test::waitFor([&] { return controller->status().step == 300; }));
+  // Every probe's series as they were live up to step 300, from the run store, and the
+  // sparklines and health those make.
+  for (const auto& [node, seriesMap] : live) {
+    NodeHealthModel expected;
+    std::vector<train::ProbeSample> upTo300;
+    for (const auto& [key, samples] : seriesMap) {
+      for (const train::ProbeSample& sample : samples) {
+        if (sample.step <= 300) upTo300.push_back(sample);
+      }
+    }
+    std::stable_sort(upTo300.begin(), upTo300.end(),
+                     [](const auto& a, const auto& b) { return a.step < b.step; });
+    expected.add(node, upTo300);
+    const NodeHealthModel::SeriesMap* shown = health->series(node);
+    ASSERT_NE(shown, nullptr) << node;
+    ASSERT_EQ(shown->size(), seriesMap.size()) << node;
+    for (const auto& [key, samples] : *expected.series(node)) {
+      const std::vector<train::ProbeSample>& got = shown->at(key);
+      ASSERT_EQ(got.size(), samples.size()) << node << " " << key.second;
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].step, samples[i].step);
+        EXPECT_EQ(got[i].stats.mean, samples[i].stats.mean);
+        EXPECT_EQ(got[i].stats.std, samples[i].stats.std);
+        EXPECT_EQ(got[i].stats.norm, samples[i].stats.norm);
+        EXPECT_EQ(got[i].stats.zero_fraction, samples[i].stats.zero_fraction);
+        EXPECT_EQ(got[i].stats.histogram.counts, samples[i].stats.histogram.counts);
+      }
+    }
+    const std::vector<HealthPoint>& sparkline = health->sparkline(node);
+    ASSERT_EQ(sparkline.size(), expected.sparkline(node).size()) << node;
+    ASSERT_FALSE(sparkline.empty());
+    EXPECT_LE(sparkline.back().step, 300);
+    EXPECT_EQ(sparkline.back().step, expected.sparkline(node).back().step);
+    EXPECT_EQ(health->health(node)->summary, expected.health(node)->summary);
+  }
+  // The probe panel draws the selected node's series from there.
+  const graph::NodeId probed = live.begin()->first;
+  window.document()->setSelection({probed});
+  window.probePanel()->refresh();
+  EXPECT_LE(window.probePanel()->lastStep(), 300);
+  EXPECT_GT(window.probePanel()->sampleCount(), 0u);
   train::RunStore& store = *controller->runStore();
   const nn::StateDict at300 = store.load_weights(*store.snapshot_at(1, 300));
-  ASSERT_TRUE(test::waitFor([&] { return documentShows(window.document(), at300); }));
+  ASSERT_TRUE(test::waitFor([&] { return documentShows(window.training(), at300); }));
   EXPECT_EQ(window.curves()->cursorStep(), 300);
   EXPECT_TRUE(panel->checkedRuns().count(1));  // its curves drawn from the store
   EXPECT_EQ(window.curves()->overlayCount(), 1);
@@ -262,6 +379,27 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   }));
   EXPECT_EQ(store.run(2)->parent, 1);
   EXPECT_EQ(store.run(2)->parent_step, 300);
+  // The branch's probe history goes on from step 300's: what the probe panel draws is run 1's
+  // samples up to 300, then run 2's (once the last poll took them).
+  const std::string module = controller->moduleNameOf(probed).toStdString();
+  const NodeHealthModel::SeriesKey output{train::ProbeKind::Activation, "output"};
+  std::vector<int64_t> expectedSteps;
+  for (const train::ProbeSample& p : store.probe_history(2)) {
+    if (p.module == module && p.kind == output.first && p.tensor == output.second) {
+      expectedSteps.push_back(p.step);
+    }
+  }
+  ASSERT_GT(expectedSteps.back(), 300);
+  const auto shownSteps = [&] {
+    std::vector<int64_t> steps;
+    if (const NodeHealthModel::SeriesMap* series = health->series(probed)) {
+      for (const train::ProbeSample& p : series->at(output)) steps.push_back(p.step);
+    }
+    return steps;
+  };
+  EXPECT_TRUE(test::waitFor([&] { return shownSteps() == expectedSteps; }))
+      << shownSteps().size() << " steps shown, " << expectedSteps.size() << " recorded";
+  EXPECT_EQ(expectedSteps.front(), 1);
   ASSERT_EQ(store.snapshot_at(1, 760)->step, 760);  // the last one is written before the end
   ASSERT_EQ(store.snapshot_at(2, 760)->step, 760);
   const nn::StateDict end1 = store.load_weights(*store.snapshot_at(1, 760));
@@ -303,10 +441,10 @@ TEST_F(RunsTest, CompareTintsEachLayerByTheChangeOfItsWeights) {
     const auto run = controller->runStore()->run(1);
     return run && run->finished;
   }));
-  panel->refresh();
   panel->scrubTo(10);
   ASSERT_TRUE(test::waitFor([&] { return controller->status().step == 10; }));
-  ASSERT_GT(panel->compareBox()->count(), 10);
+  // The snapshots to compare with, the run's last ones among them (the panel follows the store).
+  ASSERT_TRUE(test::waitFor([&] { return panel->compareBox()->count() > 10; }));
   ASSERT_TRUE(panel->compareWith(1, 760));
   train::RunStore& store = *controller->runStore();
   const nn::StateDict a = store.load_weights(*store.snapshot_at(1, 10));

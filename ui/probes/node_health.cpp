@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/train/run_store.h"
 #include "ui/document/project_document.h"
+#include "ui/document/qt_strings.h"
 #include "ui/training/training_controller.h"
 
 namespace nns::ui {
@@ -93,6 +95,10 @@ void NodeHealthModel::follow(TrainingController* controller) {
             for (const auto& [node, list] : byNode) add(node, list);
           });
   connect(controller, &TrainingController::sessionReset, this, &NodeHealthModel::clear);
+  // A recorded run's step shown (the Runs panel's slider): what the probes saw up to there,
+  // from the run store; a branch trained from there goes on from it.
+  connect(controller, &TrainingController::snapshotShown, this,
+          [this, controller](int64_t run, int64_t step) { showHistory(controller, run, step); });
   // Only a run that failed while training (a NaN/Inf, an error in a step): a graph that cannot
   // make a session is already on the canvas and in the Problems panel as the graph's problem.
   connect(controller, &TrainingController::runFailed, this,
@@ -107,6 +113,35 @@ void NodeHealthModel::follow(TrainingController* controller) {
     }
     for (graph::NodeId id : gone) forget(id);
   });
+}
+
+void NodeHealthModel::showHistory(TrainingController* controller, int64_t run, int64_t step) {
+  clear();
+  train::RunStore* store = controller->runStore();
+  if (!store) return;
+  std::vector<train::ProbeSample> history;
+  try {
+    history = store->probe_history(run, step);
+  } catch (const std::exception& e) {
+    emit controller->message(
+        tr("The probes' history of run %1 cannot be read: %2").arg(run).arg(qs(e.what())));
+    return;
+  }
+  // Stored samples name their module (probe ids belong to a session): the probed nodes'
+  // modules in the model as it is now. A node whose probe was removed shows nothing.
+  ProjectDocument* document = controller->document();
+  std::map<std::string, graph::NodeId> nodeOf;
+  for (const graph::Node& n : document->project().graph.nodes) {
+    if (!document->probeOf(n.id)) continue;
+    const QString module = controller->moduleNameOf(n.id);
+    if (!module.isEmpty()) nodeOf[module.toStdString()] = n.id;
+  }
+  std::map<graph::NodeId, std::vector<train::ProbeSample>> byNode;
+  for (train::ProbeSample& s : history) {
+    auto it = nodeOf.find(s.module);
+    if (it != nodeOf.end()) byNode[it->second].push_back(std::move(s));
+  }
+  for (const auto& [node, samples] : byNode) add(node, samples);
 }
 
 void NodeHealthModel::add(graph::NodeId node, const std::vector<train::ProbeSample>& samples) {

@@ -4,7 +4,8 @@
 // the probe samples (engine/train/probes.h) it is given, per node and series, judges each
 // probed node's health from them, and remembers the node where a NaN or an infinity stopped
 // the run. The canvas (colour and sparkline on the node) and the probe panel read it; a run's
-// reset clears it.
+// reset clears it, and a recorded run's step shown puts that run's probe history up to the
+// step in its place (from the run store).
 //
 // Health, from the node's latest sampled step (the thresholds are rules of thumb, stated in
 // the node's tooltip too):
@@ -87,6 +88,10 @@ class NodeHealthModel : public QObject {
 
   // Samples of one node's probe (any kinds and steps, in the order they were taken).
   void add(graph::NodeId node, const std::vector<train::ProbeSample>& samples);
+  // What the probes saw up to `step` of a recorded run (and its parents up to where it
+  // branched), from the controller's run store, in place of what was there (the controller's
+  // snapshotShown).
+  void showHistory(TrainingController* controller, int64_t run, int64_t step);
   // Forgets every sample and the failure (a reset run, a new project).
   void clear();
   // Forgets one node's samples (its probe was removed).

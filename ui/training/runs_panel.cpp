@@ -172,9 +172,25 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   connect(controller_, &TrainingController::sessionReset, this, [this] {
     if (!controller_->shownSnapshot()) curves_->setCursorStep(-1);
   });
-  refreshTimer_->setInterval(1000);
+  // The store as it is, within a second of a change: the recorder writes on a thread of its
+  // own, so a run's last steps and figures land after the runsChanged that announced its end
+  // (the panel showed a finished run "(recording)" at an earlier step count). While a run
+  // trains, once a second is enough.
+  refreshTimer_->setInterval(kStorePollMs);
   connect(refreshTimer_, &QTimer::timeout, this, [this] {
-    if (controller_->isRunning()) refresh();
+    train::RunStore* store = controller_->runStore();
+    if (!store) return;
+    uint64_t revision = 0;
+    try {
+      revision = store->revision();
+    } catch (const std::exception&) {
+      return;  // refresh() says why when it next runs
+    }
+    if (revision == shownRevision_ && store == shownStore_) return;
+    if (controller_->isRunning() && sinceRefresh_.isValid() && sinceRefresh_.elapsed() < 1000) {
+      return;
+    }
+    refresh();
   });
   refreshTimer_->start();
   refresh();
@@ -204,6 +220,16 @@ void RunsPanel::setRunChecked(int64_t run, bool on) {
 
 void RunsPanel::refresh() {
   train::RunStore* store = controller_->runStore();
+  // Read before the runs: a write between the two shows at the next tick.
+  shownStore_ = store;
+  shownRevision_ = 0;
+  if (store) {
+    try {
+      shownRevision_ = store->revision();
+    } catch (const std::exception&) {
+    }
+  }
+  sinceRefresh_.start();
   const int64_t selected = selectedRun();
   refreshing_ = true;
   tree_->clear();
@@ -233,7 +259,8 @@ void RunsPanel::refresh() {
     auto* item = new QTreeWidgetItem;
     QString label = QString::number(r.id);
     if (!r.name.empty()) label += "  " + qs(r.name);
-    if (r.id == current) label += tr("  (recording)");
+    // The store's word: a run whose figures are written has ended (or rests, paused).
+    if (r.id == current && !r.finished) label += tr("  (recording)");
     item->setText(kRunColumn, label);
     item->setIcon(kRunColumn, swatch(runColour(r.id)));
     item->setData(kRunColumn, kRunRole, QVariant::fromValue<qlonglong>(r.id));

@@ -14,6 +14,7 @@
 // on the canvas is tinted by how far its weights moved between the two (||b - a|| / ||a||, on a
 // log scale from 0.1% to 100%), with the figure on the node and the numbers in its tooltip.
 #include <QColor>
+#include <QElapsedTimer>
 #include <QWidget>
 #include <cstdint>
 #include <map>
@@ -92,8 +93,13 @@ class RunsPanel : public QWidget {
   QComboBox* compareWith_;
   QPushButton* compare_;
   QPushButton* clearCompare_;
-  QTimer* scrubTimer_;    // coalesces a drag's steps into a few loads
-  QTimer* refreshTimer_;  // the step counts while a run is recorded
+  QTimer* scrubTimer_;  // coalesces a drag's steps into a few loads
+  // How often the panel asks the store whether it changed (a cheap query).
+  static constexpr int kStorePollMs = 250;
+  QTimer* refreshTimer_;              // the store's changes: a recorded run's steps, its end
+  const void* shownStore_ = nullptr;  // the store and its revision the tree shows
+  uint64_t shownRevision_ = 0;
+  QElapsedTimer sinceRefresh_;
   std::set<int64_t> checked_;
   std::map<int64_t, int64_t> drawn_;  // the runs drawn in the Curves panel, by steps recorded
   bool refreshing_ = false;
