@@ -36,6 +36,7 @@
 #include "engine/onnx/onnx_import.h"
 #include "ui/app/example_project.h"
 #include "ui/app/plugins_dialog.h"
+#include "ui/app/torch_import_dialog.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/graph_view.h"
 #include "ui/canvas/image_export.h"
@@ -215,6 +216,11 @@ void MainWindow::createActions() {
       tr("The canvas (or the selected nodes' area) as an SVG or PNG picture"));
   importOnnxAct_ = make(tr("&ONNX Model…"), QKeySequence(), [this] { importOnnxDialog(); });
   importOnnxAct_->setObjectName("importOnnxAction");
+  importPyTorchAct_ = make(tr("&PyTorch Code…"), QKeySequence(), [this] { importPyTorchDialog(); });
+  importPyTorchAct_->setObjectName("importPyTorchAction");
+  importPyTorchAct_->setToolTip(
+      tr("Open an nn.Module from Python code (model.py:Net, torchvision.models:resnet18()) as a "
+         "new project: its module tree, state-dict keys and weights, traced by torch.fx"));
   importOnnxAct_->setToolTip(
       tr("Open an ONNX model (torch.onnx.export, opsets 13 to 17) as a new project with its "
          "weights, under PyTorch's module names"));
@@ -325,7 +331,7 @@ void MainWindow::createMenus() {
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   file->addActions({saveAct_, saveAsAct_});
   QMenu* importMenu = file->addMenu(tr("&Import"));
-  importMenu->addAction(importOnnxAct_);
+  importMenu->addActions({importOnnxAct_, importPyTorchAct_});
   QMenu* exportMenu = file->addMenu(tr("&Export"));
   exportMenu->addActions({exportImageAct_, exportPyTorchAct_, exportOnnxAct_});
   file->addSeparator();
@@ -869,6 +875,30 @@ void MainWindow::importOnnxDialog() {
                                 .arg(QDir::toNativeSeparators(weights))) != QMessageBox::Yes)
     return;
   importOnnxTo(model, project);
+}
+
+TorchImportDialog* MainWindow::importPyTorchDialog() {
+  auto* dialog = new TorchImportDialog(this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  connect(
+      dialog, &TorchImportDialog::imported, this,
+      [this](const QString& project, const QStringList& notes) {
+        if (!maybeSave() || !openFile(project)) return;
+        const QString weights =
+            QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+        try {
+          document_->loadStateDict(weights, /*strict=*/true);
+        } catch (const std::exception& e) {
+          appendLog(tr("Could not load the imported weights %1: %2").arg(weights, e.what()));
+          return;
+        }
+        appendLog(tr("Imported PyTorch code as %1 with its weights %2")
+                      .arg(QDir::toNativeSeparators(project), QDir::toNativeSeparators(weights)));
+        for (const QString& note : notes) appendLog(tr("Note: %1").arg(note));
+        statusBar()->showMessage(tr("Imported %1").arg(QFileInfo(project).fileName()), 8000);
+      });
+  dialog->open();
+  return dialog;
 }
 
 bool MainWindow::importOnnxTo(const QString& model, const QString& project) {

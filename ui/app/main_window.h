@@ -23,6 +23,7 @@ class QUndoView;
 namespace nns::ui {
 
 class GraphScene;
+class TorchImportDialog;
 class GraphView;
 class InspectorWidget;
 class PaletteWidget;
@@ -83,6 +84,10 @@ class MainWindow : public QMainWindow {
   // with its weights beside it (.safetensors), then opened with the weights loaded. Shows the
   // error and returns false when it cannot; a model that cannot be read writes nothing.
   bool importOnnxTo(const QString& model, const QString& project);
+  // File > Import > PyTorch Code: opens the dialog (ui/app/torch_import_dialog.h), which traces
+  // the code in a QProcess; the project it writes opens with its weights loaded. Returns the
+  // dialog (it deletes itself when closed).
+  TorchImportDialog* importPyTorchDialog();
 
   // This window's recovery file: autosave writes it while there is unsaved work and a clean
   // close removes it. Every window has its own, named by process id and a counter, and holds
@@ -173,6 +178,7 @@ class MainWindow : public QMainWindow {
 
   QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *exportImageAct_, *exportPyTorchAct_,
       *exportOnnxAct_, *importOnnxAct_, *loadStateAct_, *saveStateAct_, *strictAct_, *quitAct_;
+  QAction* importPyTorchAct_ = nullptr;
   QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
   QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
       *makeBlockAct_, *inlineBlockAct_;

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// File > Import > PyTorch Code... driven as a user drives it: the dialog traces the code in a
+// QProcess while the window keeps handling events, then the project opens with its groups and
+// weights; a failure stays in the dialog with the tracer's message and writes nothing. Needs
+// the system Python's torch (Debian's python3-torch); skipped without it.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+#include <memory>
+
+#include "engine/serialize/serialize.h"
+#include "ui/app/example_project.h"
+#include "ui/app/main_window.h"
+#include "ui/app/torch_import_dialog.h"
+#include "ui/canvas/graph_scene.h"
+#include "ui/document/project_document.h"
+#include "ui/training/training_controller.h"
+#include "ui_test_support.h"
+
+namespace nns::ui {
+namespace {
+
+const char* kPython = "/usr/bin/python3";
+
+bool pythonHasTorch() {
+  QProcess p;
+  p.start(kPython, {"-c", "import torch"});
+  return p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
+}
+
+class TorchImportUiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!pythonHasTorch()) GTEST_SKIP() << kPython << " has no torch";
+    window = std::make_unique<MainWindow>();
+    window->resize(1200, 800);
+    window->document()->setProject(spiralsExample(), QString());
+    window->show();
+    test::settle();
+  }
+  void TearDown() override {
+    if (!window) return;
+    window->document()->undoStack()->setClean();
+    window->close();
+    window.reset();
+  }
+  std::unique_ptr<MainWindow> window;
+};
+
+TEST_F(TorchImportUiTest, TracesInTheBackgroundAndOpensTheProjectWithItsGroups) {
+  auto* action = window->findChild<QAction*>("importPyTorchAction");
+  ASSERT_TRUE(action);
+  bool inImportMenu = false;
+  for (QAction* menu : window->menuBar()->actions()) {
+    if (!menu->menu() || menu->text() != "&File") continue;
+    for (QAction* sub : menu->menu()->actions()) {
+      if (sub->menu() && sub->text() == "&Import")
+        inImportMenu = sub->menu()->actions().contains(action);
+    }
+  }
+  EXPECT_TRUE(inImportMenu);
+
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("containers.nns");
+  TorchImportDialog* dialog = window->importPyTorchDialog();
+  ASSERT_TRUE(dialog);
+  dialog->setSource(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Containers");
+  dialog->setInputs("3,8,8");
+  dialog->setPython(kPython);
+  dialog->setProjectPath(project);
+  ASSERT_TRUE(dialog->start());
+  // The window is not blocked: the dialog reports it is running while events are handled.
+  EXPECT_TRUE(dialog->isRunning());
+  auto* status = dialog->findChild<QLabel*>("torchImportStatus");
+  ASSERT_TRUE(status);
+  QTRY_VERIFY_WITH_TIMEOUT(
+      QFileInfo(window->document()->filePath()).absoluteFilePath() ==
+          QFileInfo(project).absoluteFilePath(),
+      60000);
+  EXPECT_TRUE(QFileInfo::exists(tmp.filePath("containers.safetensors")));
+
+  // The module tree as groups, laid out.
+  const graph::Project& p = window->document()->project();
+  EXPECT_EQ(p.name, "Containers");
+  const graph::Node* stem = p.graph.find_by_name("stem");
+  const graph::Node* blocks = p.graph.find_by_name("blocks");
+  const graph::Node* heads = p.graph.find_by_name("heads");
+  ASSERT_TRUE(stem && blocks && heads);
+  EXPECT_EQ(stem->type, "Sequential");
+  EXPECT_EQ(blocks->type, "ModuleList");
+  EXPECT_EQ(heads->type, "ModuleDict");
+  EXPECT_FALSE(p.layout_direction.empty());
+  EXPECT_TRUE(window->scene()->shownItem(blocks->id));
+  // The imported weights are the model's.
+  const nn::StateDict written =
+      serialize::load_state_dict_file(tmp.filePath("containers.safetensors").toStdString());
+  const std::optional<nn::StateDict> loaded = window->training()->stateDict();
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->keys(), written.keys());
+  for (const std::string& key : written.keys())
+    EXPECT_EQ((*loaded)[key].contiguous().to_vector<float>(),
+              written[key].contiguous().to_vector<float>())
+        << key;
+}
+
+TEST_F(TorchImportUiTest, AFailureStaysInTheDialogAndWritesNothing) {
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("branchy.nns");
+  TorchImportDialog* dialog = window->importPyTorchDialog();
+  dialog->setSource(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Unknown");
+  dialog->setInputs("4");
+  dialog->setPython(kPython);
+  dialog->setProjectPath(project);
+  ASSERT_TRUE(dialog->start());
+  QTRY_VERIFY_WITH_TIMEOUT(!dialog->isRunning(), 60000);
+  EXPECT_TRUE(dialog->errorText().contains("torch.cumsum")) << dialog->errorText().toStdString();
+  EXPECT_TRUE(dialog->errorText().contains("models.py")) << dialog->errorText().toStdString();
+  EXPECT_TRUE(dialog->isVisible());
+  EXPECT_FALSE(QFileInfo::exists(project));
+  EXPECT_FALSE(QFileInfo::exists(tmp.filePath("branchy.safetensors")));
+  dialog->close();
+}
+
+}  // namespace
+}  // namespace nns::ui
