@@ -35,6 +35,7 @@
 #include "ui/panels/inspector_widget.h"
 #include "ui/panels/options_editor.h"
 #include "ui/panels/palette_widget.h"
+#include "ui/training/training_controller.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {
@@ -281,7 +282,7 @@ TEST_F(MainWindowTest, LoadingAStateDictMarksTheNodeWithAMissingKey) {
   nn::StateDict sd = doc()->model()->state_dict();
   nn::StateDict partial;
   for (const auto& item : sd) {
-    if (item.key() != "fc2.bias") partial.insert(item.key(), item.value());
+    if (item.key() != "fc2.bias") partial.insert(item.key(), item.value() + 0.5);
   }
   QTemporaryDir dir;
   const QString path = dir.filePath("partial.safetensors");
@@ -294,11 +295,16 @@ TEST_F(MainWindowTest, LoadingAStateDictMarksTheNodeWithAMissingKey) {
   EXPECT_EQ(doc()->loadMarks().at(id("fc2")).details, QStringList{"missing: fc2.bias"});
   EXPECT_EQ(doc()->loadMarks().at(id("fc1")).status, NodeLoadMark::Status::Matched);
 
-  // Non-strict: loaded; the weights are the file's.
-  doc()->model()->get_parameter("fc1.weight").detach().mul_(0.0);
+  // Strict and refused: the session's weights are as they were.
+  const nn::StateDict before = *window->training()->stateDict();
+  EXPECT_EQ((*window->training()->stateDict())["fc2.weight"].sum().item(),
+            before["fc2.weight"].sum().item());
+
+  // Non-strict: loaded into the session (which owns the weights); fc2.bias keeps its value.
   doc()->loadStateDict(path, /*strict=*/false);
-  EXPECT_EQ(doc()->model()->get_parameter("fc1.weight").detach().sum().item(),
-            partial.find("fc1.weight")->detach().sum().item());
+  const nn::StateDict after = *window->training()->stateDict();
+  EXPECT_EQ(after["fc1.weight"].sum().item(), partial.find("fc1.weight")->detach().sum().item());
+  EXPECT_EQ(after["fc2.bias"].sum().item(), before["fc2.bias"].sum().item());
   EXPECT_EQ(doc()->loadMarks().at(id("fc2")).status, NodeLoadMark::Status::Missing);
 }
 
@@ -396,7 +402,7 @@ TEST_F(MainWindowTest, ExportPyTorchCodeWritesTheModelAndItsWeights) {
   EXPECT_TRUE(QFileInfo::exists(dir + "/data.pt"));
   const nn::StateDict weights =
       serialize::load_state_dict_file((dir + "/weights.pt").toStdString());
-  const nn::StateDict now = doc()->model()->state_dict();
+  const nn::StateDict now = *window->training()->stateDict();
   ASSERT_EQ(weights.keys(), now.keys());
   for (const std::string& key : now.keys())
     EXPECT_EQ(weights[key].contiguous().to_vector<float>(),
@@ -425,7 +431,7 @@ TEST_F(MainWindowTest, ExportOnnxThenImportOnnxOpensTheModelWithItsWeights) {
   QTemporaryDir tmp;
   const QString model = tmp.filePath("spirals.onnx");
   ASSERT_TRUE(window->exportOnnxTo(model, 17));
-  const nn::StateDict before = doc()->model()->state_dict();
+  const nn::StateDict before = *window->training()->stateDict();
 
   // The import writes the project and its weights, opens the project and loads the weights.
   const QString project = tmp.filePath("imported.nns");
@@ -433,7 +439,7 @@ TEST_F(MainWindowTest, ExportOnnxThenImportOnnxOpensTheModelWithItsWeights) {
   EXPECT_EQ(QFileInfo(doc()->filePath()).absoluteFilePath(), QFileInfo(project).absoluteFilePath());
   EXPECT_TRUE(QFileInfo::exists(tmp.filePath("imported.safetensors")));
   EXPECT_TRUE(doc()->project().graph.find_by_name("fc1"));
-  const nn::StateDict after = doc()->model()->state_dict();
+  const nn::StateDict after = *window->training()->stateDict();
   ASSERT_EQ(after.keys(), before.keys());
   for (const std::string& key : before.keys())
     EXPECT_EQ(after[key].contiguous().to_vector<float>(),

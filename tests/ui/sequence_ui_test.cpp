@@ -6,9 +6,11 @@
 // Waits are bounded polls of the event loop.
 #include <gtest/gtest.h>
 
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
 #include <numeric>
+#include <optional>
 
 #include "reverse_example.h"
 #include "ui/app/main_window.h"
@@ -60,11 +62,36 @@ TEST(SequenceUi, OutputPanelAndAttentionMapsFollowTheTraining) {
     EXPECT_NEAR(std::accumulate(w, w + 8, 0.0), 1.0, 1e-4);
   }
   // Another sequence: its tokens on the axes, and its maps (choosing drops the old ones).
+  // Chosen twice before the first answer comes: the answer for sequence 2 is still out when 3
+  // is chosen, and must not be drawn as 3's (it was, at the step 3 waits for).
   const QStringList firstTokens = attention->tokens();
+  attention->sequenceBox()->setValue(2);
   attention->sequenceBox()->setValue(3);
   EXPECT_NE(attention->tokens(), firstTokens);
   ASSERT_TRUE(QTest::qWaitFor(
       [&] { return attention->shownStep() == step && !attention->maps().empty(); }, 10000));
+  // The maps are sequence 3's: the session's own answer for it, at the same step.
+  {
+    train::TrainingSession* session = window.training()->session();
+    const data::Dataset& set =
+        session->test_set().size() > 0 ? session->test_set() : session->train_set();
+    QSignalSpy answers(window.training(), &TrainingController::predictionArrived);
+    const uint64_t id =
+        window.training()->requestPrediction(set.inputs.narrow(0, 3, 1).contiguous());
+    std::optional<train::Prediction> own;
+    ASSERT_TRUE(QTest::qWaitFor(
+        [&] {
+          for (const QList<QVariant>& a : answers) {
+            const auto p = a[0].value<train::Prediction>();
+            if (p.id == id) own = p;
+          }
+          return own.has_value();
+        },
+        10000));
+    ASSERT_EQ(own->step, step);
+    ASSERT_FALSE(own->attention.empty());
+    EXPECT_EQ(own->attention[0].weights, attention->maps()[0].weights);
+  }
   // The Output panel: an answer per position of the shown sequences, and after two epochs the
   // model reverses them (the per-position accuracy of the last evaluation is high).
   EXPECT_EQ(output->predictedTokens().size(), 6u * 8);

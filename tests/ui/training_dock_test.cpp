@@ -20,6 +20,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeWidget>
 #include <QUndoStack>
 #include <climits>
 #include <memory>
@@ -33,6 +34,7 @@
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
 #include "ui/document/project_document.h"
+#include "ui/panels/problems_widget.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/training_controller.h"
@@ -189,13 +191,18 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   const std::vector<float> trained = stateOf(controller->session(), "fc1.weight");
   const std::vector<float> fc3Bias = stateOf(controller->session(), "fc3.bias");
   ASSERT_NE(trained, initial);
-  // At rest the document's model (the inspector's, Save State Dict's) is the trained one,
-  // with the last step's gradients.
-  ASSERT_TRUE(
-      waitFor([&] { return values(document->model()->state_dict()["fc1.weight"]) == trained; }));
-  const Tensor lastGrad = controller->session()->model()->get_parameter("fc1.weight").grad();
-  ASSERT_TRUE(lastGrad.defined());
-  EXPECT_EQ(values(document->model()->get_parameter("fc1.weight").grad()), values(lastGrad));
+  // What reads weights (the inspector, Save State Dict, the exporters) reads the session's:
+  // the trained values, with the last step's gradients. The document's architecture model
+  // never takes them (one owner, nothing copied back at rest).
+  const std::optional<nn::StateDict> saved = controller->stateDict();
+  ASSERT_TRUE(saved);
+  EXPECT_EQ(values((*saved)["fc1.weight"]), trained);
+  EXPECT_NE(values(document->model()->state_dict()["fc1.weight"]), trained);
+  bool read = false;
+  ASSERT_TRUE(controller->withRestingModel([&](graph::GraphModule& model) {
+    read = model.get_parameter("fc1.weight").grad().defined();
+  }));
+  EXPECT_TRUE(read);
 
   QSignalSpy messages(controller.get(), &TrainingController::message);
   ASSERT_TRUE(document->renameNode(node("fc1"), "first"));
@@ -211,9 +218,8 @@ TEST_F(TrainingControllerTest, AnEditKeepsWhatTheRunLearnedAndResetDropsIt) {
   EXPECT_EQ(session->model()->state_dict()["fc2.weight"].sizes(), (Shape{32, 64}));
   EXPECT_TRUE(anyMessageContains(
       messages, "Kept the weights of first; partly kept: fc3; fresh: fc2 (3 tensors)"));
-  // The document's model follows the new session (and its carried weights).
-  ASSERT_TRUE(
-      waitFor([&] { return values(document->model()->state_dict()["first.weight"]) == trained; }));
+  // The weights read are the new session's (its carried ones).
+  EXPECT_EQ(values((*controller->stateDict())["first.weight"]), trained);
 
   controller->reset();
   ASSERT_TRUE(waitFor([&] { return stateOf(controller->session(), "first.weight") != trained; }));
@@ -442,6 +448,103 @@ TEST_F(TrainingControllerTest, NonFiniteLossFailsTheRunAndNamesTheNode) {
   EXPECT_FALSE(failed[0][1].toString().isEmpty());
 }
 
+// The controller's one state: each command and what the session reports move it through the
+// table of transition(); an event a phase does not take is refused and changes nothing.
+TEST_F(TrainingControllerTest, OnePhaseWithItsTransitionsInOnePlace) {
+  using P = TrainingPhase;
+  using E = TrainingEvent;
+  const P all[] = {P::Idle, P::Running, P::Paused, P::ShowingSnapshot, P::Failed};
+  for (P from : all) {
+    SCOPED_TRACE(phaseName(from));
+    EXPECT_EQ(TrainingController::transition(from, E::Reset), P::Idle);
+    EXPECT_EQ(TrainingController::transition(from, E::ShowSnapshot), P::ShowingSnapshot);
+    EXPECT_EQ(TrainingController::transition(from, E::Rested),
+              from == P::Running ? std::optional<P>(P::Paused) : std::nullopt);
+  }
+  EXPECT_FALSE(TrainingController::transition(P::Failed, E::Start));
+  EXPECT_FALSE(TrainingController::transition(P::Failed, E::Step));
+  EXPECT_FALSE(TrainingController::transition(P::Running, E::Start));
+  EXPECT_FALSE(TrainingController::transition(P::Running, E::Step));
+  EXPECT_FALSE(TrainingController::transition(P::Failed, E::RunFailed));
+  EXPECT_FALSE(TrainingController::transition(P::Running, E::FreshSession));
+  EXPECT_FALSE(TrainingController::transition(P::Running, E::KeptSession));
+  EXPECT_EQ(TrainingController::transition(P::Running, E::LoadWeights), P::Running);
+  EXPECT_EQ(TrainingController::transition(P::Idle, E::LoadWeights), P::Paused);
+
+  // Driven through the controller, with a run store (the snapshot phase needs one).
+  QTemporaryDir dir;
+  document->save(dir.filePath("phases.nns"));
+  ASSERT_NE(controller->runStore(), nullptr) << controller->runStoreError().toStdString();
+  QSignalSpy phases(controller.get(), &TrainingController::phaseChanged);
+  QSignalSpy messages(controller.get(), &TrainingController::message);
+  ASSERT_NE(controller->session(), nullptr);
+  EXPECT_EQ(controller->phase(), P::Idle);
+  controller->stepOnce();
+  EXPECT_EQ(controller->phase(), P::Paused);
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 1; }));
+  controller->start();
+  EXPECT_EQ(controller->phase(), P::Running);
+  EXPECT_TRUE(controller->isRunning());
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 20; }));
+  controller->stepOnce();  // refused while running
+  EXPECT_EQ(controller->phase(), P::Running);
+  controller->pause();
+  // Running until the worker rests; then the status the window reads has the step it rested
+  // at (isRunning() and status() agree).
+  ASSERT_TRUE(waitFor([&] { return !controller->isRunning(); }));
+  EXPECT_EQ(controller->phase(), P::Paused);
+  EXPECT_EQ(controller->status().state, RunState::Paused);
+  EXPECT_EQ(controller->status().step, controller->session()->status().step);
+  const int64_t run = controller->currentRun();
+  ASSERT_GT(run, 0);
+
+  // A snapshot of the run: shown, and the next run branches from it.
+  ASSERT_TRUE(controller->showSnapshot(run, 1));
+  EXPECT_EQ(controller->phase(), P::ShowingSnapshot);
+  ASSERT_TRUE(controller->shownSnapshot());
+  EXPECT_EQ(controller->shownSnapshot()->first, run);
+  controller->start();
+  EXPECT_EQ(controller->phase(), P::Running);
+  EXPECT_FALSE(controller->shownSnapshot());
+  ASSERT_TRUE(waitFor([&] { return controller->status().step > 5; }));
+  controller->pause();
+  ASSERT_TRUE(waitFor([&] { return controller->phase() == P::Paused; }));
+
+  // An edit at rest: a new session that keeps what was learned stays Paused; Reset: Idle.
+  ASSERT_TRUE(document->renameNode(node("fc1"), "first"));
+  EXPECT_TRUE(controller->isStale());
+  ASSERT_NE(controller->session(), nullptr);
+  EXPECT_EQ(controller->phase(), P::Paused);
+  EXPECT_TRUE(controller->sessionContinues());
+  controller->reset();
+  EXPECT_EQ(controller->phase(), P::Idle);
+
+  // A failure; then start and step are refused (with a message) until a reset.
+  ASSERT_TRUE(controller->setLearningRate(1e30));
+  QSignalSpy failed(controller.get(), &TrainingController::runFailed);
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return controller->phase() == P::Failed; }));
+  EXPECT_EQ(controller->status().state, RunState::Failed);
+  ASSERT_TRUE(waitFor([&] { return failed.count() == 1; }));
+  messages.clear();
+  controller->start();
+  controller->stepOnce();
+  EXPECT_EQ(controller->phase(), P::Failed);
+  EXPECT_TRUE(anyMessageContains(messages, "reset it before training again"));
+  EXPECT_TRUE(anyMessageContains(messages, "reset it before stepping again"));
+  test::settle();
+  EXPECT_EQ(failed.count(), 1);  // reported once
+  // An edit after a failure starts from fresh weights.
+  ASSERT_TRUE(document->renameNode(node("fc2"), "second"));
+  ASSERT_NE(controller->session(), nullptr);
+  EXPECT_EQ(controller->phase(), P::Idle);
+  // Every change came with phaseChanged, each to another phase.
+  ASSERT_GE(phases.count(), 8);
+  for (int i = 1; i < phases.count(); ++i) {
+    EXPECT_NE(phases[i][0].value<P>(), phases[i - 1][0].value<P>());
+  }
+}
+
 // The window as a user drives it: the dock's buttons and fields, the plots.
 class TrainingDockTest : public ::testing::Test {
  protected:
@@ -471,7 +574,8 @@ class TrainingDockTest : public ::testing::Test {
 TEST_F(TrainingDockTest, StartFeedsCurvesAndBoundaryThenPauseAndStepOneBatch) {
   CurvesWidget* curves = window->curves();
   DecisionBoundaryWidget* boundary = window->boundary();
-  EXPECT_EQ(boundary->mode(), DecisionBoundaryWidget::Mode::Heatmap);
+  // The Output panel asks for the project's session once it is shown (it is made on demand).
+  ASSERT_TRUE(waitFor([&] { return boundary->mode() == DecisionBoundaryWidget::Mode::Heatmap; }));
   dock->startAction()->trigger();
   ASSERT_TRUE(waitFor([&] {
     return curves->trainLossPoints() > 0 && curves->testLossPoints() > 0 &&
@@ -527,6 +631,47 @@ TEST_F(TrainingDockTest, LearningRateEditAppliesWhileRunningAndBadInputIsRefused
   QTest::qWait(2 * TrainingController::kPollMs);
   EXPECT_EQ(controller->status().lr, 0.03);
   EXPECT_EQ(window->document()->project().training.optimizer_options["lr"].get<double>(), 0.03);
+}
+
+// A model whose Input does not take the data set's samples (the digits CNN with spirals
+// chosen): a problem on the Input in the Problems list, the Output panel says so plainly (not
+// the engine's shape error), and Train refuses with the same words.
+TEST_F(TrainingDockTest, AModelThatDoesNotFitTheDataIsAProblemOnItsInput) {
+  graph::Project digits = exampleProject("digits.nns");
+  digits.probes.clear();
+  window->document()->setProject(std::move(digits), QString());
+  settle();
+  graph::DatasetSettings spirals = spiralsExample().dataset;
+  // Set directly, as a project file can have it (the dock's chooser would refit the Input).
+  window->document()->setDatasetSettings(spirals, "Data set");
+  ProblemsWidget* problems = window->problems();
+  auto mismatchRow = [&]() -> QTreeWidgetItem* {
+    for (int i = 0; i < problems->topLevelItemCount(); ++i) {
+      if (problems->topLevelItem(i)->text(1) == "data") return problems->topLevelItem(i);
+    }
+    return nullptr;
+  };
+  // The Output panel asks for the new session once the edit is over.
+  ASSERT_TRUE(waitFor([&] { return mismatchRow() != nullptr; }));
+  const QString text = mismatchRow()->text(2);
+  EXPECT_EQ(mismatchRow()->text(0), "x");
+  EXPECT_TRUE(text.contains("samples of shape [2] (float32)")) << text.toStdString();
+  EXPECT_TRUE(text.contains("takes [1, 16, 16] (float32)")) << text.toStdString();
+  EXPECT_TRUE(text.contains("choose a data set")) << text.toStdString();
+  EXPECT_EQ(controller->dataMismatchNode(),
+            window->document()->project().graph.find_by_name("x")->id);
+  ASSERT_TRUE(waitFor([&] { return window->boundary()->message().contains("does not fit"); }));
+  EXPECT_TRUE(window->boundary()->message().contains("[1, 16, 16]"));
+  QSignalSpy failed(controller, &TrainingController::runFailed);
+  dock->startAction()->trigger();
+  ASSERT_EQ(failed.count(), 1);
+  EXPECT_EQ(failed[0][1].toString(), controller->dataMismatch());
+  EXPECT_FALSE(controller->isRunning());
+  // The data set of the model again: the problem goes.
+  window->document()->undoStack()->undo();
+  ASSERT_TRUE(waitFor([&] { return mismatchRow() == nullptr; }));
+  EXPECT_TRUE(controller->dataMismatch().isEmpty());
+  window->document()->undoStack()->setClean();
 }
 
 // Save State Dict writes the weights as trained, not the model as it was built.

@@ -422,13 +422,17 @@ void MainWindow::createDocks() {
   QDockWidget* paletteDock = dock(tr("Layers"), "paletteDock", palette_, Qt::LeftDockWidgetArea);
   paletteDock->setMinimumWidth(220);
 
-  inspector_ = new InspectorWidget(document_, this);
+  inspector_ = new InspectorWidget(document_, training_, this);
   QDockWidget* inspectorDock =
       dock(tr("Inspector"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
   inspectorDock->setMinimumWidth(340);
 
   auto* bottom = new QTabWidget(this);
   problems_ = new ProblemsWidget(document_, bottom);
+  // A model whose Input does not take the data set's samples: a problem on the Input.
+  connect(training_, &TrainingController::dataMismatchChanged, problems_,
+          &ProblemsWidget::setDataMismatch);
+  problems_->setDataMismatch(training_->dataMismatchNode(), training_->dataMismatch());
   log_ = new QPlainTextEdit(bottom);
   log_->setReadOnly(true);
   log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
@@ -460,6 +464,7 @@ void MainWindow::createDocks() {
             scene_->setNodeBadges(traceBadges(trace, *training_, document_->project().graph));
             trace_ = std::make_unique<train::SampleTrace>(trace);
             traceStep_ = 0;
+            traceView_->clear();
             traceStepAct_->setEnabled(true);
             statusBar()->showMessage(
                 tr("Sample traced: Train → Step Through Traced Sample (F11) walks its forward "
@@ -469,9 +474,12 @@ void MainWindow::createDocks() {
   connect(boundary_, &DecisionBoundaryWidget::traceCleared, this, [this] {
     scene_->setNodeBadges({});
     trace_.reset();
+    traceView_->clear();
     traceStepAct_->setEnabled(false);
   });
   dock(tr("Runs"), "runsDock", runsPanel_, Qt::BottomDockWidgetArea);
+  traceView_ = new TraceStepView(this);
+  dock(tr("Traced Sample"), "traceDock", traceView_, Qt::BottomDockWidgetArea);
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 
   // Probes: health and the NaN highlight on the canvas, the probe panel in the inspector.
@@ -500,6 +508,7 @@ void MainWindow::applyDefaultLayout() {
   QDockWidget* boundaryDock = find("boundaryDock");
   QDockWidget* curvesDock = find("curvesDock");
   QDockWidget* runsDock = find("runsDock");
+  QDockWidget* traceDock = find("traceDock");
   for (QDockWidget* d : docks_) {
     d->setFloating(false);
     d->show();
@@ -515,6 +524,8 @@ void MainWindow::applyDefaultLayout() {
   splitDockWidget(boundaryDock, curvesDock, Qt::Horizontal);
   // The runs beside the problems and the log: a tab away from the curves they draw into.
   tabifyDockWidget(bottomDock, runsDock);
+  // Step Through's tensors: raised when it steps.
+  tabifyDockWidget(bottomDock, traceDock);
   bottomDock->raise();
   // The canvas gets the room: side docks no wider than their controls need, a low bottom row
   // whose log is a narrow column (one problem is one row), the output picture near square.
@@ -578,8 +589,13 @@ graph::NodeId MainWindow::stepThroughTrace() {
     document_->setSelection({node->second});
     centerOnNode(node->second);
     const graph::Node& n = document_->project().graph.at(node->second);
-    statusBar()->showMessage(
-        tr("%1 (%2): %3").arg(qs(n.name), qs(n.type), describeTraceStep(modules[at])));
+    // The node's input, output and gradient for the sample, drawn.
+    traceView_->showStep(tr("%1 (%2), traced sample at step %3, loss %4")
+                             .arg(qs(n.name), qs(n.type))
+                             .arg(trace_->step)
+                             .arg(trace_->loss, 0, 'g', 4),
+                         modules[at]);
+    if (auto* dock = qobject_cast<QDockWidget*>(traceView_->parentWidget())) dock->raise();
     return node->second;
   }
   return 0;
@@ -801,9 +817,10 @@ void MainWindow::saveStateDictDialog() {
 
 bool MainWindow::saveStateDictTo(const QString& path) {
   try {
-    // The weights as trained so far, not as they were at the last pause.
-    training_->syncDocumentModel();
-    document_->saveStateDict(path);
+    // The weights as trained so far (the session's; a run pauses for the moment it takes).
+    const std::optional<nn::StateDict> weights = training_->stateDict();
+    if (!weights) throw ValueError(document_->modelError().toStdString());
+    document_->saveStateDict(path, *weights);
     return true;
   } catch (const std::exception& e) {
     appendLog(tr("Could not save %1: %2").arg(path, e.what()));
@@ -832,11 +849,10 @@ void MainWindow::exportPyTorchDialog() {
 
 bool MainWindow::exportPyTorchTo(const QString& dir, bool replace) {
   try {
-    // The weights as trained so far, not as they were at the last pause.
-    training_->syncDocumentModel();
-    const std::shared_ptr<graph::GraphModule> model = document_->model();
-    if (!model) throw ValueError(document_->modelError().toStdString());
-    const nn::StateDict weights = model->state_dict();
+    // The weights as trained so far (the session's; a run pauses for the moment it takes).
+    const std::optional<nn::StateDict> state = training_->stateDict();
+    if (!state) throw ValueError(document_->modelError().toStdString());
+    const nn::StateDict& weights = *state;
     const QString base = document_->filePath().isEmpty()
                              ? QString()
                              : QFileInfo(document_->filePath()).absolutePath();
@@ -959,11 +975,10 @@ void MainWindow::exportOnnxDialog() {
 
 bool MainWindow::exportOnnxTo(const QString& path, int opset) {
   try {
-    // The weights as trained so far, not as they were at the last pause.
-    training_->syncDocumentModel();
-    const std::shared_ptr<graph::GraphModule> model = document_->model();
-    if (!model) throw ValueError(document_->modelError().toStdString());
-    const nn::StateDict weights = model->state_dict();
+    // The weights as trained so far (the session's; a run pauses for the moment it takes).
+    const std::optional<nn::StateDict> state = training_->stateDict();
+    if (!state) throw ValueError(document_->modelError().toStdString());
+    const nn::StateDict& weights = *state;
     onnx::write_model_file(document_->project(), path.toStdString(), &weights, opset);
     appendLog(tr("Exported the ONNX model (opset %1) to %2")
                   .arg(opset)

@@ -31,6 +31,7 @@ class ProblemsWidget;
 class ProjectDocument;
 class CurvesWidget;
 class RunsPanel;
+class TraceStepView;
 class DecisionBoundaryWidget;
 class NodeHealthModel;
 class ProbePanel;
@@ -58,6 +59,8 @@ class MainWindow : public QMainWindow {
   ProbePanel* probePanel() const { return probePanel_; }
   CurvesWidget* curves() const { return curves_; }
   RunsPanel* runsPanel() const { return runsPanel_; }
+  // Step Through Traced Sample's view of each node's tensors (a tab beside the log).
+  TraceStepView* traceView() const { return traceView_; }
   DecisionBoundaryWidget* boundary() const { return boundary_; }
   QPlainTextEdit* log() const { return log_; }
 
@@ -165,6 +168,7 @@ class MainWindow : public QMainWindow {
   ProbePanel* probePanel_;
   CurvesWidget* curves_;
   RunsPanel* runsPanel_;
+  TraceStepView* traceView_ = nullptr;
   DecisionBoundaryWidget* boundary_;
   QPlainTextEdit* log_;
   QUndoView* history_;

@@ -62,9 +62,7 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
     modelError_ = qs(e.what());
     return nullptr;
   }
-  // Nodes that stay keep their values (matched by id, so a renamed node keeps its weights),
-  // so editing one part of the graph does not re-initialize the rest.
-  if (model_) graph::carry_state(*model_, *built, project_.graph);
+  // Only the architecture: the values are the builder's (the session owns the weights).
   applyFrozen(*built);
   model_ = std::move(built);
   emit modelBuilt();
@@ -658,30 +656,14 @@ QString ProjectDocument::loadStateDict(const QString& path, bool strict) {
                         .arg(name, strict ? tr("strict") : tr("non-strict"), qs(report.str())));
     return qs(report.str());
   }
-  serialize::load_into(*m, sd, strict);
-  emit modelStateChanged();
-  emit stateLoaded();
+  // The owner of the weights (the training session) takes them.
+  emit stateDictLoaded(sd, strict);
   emit logMessage(tr("Loaded %1: %2").arg(name, qs(report.str())));
   return qs(report.str());
 }
 
-void ProjectDocument::setModelState(const nn::StateDict& state, const nn::StateDict& gradients) {
-  auto m = model();
-  if (!m) return;
-  m->load_state_dict(state, /*strict=*/true);
-  for (auto& [name, p] : m->named_parameters()) {
-    const Tensor* g = gradients.find(name);
-    p.set_grad(g ? g->clone() : Tensor());
-  }
-  emit modelStateChanged();
-}
-
-void ProjectDocument::saveStateDict(const QString& path) {
-  auto m = model();
-  if (!m)
-    throw ValueError("the graph has problems, so there is no model to save: " +
-                     modelError_.toStdString());
-  serialize::save_state_dict_file(m->state_dict(), path.toStdString());
+void ProjectDocument::saveStateDict(const QString& path, const nn::StateDict& state) {
+  serialize::save_state_dict_file(state, path.toStdString());
   emit logMessage(tr("Saved the state dict to %1").arg(QFileInfo(path).fileName()));
 }
 

@@ -2,7 +2,8 @@
 #pragma once
 // ProjectDocument: the one place the window's widgets read and change the project. It holds
 // the graph::Project, the undo stack, the selection, the analysis of the graph (shapes and
-// problems) and the model built from it. Every edit goes through an undo command
+// problems) and the architecture's model (module names, shapes, the repr: the weights are the
+// training session's, TrainingController). Every edit goes through an undo command
 // (graph_commands.h), so undo and redo reach every change; widgets only listen to the signals.
 //
 //   ProjectDocument doc;
@@ -77,9 +78,11 @@ class ProjectDocument : public QObject {
   // Problems of one node (all of them when port is empty, else those of that port).
   QStringList problemsOf(graph::NodeId node, const std::string& port = {}) const;
 
-  // The model the graph builds (nullptr while the graph has problems: modelError() says why).
-  // Built on first use after a change (modelBuilt() follows); parameters of unchanged layers
-  // keep their values.
+  // The architecture: the model the graph builds, for its structure (module names, the repr,
+  // parameter names and shapes, requires_grad from the frozen set); nullptr while the graph
+  // has problems (modelError() says why). Built on first use after a change (modelBuilt()
+  // follows). Its values are the builder's initial ones and nothing trains or loads them: the
+  // weights live in the training session (TrainingController::withRestingModel, stateDict).
   std::shared_ptr<graph::GraphModule> model();
   QString modelError() const { return modelError_; }
   // The model if it is built and current, without building it (nullptr otherwise): for what
@@ -174,15 +177,13 @@ class ProjectDocument : public QObject {
   void setSelection(std::vector<graph::NodeId> nodes);
 
   // ---- State dicts ----
-  // Loads a state dict file into the model and marks each node with how its keys matched.
-  // Strict loads refuse missing and unexpected keys. Returns the report's summary.
+  // Reads a state dict file, checks it against the architecture and marks each node with how
+  // its keys matched; only a file that loads (strict loads refuse missing and unexpected keys)
+  // is handed on, with stateDictLoaded, to the owner of the weights (TrainingController).
+  // Nothing changes before the check. Returns the report's summary.
   QString loadStateDict(const QString& path, bool strict);
-  // The values of a model built from this project (the trained one: TrainingController keeps
-  // this model equal to its session's at rest) into the document's model, and its parameters'
-  // last gradients (by parameter name; copied; none where absent); strict, so a state of
-  // another graph is refused with the engine's error and changes nothing.
-  void setModelState(const nn::StateDict& state, const nn::StateDict& gradients = nn::StateDict());
-  void saveStateDict(const QString& path);
+  // Writes `state` (TrainingController::stateDict(): the weights as trained) to a file.
+  void saveStateDict(const QString& path, const nn::StateDict& state);
   const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
 
   // Used by the undo commands only.
@@ -208,10 +209,11 @@ class ProjectDocument : public QObject {
   void filePathChanged(const QString& path);
   // model() built the model anew after a change of the graph.
   void modelBuilt();
-  // The model's parameters changed in place (freezing, a loaded state dict).
+  // The architecture's flags changed in place (the frozen set).
   void modelStateChanged();
-  // loadStateDict() put a file's values into the model (after modelStateChanged).
-  void stateLoaded();
+  // loadStateDict() checked a file's values against the architecture: they are to be loaded
+  // (non-strict: only the keys that match).
+  void stateDictLoaded(const nns::nn::StateDict& state, bool strict);
   // The state-dict match marks changed.
   void loadMarksChanged();
   // project().probes changed (added, removed, or by undo and redo).

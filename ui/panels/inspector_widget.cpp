@@ -18,15 +18,23 @@
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
 #include "ui/panels/options_editor.h"
+#include "ui/training/training_controller.h"
 
 namespace nns::ui {
 namespace {
 
-QString norm(const Tensor& t) {
-  if (!t.defined() || t.numel() == 0 || !t.is_floating_point()) return QStringLiteral("–");
+double norm(const Tensor& t) {
+  if (!t.defined() || t.numel() == 0 || !t.is_floating_point()) return std::nan("");
   NoGradGuard guard;
-  return QString::number(t.detach().to(kFloat64).pow(2).sum().sqrt().item(), 'g', 5);
+  return t.detach().to(kFloat64).pow(2).sum().sqrt().item();
 }
+
+QString normText(double v) {
+  return std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 5);
+}
+
+// After an edit, the session is made again for the values once the edits stop this long.
+constexpr int kValuesAfterEditMs = 250;
 
 QTableWidgetItem* cell(const QString& text, bool number = false) {
   auto* item = new QTableWidgetItem(text);
@@ -48,8 +56,11 @@ QTableWidget* makeTable(const QStringList& headers) {
 
 }  // namespace
 
-InspectorWidget::InspectorWidget(ProjectDocument* document, QWidget* parent)
-    : QTabWidget(parent), document_(document) {
+InspectorWidget::InspectorWidget(ProjectDocument* document, TrainingController* training,
+                                 QWidget* parent)
+    : QTabWidget(parent), document_(document), training_(training), valuesTimer_(new QTimer(this)) {
+  valuesTimer_->setSingleShot(true);
+  valuesTimer_->setInterval(kValuesAfterEditMs);
   // Six short, compactly padded tabs fit the dock's default width: every tab stays one click
   // away, with no scroll arrows hiding the first or the last.
   setUsesScrollButtons(false);
@@ -91,6 +102,19 @@ InspectorWidget::InspectorWidget(ProjectDocument* document, QWidget* parent)
   connect(document_, &ProjectDocument::changed, this, [this] { scheduleRefresh(false); });
   connect(document_, &ProjectDocument::selectionChanged, this, [this] { scheduleRefresh(true); });
   connect(document_, &ProjectDocument::modelStateChanged, this, [this] { scheduleRefresh(true); });
+  // New values at rest (a step, a reset, a load, a snapshot, a new session).
+  connect(training_, &TrainingController::weightsChanged, this, [this] {
+    valuesCurrent_ = false;
+    scheduleRefresh(false);
+  });
+  // An edit: the session is out of date; its values are read again once the edits pause.
+  connect(training_, &TrainingController::sessionStale, this, [this] {
+    valuesCurrent_ = false;
+    if (showsModel()) valuesTimer_->start();
+  });
+  connect(valuesTimer_, &QTimer::timeout, this, [this] {
+    if (showsModel()) refresh();
+  });
   connect(parameters_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* item) {
     if (filling_ || item->column() != 3) return;
     const QString name = parameters_->item(item->row(), 0)->text();
@@ -125,8 +149,28 @@ QString InspectorWidget::scopePrefix() const {
   return qs(model->module_name(sel.front()));
 }
 
+void InspectorWidget::readValues() {
+  // Only after the edits paused (the timer) or with a session that is up to date: making a
+  // large model's session at every edit would cost every edit a frame.
+  if (training_->isStale() && training_->msSinceEdit() < kValuesAfterEditMs) {
+    valuesTimer_->start();
+    return;
+  }
+  const bool read = training_->withRestingModel([&](graph::GraphModule& model) {
+    values_.clear();
+    for (const auto& [name, p] : model.named_parameters()) {
+      values_[name] = {norm(p), norm(p.grad())};
+    }
+  });
+  if (read) {
+    valuesCurrent_ = true;
+    valuesStep_ = training_->status().step;
+  }
+}
+
 void InspectorWidget::refresh() {
   stale_ = false;
+  if (!valuesCurrent_) readValues();
   filling_ = true;
   auto model = document_->model();
   modules_->clear();
@@ -173,9 +217,13 @@ void InspectorWidget::refresh() {
     const QString n = qs(name);
     return prefix.isEmpty() || n.startsWith(prefix + ".");
   };
-  parameterScope_->setText(prefix.isEmpty()
-                               ? tr("All parameters of %1").arg(qs(document_->project().name))
-                               : tr("Parameters of %1").arg(prefix));
+  QString scope = prefix.isEmpty() ? tr("All parameters of %1").arg(qs(document_->project().name))
+                                   : tr("Parameters of %1").arg(prefix);
+  if (valuesStep_ >= 0 && !values_.empty()) {
+    scope += valuesCurrent_ ? tr(" (values at step %1)").arg(valuesStep_)
+                            : tr(" (values read at step %1; shown again at rest)").arg(valuesStep_);
+  }
+  parameterScope_->setText(scope);
   for (auto& [name, p] : model->named_parameters()) {
     if (!inScope(name)) continue;
     const int row = parameters_->rowCount();
@@ -190,8 +238,11 @@ void InspectorWidget::refresh() {
                                        : tr("requires_grad=False: frozen"));
     parameters_->setItem(row, 3, grad);
     parameters_->setItem(row, 4, cell(QString::number(p.numel()), true));
-    parameters_->setItem(row, 5, cell(norm(p), true));
-    parameters_->setItem(row, 6, cell(norm(p.grad()), true));
+    // The session's values (the architecture's own are never trained).
+    const auto v = values_.find(name);
+    const bool known = v != values_.end();
+    parameters_->setItem(row, 5, cell(normText(known ? v->second.first : std::nan("")), true));
+    parameters_->setItem(row, 6, cell(normText(known ? v->second.second : std::nan("")), true));
   }
   for (auto& [name, b] : model->named_buffers()) {
     if (!inScope(name)) continue;

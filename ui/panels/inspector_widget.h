@@ -5,7 +5,17 @@
 // checkbox that freezes or unfreezes, numel, value norm, gradient norm), its named_buffers
 // (shape, dtype, persistent) and its PyTorch-style repr. With one node selected, the tables
 // show that node's module; otherwise the whole model's.
+//
+// The structure comes from the document's architecture; the values (the norms of the weights
+// and of the last step's gradients) from the training session, which owns them: read at rest
+// (TrainingController::withRestingModel), again whenever the weights change at rest
+// (weightsChanged). While a run goes on, the table keeps the values it read last, and says at
+// which step they were read. After an edit the session is made again for the values only
+// once the edits stop for a moment (a burst of edits never waits for a new model).
 #include <QTabWidget>
+#include <map>
+#include <string>
+#include <utility>
 
 class QLabel;
 class QPlainTextEdit;
@@ -16,12 +26,14 @@ namespace nns::ui {
 
 class OptionsEditor;
 class ProjectDocument;
+class TrainingController;
 
 class InspectorWidget : public QTabWidget {
   Q_OBJECT
 
  public:
-  explicit InspectorWidget(ProjectDocument* document, QWidget* parent = nullptr);
+  InspectorWidget(ProjectDocument* document, TrainingController* training,
+                  QWidget* parent = nullptr);
 
   OptionsEditor* optionsEditor() const { return options_; }
   // The model's views, brought up to date first.
@@ -46,7 +58,11 @@ class InspectorWidget : public QTabWidget {
   }
   QString scopePrefix() const;
 
+  // The norms of the session's parameters and their gradients, by name (readValues()).
+  void readValues();
+
   ProjectDocument* document_;
+  TrainingController* training_;
   OptionsEditor* options_;
   QTreeWidget* modules_;
   QLabel* parameterScope_;
@@ -56,6 +72,12 @@ class InspectorWidget : public QTabWidget {
   bool pending_ = false;
   bool stale_ = true;
   bool filling_ = false;
+  // The norms read last (value, gradient; NaN: none), the step they are of, and whether they
+  // are the session's as it is now.
+  std::map<std::string, std::pair<double, double>> values_;
+  int64_t valuesStep_ = -1;
+  bool valuesCurrent_ = false;
+  QTimer* valuesTimer_;
 };
 
 }  // namespace nns::ui

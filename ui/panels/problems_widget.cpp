@@ -34,6 +34,12 @@ void ProblemsWidget::setRunFailure(graph::NodeId node, const QString& message) {
   refresh();
 }
 
+void ProblemsWidget::setDataMismatch(graph::NodeId node, const QString& message) {
+  mismatchNode_ = node;
+  mismatch_ = message;
+  refresh();
+}
+
 void ProblemsWidget::refresh() {
   clear();
   const graph::Graph& g = document_->project().graph;
@@ -47,6 +53,13 @@ void ProblemsWidget::refresh() {
     item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
     item->setForeground(2, QColor(0xd9, 0x3f, 0x3f));
   }
+  if (!mismatch_.isEmpty()) {
+    const graph::Node* n = g.find(mismatchNode_);
+    auto* item = new QTreeWidgetItem(this, {n ? qs(n->name) : tr("(data)"), tr("data"), mismatch_});
+    item->setData(0, Qt::UserRole, static_cast<qlonglong>(n ? mismatchNode_ : 0));
+    item->setToolTip(2, mismatch_);
+    item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
+  }
   for (const graph::Problem& p : problems) {
     const graph::Node* n = p.block.empty() ? g.find(p.node) : nullptr;
     QString where = n                 ? qs(n->name)
@@ -57,7 +70,8 @@ void ProblemsWidget::refresh() {
     item->setToolTip(2, qs(p.message));
     item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
   }
-  emit countChanged(static_cast<int>(problems.size()) + (failure_.isEmpty() ? 0 : 1));
+  emit countChanged(static_cast<int>(problems.size()) + (failure_.isEmpty() ? 0 : 1) +
+                    (mismatch_.isEmpty() ? 0 : 1));
 }
 
 void ProblemsWidget::paintEvent(QPaintEvent* event) {

@@ -18,6 +18,9 @@ class ProblemsWidget : public QTreeWidget {
   // The error that stopped a training run (a NaN/Inf in a node), listed first until it is
   // cleared (an empty message) when the run is reset.
   void setRunFailure(graph::NodeId node, const QString& message);
+  // A model whose Input does not take the data set's samples
+  // (TrainingController::dataMismatch): listed on the Input until it fits (an empty message).
+  void setDataMismatch(graph::NodeId node, const QString& message);
 
  signals:
   void nodeActivated(graph::NodeId id);
@@ -33,6 +36,8 @@ class ProblemsWidget : public QTreeWidget {
   ProjectDocument* document_;
   graph::NodeId failedNode_ = 0;
   QString failure_;
+  graph::NodeId mismatchNode_ = 0;
+  QString mismatch_;
 };
 
 }  // namespace nns::ui

@@ -79,7 +79,7 @@ void AttentionView::takeData() {
   maps_.clear();
   pending_ = 0;
   requestedStep_ = shownStep_ = -1;
-  const data::Dataset* set = sequenceSet(controller_->session());
+  const data::Dataset* set = sequenceSet(controller_->currentSession());
   {
     const QSignalBlocker block(sequence_);
     sequence_->setRange(0, set ? static_cast<int>(std::max<int64_t>(set->size() - 1, 0)) : 0);
@@ -88,11 +88,15 @@ void AttentionView::takeData() {
 }
 
 void AttentionView::chooseSequence() {
-  const data::Dataset* set = sequenceSet(controller_->session());
+  const data::Dataset* set = sequenceSet(controller_->currentSession());
   tokens_.clear();
   input_ = Tensor();
   maps_.clear();
   requestedStep_ = -1;
+  // A request still out is for the sequence shown before: its answer is dropped (its id no
+  // longer matches), and this sequence's is asked for at once. Kept, it drew the old
+  // sequence's maps as this one's, at the step this one waits for.
+  pending_ = 0;
   if (!set || set->size() == 0) {
     why_ = tr("No data to draw attention for");
     caption_->clear();
@@ -116,6 +120,9 @@ void AttentionView::chooseSequence() {
 
 void AttentionView::tick() {
   if (module_.isNull() || pending_ != 0 || !isVisible() || !input_.defined()) return;
+  // After an edit, the new session once the edits pause (as the Output panel asks for it).
+  if (controller_->isStale() && !controller_->isRunning() && controller_->msSinceEdit() < 150)
+    return;
   if (!controller_->session()) return;
   const int64_t step = controller_->status().step;
   if (step == requestedStep_) return;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/probes/sample_trace.h"
 
+#include <QPaintEvent>
+#include <QPainter>
 #include <QStringList>
 #include <algorithm>
 #include <cmath>
@@ -60,6 +62,126 @@ QString describeTraceStep(const train::ModuleTrace& m) {
   const std::vector<double> grad = valuesOf(m.grad_output);
   if (!grad.empty()) text += QObject::tr("; gradient RMS %1").arg(rms(grad), 0, 'g', 3);
   return text;
+}
+
+TraceStepView::TraceStepView(QWidget* parent) : QWidget(parent) {
+  setMinimumSize(220, 180);
+  setToolTip(
+      tr("The traced sample at one node: its input, its output and the gradient of the "
+         "sample's loss w.r.t. that output (blue below zero, red above; F11 steps on)"));
+}
+
+void TraceStepView::clear() {
+  title_.clear();
+  panels_.clear();
+  update();
+}
+
+void TraceStepView::showStep(const QString& title, const train::ModuleTrace& module) {
+  title_ = title;
+  panels_.clear();
+  const std::pair<const char*, const Tensor*> tensors[] = {
+      {"input", &module.input}, {"output", &module.output}, {"gradient", &module.grad_output}};
+  for (const auto& [label, tensor] : tensors) {
+    Panel panel;
+    panel.label = tr(label);
+    if (tensor->defined()) {
+      panel.shape.assign(tensor->sizes().begin(), tensor->sizes().end());
+      // Token ids (an embedding's input) are drawn as the numbers they are.
+      const std::vector<double> v =
+          tensor->is_floating_point() ? valuesOf(*tensor)
+          : tensor->dtype() == kInt64
+              ? [&] {
+                  const std::vector<int64_t> ids = tensor->contiguous().to_vector<int64_t>();
+                  return std::vector<double>(ids.begin(), ids.end());
+                }()
+              : std::vector<double>{};
+      // The sample's dimensions: the batch of one dropped.
+      std::vector<int64_t> dims = panel.shape;
+      if (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
+      const int64_t cols = v.empty()      ? 0
+                           : dims.empty() ? static_cast<int64_t>(v.size())
+                                          : dims.back();
+      const int64_t allRows = cols > 0 ? static_cast<int64_t>(v.size()) / cols : 0;
+      panel.heatmap = dims.size() >= 2;
+      panel.cols = std::min(cols, kTraceCells);
+      panel.rows = panel.heatmap ? std::min(allRows, kTraceCells) : (panel.cols > 0 ? 1 : 0);
+      for (int64_t r = 0; r < panel.rows; ++r) {
+        for (int64_t c = 0; c < panel.cols; ++c) {
+          const double x = v[static_cast<size_t>(r * cols + c)];
+          panel.cells.push_back(x);
+          if (std::isfinite(x)) panel.largest = std::max(panel.largest, std::abs(x));
+        }
+      }
+    }
+    panels_.push_back(std::move(panel));
+  }
+  update();
+}
+
+void TraceStepView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), palette().color(QPalette::Base));
+  const QFontMetrics fm = p.fontMetrics();
+  if (panels_.empty()) {
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap,
+               tr("Click a test sample in the Output panel to trace it, then Train → Step "
+                  "Through Traced Sample (F11)"));
+    return;
+  }
+  p.setPen(palette().color(QPalette::WindowText));
+  p.drawText(QRect(6, 2, width() - 12, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
+             fm.elidedText(title_, Qt::ElideRight, width() - 12));
+  const int top = fm.height() + 6;
+  const int panelH = (height() - top) / static_cast<int>(panels_.size());
+  auto colour = [](double x, double largest) {
+    const double t = largest > 0 && std::isfinite(x) ? std::clamp(x / largest, -1.0, 1.0) : 0;
+    const QColor end = t < 0 ? QColor(33, 102, 172) : QColor(178, 24, 43);
+    const double a = std::abs(t);
+    auto mix = [a](int from, int to) {
+      return static_cast<int>(std::lround(from + (to - from) * a));
+    };
+    return QColor(mix(247, end.red()), mix(247, end.green()), mix(247, end.blue()));
+  };
+  for (size_t i = 0; i < panels_.size(); ++i) {
+    const Panel& panel = panels_[i];
+    const int y0 = top + static_cast<int>(i) * panelH;
+    QStringList dims;
+    for (int64_t d : panel.shape) dims << QString::number(d);
+    const QString caption = panel.shape.empty() ? tr("%1: none reached it").arg(panel.label)
+                                                : tr("%1 [%2], |max| %3")
+                                                      .arg(panel.label, dims.join(", "))
+                                                      .arg(panel.largest, 0, 'g', 3);
+    p.setPen(palette().color(QPalette::WindowText));
+    p.drawText(QRect(6, y0, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+               fm.elidedText(caption, Qt::ElideRight, width() - 12));
+    const QRectF area(6, y0 + fm.height() + 2, width() - 12, panelH - fm.height() - 6);
+    if (panel.cells.empty() || area.height() < 4) continue;
+    if (panel.heatmap) {
+      const double cell = std::min(area.width() / static_cast<double>(panel.cols),
+                                   area.height() / static_cast<double>(panel.rows));
+      for (int64_t r = 0; r < panel.rows; ++r) {
+        for (int64_t c = 0; c < panel.cols; ++c) {
+          p.fillRect(QRectF(area.left() + c * cell, area.top() + r * cell, cell, cell),
+                     colour(panel.cells[static_cast<size_t>(r * panel.cols + c)], panel.largest));
+        }
+      }
+    } else {
+      const double w = area.width() / static_cast<double>(panel.cols);
+      const double mid = area.center().y();
+      for (int64_t c = 0; c < panel.cols; ++c) {
+        const double x = panel.cells[static_cast<size_t>(c)];
+        const double h =
+            panel.largest > 0 && std::isfinite(x) ? x / panel.largest * (area.height() / 2) : 0;
+        p.fillRect(QRectF(area.left() + c * w, std::min(mid, mid - h), std::max(1.0, w - 1),
+                          std::max(1.0, std::abs(h))),
+                   colour(x, panel.largest));
+      }
+      p.setPen(palette().color(QPalette::Mid));
+      p.drawLine(QPointF(area.left(), mid), QPointF(area.right(), mid));
+    }
+  }
 }
 
 std::map<graph::NodeId, GraphScene::NodeBadge> traceBadges(const train::SampleTrace& trace,

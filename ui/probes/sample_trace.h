@@ -4,8 +4,11 @@
 // test point in the Output panel): each node with a module shows its output for that sample
 // as a strip of bars (up to kBars values, scaled by the largest magnitude) and is tinted by
 // the size of the loss's gradient w.r.t. that output (blue, log scale from 1e-6 to 1), whose
-// RMS is the figure on the node; the tooltip lists the first values of both.
+// RMS is the figure on the node; the tooltip lists the first values of both. Stepping through
+// the pass node by node (F11) shows each module's tensors in a TraceStepView.
+#include <QWidget>
 #include <map>
+#include <vector>
 
 #include "engine/graph/spec.h"
 #include "engine/train/session.h"
@@ -23,6 +26,40 @@ QColor gradientColour(double rms);
 // "input [1, 2] 0.3, -0.7 → output [1, 64] 0.12, … ; gradient RMS 0.0011": one module's
 // step of a traced forward pass, for the status bar.
 QString describeTraceStep(const train::ModuleTrace& module);
+
+// Train > Step Through Traced Sample's view: one module of the traced sample's pass, its input,
+// its output and the loss's gradient w.r.t. that output, each drawn from the sample's values
+// (the batch of one dropped): a tensor of two or more dimensions as a heatmap (its last
+// dimension across, the others stacked down, at most kTraceCells each way), one of one
+// dimension as bars; blue below zero, red above, scaled by the panel's largest magnitude.
+class TraceStepView : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int64_t kTraceCells = 64;
+  struct Panel {
+    QString label;               // "input", "output", "gradient"
+    std::vector<int64_t> shape;  // the tensor's, batch included
+    bool heatmap = false;        // false: bars
+    int64_t rows = 0, cols = 0;  // what is drawn (cut at kTraceCells)
+    std::vector<double> cells;   // rows * cols values, row-major
+    double largest = 0;          // the scale: the largest magnitude drawn
+  };
+
+  explicit TraceStepView(QWidget* parent = nullptr);
+  // Shows one module's step ("fc1 (Linear)", step 3 of 7).
+  void showStep(const QString& title, const train::ModuleTrace& module);
+  void clear();
+  const QString& title() const { return title_; }
+  const std::vector<Panel>& panels() const { return panels_; }
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  QString title_;
+  std::vector<Panel> panels_;
+};
 
 std::map<graph::NodeId, GraphScene::NodeBadge> traceBadges(const train::SampleTrace& trace,
                                                            const TrainingController& controller,

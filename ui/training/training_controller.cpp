@@ -3,6 +3,7 @@
 
 #include <QDateTime>
 #include <QFileInfo>
+#include <QStringList>
 #include <QTimer>
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 
 #include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
+#include "engine/graph/node_types.h"
 #include "engine/serialize/serialize.h"
 #include "engine/train/checkpoint.h"
 #include "ui/document/project_document.h"
@@ -44,6 +46,67 @@ std::optional<double> learningRateOf(const graph::TrainingSettings& t) {
 
 }  // namespace
 
+const char* phaseName(TrainingPhase phase) {
+  switch (phase) {
+    case TrainingPhase::Idle:
+      return "idle";
+    case TrainingPhase::Running:
+      return "running";
+    case TrainingPhase::Paused:
+      return "paused";
+    case TrainingPhase::ShowingSnapshot:
+      return "showing a snapshot";
+    case TrainingPhase::Failed:
+      return "failed";
+  }
+  return "?";
+}
+
+std::optional<TrainingPhase> TrainingController::transition(TrainingPhase from,
+                                                            TrainingEvent event) {
+  using P = TrainingPhase;
+  using E = TrainingEvent;
+  switch (event) {
+    case E::Start:
+      // A failed run trains again only after a reset (or from a snapshot).
+      if (from == P::Running || from == P::Failed) return std::nullopt;
+      return P::Running;
+    case E::Step:
+      if (from == P::Running || from == P::Failed) return std::nullopt;
+      return P::Paused;
+    case E::Reset:
+      return P::Idle;
+    case E::Rested:
+      if (from != P::Running) return std::nullopt;
+      return P::Paused;
+    case E::RunFailed:
+      // Reported once: a failed run that is still failed is no news.
+      if (from == P::Failed) return std::nullopt;
+      return P::Failed;
+    case E::ShowSnapshot:
+      return P::ShowingSnapshot;
+    case E::LoadWeights:
+      // A run goes on from the loaded weights (the load pauses it for the moment it takes).
+      return from == P::Running ? P::Running : P::Paused;
+    case E::FreshSession:
+    case E::KeptSession:
+      // A running session is never replaced (edits apply when it pauses).
+      if (from == P::Running) return std::nullopt;
+      return event == E::FreshSession ? P::Idle : P::Paused;
+  }
+  return std::nullopt;
+}
+
+bool TrainingController::enter(TrainingEvent event) {
+  const std::optional<TrainingPhase> to = transition(phase_, event);
+  if (!to) return false;
+  if (*to == phase_) return true;
+  phase_ = *to;
+  if (phase_ != TrainingPhase::ShowingSnapshot) shown_.reset();
+  emit phaseChanged(phase_);
+  return true;
+}
+
 // What the session was made from: a change to any of it (but the probes, the learning rate
 // and the batch size, which the session takes live) makes a new session.
 struct TrainingController::Built {
@@ -72,6 +135,7 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   qRegisterMetaType<nns::train::Evaluation>();
   qRegisterMetaType<nns::train::Prediction>();
   qRegisterMetaType<nns::train::SampleTrace>();
+  qRegisterMetaType<nns::ui::TrainingPhase>();
   // One BLAS thread: OpenBLAS's idle threads spin and take the core the window and the X
   // server need while the worker trains (engine/cpu/threads.h has the figures). A user's
   // OPENBLAS_NUM_THREADS wins.
@@ -84,17 +148,8 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
           &TrainingController::onDocumentChanged);
   connect(document_, &ProjectDocument::probesChanged, this, &TrainingController::onDocumentChanged);
   // Another project's model owes nothing to this one's weights, whatever its node ids.
-  connect(document_, &ProjectDocument::projectReplaced, this, [this] {
-    keepLearned_ = false;
-    learned_ = false;
-    endRun();
-    branchFrom_.reset();
-    shown_.reset();
-    // The old project's run ends with it; the next poll makes the new project's session.
-    pause();
-    stale_ = true;
-  });
-  connect(document_, &ProjectDocument::stateLoaded, this, &TrainingController::takeLoadedState);
+  connect(document_, &ProjectDocument::projectReplaced, this, &TrainingController::dropSession);
+  connect(document_, &ProjectDocument::stateDictLoaded, this, &TrainingController::takeLoadedState);
   connect(document_, &ProjectDocument::filePathChanged, this, &TrainingController::openRunStore);
   openRunStore();
   timer_->setTimerType(Qt::PreciseTimer);
@@ -182,8 +237,87 @@ train::TrainingSession* TrainingController::session() {
   return session_.get();
 }
 
+qint64 TrainingController::msSinceEdit() const {
+  return QDateTime::currentMSecsSinceEpoch() - lastEditMs_;
+}
+
 bool TrainingController::isRunning() const {
-  return session_ && (runRequested_ || session_->status().state == train::RunState::Running);
+  return session_ && phase_ == TrainingPhase::Running;
+}
+
+void TrainingController::stopRunning() {
+  if (phase_ != TrainingPhase::Running || !session_) return;
+  session_->pause();
+  session_->wait_idle(kIdleWait);
+  status_ = session_->status();
+  if (status_.state == train::RunState::Failed) {
+    poll();  // reported as any failure is
+  } else {
+    enter(TrainingEvent::Rested);
+  }
+  emit statusChanged(status_);
+}
+
+void TrainingController::dropSession() {
+  stopRunning();
+  endRun();
+  branchFrom_.reset();
+  shown_.reset();
+  continues_ = false;
+  pendingWeights_.reset();
+  const bool hadSession = session_ != nullptr;
+  // The old worker stops and joins; the new project's session is made when something asks.
+  session_.reset();
+  built_.reset();
+  probeNodes_.clear();
+  stale_ = true;
+  lastError_.clear();
+  status_ = train::SessionStatus{};
+  epochsSent_ = 0;
+  resetsSeen_ = 0;
+  evaluationSent_.reset();
+  restedStep_ = restedResets_ = -1;
+  enter(TrainingEvent::FreshSession);
+  checkDataFits();
+  if (hadSession) emit sessionReset();
+  emit statusChanged(status_);
+  emit weightsChanged();
+}
+
+bool TrainingController::withRestingModel(
+    const std::function<void(graph::GraphModule& model)>& fn) {
+  if (isRunning()) return false;
+  train::TrainingSession* s = session();
+  if (!s) {
+    if (!pendingWeights_) return false;
+    fn(*pendingWeights_);
+    return true;
+  }
+  // Predictions or a trace may be queued (they read the model, and a trace writes its
+  // gradients): read once the worker has answered them.
+  auto* model = dynamic_cast<graph::GraphModule*>(s->model().get());
+  if (!model || !s->wait_idle(kIdleWait)) return false;
+  fn(*model);
+  return true;
+}
+
+std::optional<nn::StateDict> TrainingController::stateDict() {
+  auto copy = [](nn::Module& m) {
+    nn::StateDict out;
+    for (const auto& entry : m.state_dict()) out.insert(entry.key(), entry.value().clone());
+    return out;
+  };
+  std::optional<nn::StateDict> out;
+  if (session()) {
+    withIdleSession(tr("Read the weights"),
+                    [&](train::TrainingSession& s) { out = copy(*s.model()); });
+    return out;
+  }
+  if (pendingWeights_) return copy(*pendingWeights_);
+  // No session (the data does not fit the model): the architecture's initial values.
+  if (const std::shared_ptr<graph::GraphModule> model = document_->model()) return copy(*model);
+  emit message(tr("No weights: %1").arg(document_->modelError()));
+  return std::nullopt;
 }
 
 graph::NodeId TrainingController::probeNode(train::ProbeId probe) const {
@@ -240,9 +374,11 @@ void TrainingController::onDocumentChanged() {
     if (built_->frozen != document_->project().frozen_parameters && !isRunning()) applyFrozen();
     return;
   }
+  // Made again when something needs it (session()): an edit itself never waits for a new
+  // model, and a burst of edits (a drag of a slider) makes one session, not one per edit.
   stale_ = true;
-  // A session that is not running is replaced at the next poll, so that a burst of edits
-  // (a drag of a slider) makes one session, not one per edit.
+  lastEditMs_ = QDateTime::currentMSecsSinceEpoch();
+  emit sessionStale();
 }
 
 void TrainingController::applyLiveSettings() {
@@ -259,19 +395,19 @@ void TrainingController::applyLiveSettings() {
 
 void TrainingController::rebuild() {
   stale_ = false;
-  runRequested_ = false;
   const bool hadSession = session_ != nullptr;
-  // What the old run learned, unless it is to be dropped or is not worth keeping (nothing
-  // trained yet, or a failed run's non-finite values).
+  // What the old session learned, unless it is not worth keeping: fresh weights (Idle) or a
+  // failed run's. Never while running: session() waits for the run to pause.
   nn::ModulePtr learned;
   graph::Graph learnedGraph;
   bool fromFile = false;
   // The run the new session continues (its steps numbered on from the old one's).
   std::optional<std::pair<int64_t, int64_t>> continued;
   int64_t continuedStep = 0;
-  if (keepLearned_ && session_ && built_) {
+  const bool keep = phase_ == TrainingPhase::Paused || phase_ == TrainingPhase::ShowingSnapshot;
+  if (keep && session_ && built_ && session_->wait_idle(kIdleWait)) {
     const train::SessionStatus st = session_->status();
-    if ((st.step > 0 || learned_) && st.state != train::RunState::Failed) {
+    if (st.state != train::RunState::Failed) {
       learned = session_->model();
       learnedGraph = built_->graph;
       continuedStep = st.step;
@@ -280,18 +416,16 @@ void TrainingController::rebuild() {
         session_->snapshot();
         session_->wait_idle(kIdleWait);
         continued = std::make_pair(recorder_->run(), st.step);
-      } else if (shown_) {
+      } else if (shownSnapshot()) {
         continued = shown_;
       }
     }
-  } else if (keepLearned_ && learned_) {
-    // No session held them (the graph had problems when they were loaded): the document did.
-    learned = document_->model();
-    learnedGraph = document_->project().graph;
+  } else if (keep && pendingWeights_) {
+    // No session held them (the data did not fit the model when they were loaded).
+    learned = pendingWeights_;
+    learnedGraph = pendingGraph_;
     fromFile = true;
   }
-  keepLearned_ = true;
-  learned_ = false;
   endRun();
   branchFrom_.reset();
   shown_.reset();
@@ -305,7 +439,6 @@ void TrainingController::rebuild() {
   graph::Project withoutProbes = project;
   // The probes are placed below, where their ids are known.
   withoutProbes.probes.clear();
-  ++sessionsMade_;
   try {
     session_ = train::make_session(withoutProbes, document_->baseDir().toStdString());
     // poll() sends each epoch on as it ends (the curves and the run store keep them): the
@@ -315,6 +448,7 @@ void TrainingController::rebuild() {
   } catch (const std::exception& e) {
     lastError_ = qs(e.what());
   }
+  bool kept = false;
   if (session_) {
     auto built = std::make_unique<Built>();
     built->graph = project.graph;
@@ -328,8 +462,8 @@ void TrainingController::rebuild() {
     built->batchSize = project.training.batch_size;
     built_ = std::move(built);
     if (auto* from = dynamic_cast<graph::GraphModule*>(learned.get())) {
-      learned_ = carryLearned(*from, learnedGraph, /*quiet=*/fromFile);
-      if (learned_ && continuedStep > 0) {
+      kept = carryLearned(*from, learnedGraph, /*quiet=*/fromFile);
+      if (kept && continuedStep > 0) {
         // Drawn as the old run's continuation: the steps go on from its last one.
         session_->set_progress(continuedStep, 0);
         session_->wait_idle(kIdleWait);
@@ -337,16 +471,29 @@ void TrainingController::rebuild() {
         branchFrom_ = continued;
       }
     }
+    // Loaded weights are the session's now (or were not kept: the log says why).
+    if (fromFile) pendingWeights_.reset();
     applyFrozen();
     syncProbes();
+  } else if (learned && !fromFile) {
+    // No session can be made (the data does not fit): what was learned waits for the next.
+    pendingWeights_ = std::dynamic_pointer_cast<graph::GraphModule>(learned);
+    pendingGraph_ = learnedGraph;
+    kept = pendingWeights_ != nullptr;
+  } else if (fromFile) {
+    kept = true;  // still waiting
   }
+  enter(kept ? TrainingEvent::KeptSession : TrainingEvent::FreshSession);
+  checkDataFits();
   status_ = session_ ? session_->status() : train::SessionStatus{};
   epochsSent_ = 0;
   resetsSeen_ = status_.resets;
+  restedStep_ = status_.step;
+  restedResets_ = status_.resets;
   evaluationSent_.reset();
-  failureSent_ = false;
   if (hadSession || session_) emit sessionReset();
   emit statusChanged(status_);
+  emit weightsChanged();
 }
 
 void TrainingController::applyFrozen() {
@@ -434,39 +581,96 @@ bool TrainingController::carryLearned(graph::GraphModule& from, const graph::Gra
   return true;
 }
 
-void TrainingController::takeLoadedState() {
-  learned_ = true;
-  const std::shared_ptr<graph::GraphModule> loaded = document_->model();
-  if (!loaded || !session()) return;  // the next session takes them (rebuild)
-  withIdleSession(tr("Load state dict"), [&](train::TrainingSession& s) {
-    s.model()->load_state_dict(loaded->state_dict(), /*strict=*/true);
+void TrainingController::takeLoadedState(const nn::StateDict& state, bool strict) {
+  train::TrainingSession* s = session();
+  if (!s) {
+    // No session can take them now (the data does not fit the model): held for the next one,
+    // in a model of the graph they were checked against.
+    try {
+      std::shared_ptr<graph::GraphModule> model = graph::build_model(document_->project());
+      serialize::load_into(*model, state, strict);
+      pendingWeights_ = std::move(model);
+      pendingGraph_ = document_->project().graph;
+    } catch (const std::exception& e) {
+      emit message(tr("Load state dict failed: %1").arg(qs(e.what())));
+      return;
+    }
+    enter(TrainingEvent::LoadWeights);
+    emit message(tr("The loaded weights wait for a session: %1").arg(lastError_));
+    emit weightsChanged();
+    return;
+  }
+  const bool ok = withIdleSession(tr("Load state dict"), [&](train::TrainingSession& session) {
+    serialize::load_into(*session.model(), state, strict);
     emit message(tr("Training goes on from the loaded weights"));
   });
+  if (!ok) return;
+  enter(TrainingEvent::LoadWeights);
+  emit weightsChanged();
 }
 
-bool TrainingController::syncDocumentModel() {
-  if (!session_ || stale_) return false;
-  if (session_->status().state == train::RunState::Failed) {
-    emit message(tr("The run failed: the model keeps the weights from before it"));
-    return false;
-  }
-  return withIdleSession(tr("Copy the trained weights"), [&](train::TrainingSession& s) {
-    // Marked first: a copy that fails is reported once, not at every poll.
-    const train::SessionStatus st = s.status();
-    syncedSession_ = sessionsMade_;
-    syncedStep_ = st.step;
-    syncedResets_ = st.resets;
-    // The last step's gradients too: the inspector shows their norms.
-    nn::StateDict gradients;
-    for (const auto& [name, p] : s.model()->named_parameters()) {
-      if (p.grad().defined()) gradients.insert(name, p.grad());
+void TrainingController::checkDataFits() {
+  graph::NodeId node = 0;
+  QString message;
+  const graph::Node* input = nullptr;
+  int inputs = 0;
+  for (const graph::Node& n : document_->project().graph.nodes) {
+    if (graph::node_kind(n.type) != graph::NodeKind::Input ||
+        document_->project().graph.parent_of(n.id)) {
+      continue;
     }
-    document_->setModelState(s.model()->state_dict(), gradients);
-  });
+    input = &n;
+    ++inputs;
+  }
+  // One Input reads the data set's samples (with several, which one does is the model's
+  // business: the first step says what does not fit).
+  if (session_ && inputs == 1 && input->options.is_object() && input->options.contains("shape") &&
+      input->options["shape"].is_array()) {
+    const Tensor& x = session_->train_set().inputs;
+    if (x.defined() && x.dim() >= 1) {
+      const std::vector<int64_t> sample(x.sizes().begin() + 1, x.sizes().end());
+      const std::string dtype = x.dtype() == kInt64 ? "int64" : "float32";
+      std::vector<int64_t> shape;
+      bool known = true;
+      for (const graph::Json& d : input->options["shape"]) {
+        if (!d.is_number_integer()) known = false;
+        shape.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
+      }
+      const std::string inputDtype = input->options.value("dtype", std::string("float32"));
+      const bool shapeFits =
+          !known || shape == sample ||
+          // A leading batch dimension of 1 or -1 in an imported model's Input.
+          (shape.size() == sample.size() + 1 && (shape[0] == 1 || shape[0] == -1) &&
+           std::equal(sample.begin(), sample.end(), shape.begin() + 1));
+      if (!shapeFits || inputDtype != dtype) {
+        auto text = [](const std::vector<int64_t>& v) {
+          QStringList dims;
+          for (int64_t d : v) dims << QString::number(d);
+          return "[" + dims.join(", ") + "]";
+        };
+        node = input->id;
+        message = tr("The data set %1 gives samples of shape %2 (%3), but the Input %4 takes %5 "
+                     "(%6): choose a data set whose samples fit the model, or set the Input's "
+                     "shape to %2 and the layers after it to match")
+                      .arg(qs(document_->project().dataset.name), text(sample), qs(dtype),
+                           qs(input->name), text(shape), qs(inputDtype));
+      }
+    }
+  }
+  if (node == mismatchNode_ && message == mismatch_) return;
+  mismatchNode_ = node;
+  mismatch_ = message;
+  emit dataMismatchChanged(node, message);
 }
 
 bool TrainingController::ensureTrainable() {
-  if (session()) return true;
+  if (session() && mismatch_.isEmpty()) return true;
+  if (session_) {
+    // Every step would fail with the engine's shape error: the Problems list says why.
+    emit message(tr("Cannot train: %1").arg(mismatch_));
+    emit runFailed(mismatchNode_, mismatch_);
+    return false;
+  }
   const QString why = lastError_.isEmpty() ? tr("the project makes no session") : lastError_;
   graph::NodeId node = 0;
   for (const graph::Problem& p : document_->analysis().problems) {
@@ -482,43 +686,45 @@ bool TrainingController::ensureTrainable() {
 
 void TrainingController::start() {
   if (!ensureTrainable()) return;
-  const train::SessionStatus st = session_->status();
-  if (st.state == train::RunState::Failed) {
+  if (phase_ == TrainingPhase::Running) return;
+  if (!enter(TrainingEvent::Start)) {
     emit message(tr("The run failed: reset it before training again"));
     return;
   }
   beginRun();
-  runRequested_ = true;
   session_->start();
   emit runsChanged();
 }
 
 void TrainingController::pause() {
-  runRequested_ = false;
-  if (session_) session_->pause();
+  // The phase follows when the worker rests (poll()), with the step it rested at.
+  if (session_ && phase_ == TrainingPhase::Running) session_->pause();
 }
 
 void TrainingController::stepOnce() {
   if (!ensureTrainable()) return;
-  if (isRunning()) return;
+  if (phase_ == TrainingPhase::Running) return;
+  if (!enter(TrainingEvent::Step)) {
+    emit message(tr("The run failed: reset it before stepping again"));
+    return;
+  }
   beginRun();
   session_->step(1);
 }
 
 void TrainingController::reset() {
-  runRequested_ = false;
+  stopRunning();
+  pendingWeights_.reset();
+  enter(TrainingEvent::Reset);
   if (stale_) {
-    keepLearned_ = false;
-    rebuild();
+    rebuild();  // fresh: the phase is Idle, nothing is kept
     return;
   }
   if (!session_) return;
   endRun();
   branchFrom_.reset();
-  shown_.reset();
   continues_ = false;
   session_->reset();
-  learned_ = false;
   // The optimizer is made again from the settings the session was made with: the live
   // learning rate and batch size follow.
   if (built_->lr) session_->set_lr(*built_->lr);
@@ -601,6 +807,8 @@ bool TrainingController::loadCheckpoint(const QString& path) {
     emit message(tr("Loaded checkpoint %1 (step %2)").arg(QFileInfo(path).fileName()).arg(step));
   });
   if (ok) {
+    enter(TrainingEvent::LoadWeights);
+    emit weightsChanged();
     // Another run's state: what follows is a run of its own.
     endRun();
     branchFrom_.reset();
@@ -622,13 +830,17 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step) {
             .arg(storeError_.isEmpty() ? tr("save the project to record its runs") : storeError_));
     return false;
   }
-  pause();
+  stopRunning();
   std::optional<train::SnapshotInfo> snapshot;
   std::optional<train::RunInfo> info;
   const bool ok = withIdleSession(
       tr("Show step %1 of run %2").arg(step).arg(run), [&](train::TrainingSession& s) {
+        // The probe samples not taken yet belong to the state being left: into its run's
+        // history, never shown after the snapshot's.
+        const std::vector<train::ProbeSample> left = s.take_probe_samples();
         // The run being recorded: its state now is its last snapshot, written before reading.
         if (recorder_) {
+          recorder_->add_probe_samples(left);
           s.snapshot();
           s.wait_idle(kIdleWait);
           recorder_->flush();
@@ -654,8 +866,11 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step) {
   // What trains from here is a branch of that run.
   endRun();
   branchFrom_ = std::make_pair(run, snapshot->step);
+  enter(TrainingEvent::ShowSnapshot);
   shown_ = branchFrom_;
   continues_ = false;
+  restedStep_ = snapshot->step;
+  emit weightsChanged();
   epochsSent_ = 0;
   evaluationSent_.reset();
   emit sessionReset();
@@ -693,22 +908,34 @@ bool TrainingController::deleteRun(int64_t run) {
 }
 
 void TrainingController::poll() {
-  if (stale_ && !isRunning()) rebuild();
+  // No remake here: an out-of-date session is made again when something asks (session()).
   if (!session_) return;
-  if (built_->frozen != document_->project().frozen_parameters && !isRunning()) applyFrozen();
   train::TrainingSession& s = *session_;
   // The status first: metrics taken after it are never older than the reset it reports.
-  const train::SessionStatus st = s.status();
+  train::SessionStatus st = s.status();
   if (st.resets != resetsSeen_) {
     resetsSeen_ = st.resets;
     epochsSent_ = 0;
     evaluationSent_.reset();
-    failureSent_ = false;
     emit sessionReset();
   }
-  if (runRequested_ &&
-      (st.state == train::RunState::Failed || st.state == train::RunState::Stopped)) {
-    runRequested_ = false;
+  if (st.state == train::RunState::Failed && enter(TrainingEvent::RunFailed)) {
+    // The engine's message names the step that failed (one after the last one done).
+    emit message(tr("Training stopped: %1").arg(qs(st.error)));
+    emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
+  } else if (phase_ == TrainingPhase::Running && st.state != train::RunState::Running) {
+    if (s.wait_idle(std::chrono::milliseconds(0))) {
+      // Every command is applied (start() among them) and the worker rests: paused between
+      // two steps, or the configured end reached. status_ below has the step it rested at.
+      enter(TrainingEvent::Rested);
+    } else {
+      // start() not applied yet, or the pause landed with a prediction still queued: still
+      // running as far as the window is concerned (status and isRunning() agree).
+      st.state = train::RunState::Running;
+    }
+  }
+  if (!stale_ && built_->frozen != document_->project().frozen_parameters && !isRunning()) {
+    applyFrozen();
   }
   const bool statusMoved = st.state != status_.state || st.step != status_.step ||
                            st.epoch != status_.epoch || st.lr != status_.lr ||
@@ -717,15 +944,20 @@ void TrainingController::poll() {
   status_ = st;
   if (statusMoved) emit statusChanged(status_);
   // A run that pauses or ends leaves a snapshot of where it stopped and its figures so far
-  // (a fast run may start and end between two polls: the step tells that it moved).
+  // (a fast run may start and end between two polls: the step tells that it moved), and the
+  // views that show weights read them again.
   const bool running = st.state == train::RunState::Running;
-  if (recorder_ && !running && st.step != restedStep_) {
+  if (!running && (st.step != restedStep_ || st.resets != restedResets_)) {
     restedStep_ = st.step;
-    s.snapshot();
-    // The snapshot goes to the recorder before the figures that mark the run ended.
-    s.sync(kIdleWait);
-    recorder_->set_result(train::result_of(st));
-    emit runsChanged();
+    restedResets_ = st.resets;
+    if (recorder_) {
+      s.snapshot();
+      // The snapshot goes to the recorder before the figures that mark the run ended.
+      s.sync(kIdleWait);
+      recorder_->set_result(train::result_of(st));
+      emit runsChanged();
+    }
+    if (!isRunning()) emit weightsChanged();
   }
 
   std::vector<train::StepMetrics> metrics = s.take_step_metrics();
@@ -745,32 +977,19 @@ void TrainingController::poll() {
     emit evaluationArrived(*st.last_evaluation);
   }
   std::vector<train::ProbeSample> samples = s.take_probe_samples();
-  if (!samples.empty()) emit probeSamplesArrived(samples);
+  if (!samples.empty()) {
+    if (recorder_) recorder_->add_probe_samples(samples);  // the run's probe history
+    emit probeSamplesArrived(samples);
+  }
   while (std::optional<train::Prediction> p = s.take_prediction()) emit predictionArrived(*p);
   while (std::optional<train::SampleTrace> t = s.take_trace()) emit traceArrived(*t);
 
-  if (st.state == train::RunState::Failed && !failureSent_) {
-    failureSent_ = true;
-    // The engine's message names the step that failed (one after the last one done).
-    emit message(tr("Training stopped: %1").arg(qs(st.error)));
-    emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
-  } else if (st.state != train::RunState::Failed) {
-    failureSent_ = false;
-  }
   if (evalMode_ && st.state == train::RunState::Running) {
     const qint64 now = QDateTime::currentMSecsSinceEpoch();
     if (now - lastEvalMs_ >= kEvalEveryMs) {
       lastEvalMs_ = now;
       s.evaluate();
     }
-  }
-  // At rest, the document's model takes what the session has (once per step or reset; the
-  // copy costs about as much as one step of a toy model).
-  const bool moved =
-      sessionsMade_ != syncedSession_ || st.step != syncedStep_ || st.resets != syncedResets_;
-  if (moved && !stale_ && !isRunning() && st.state != train::RunState::Failed &&
-      s.wait_idle(std::chrono::milliseconds(0))) {
-    syncDocumentModel();
   }
 }
 

@@ -8,14 +8,17 @@
 //   connect(&controller, &TrainingController::stepMetricsArrived, curves, &Curves::addSteps);
 //   controller.start();   // returns at once; the session trains on its own thread
 //
-// The session is made from the document's project (train::make_session) and made again,
-// lazily, when the graph, the blocks, the model's name or the dataset or training settings
-// change, but only while it is not running (the frozen set and the probes change the
-// session's model in place): edits during a run apply when it pauses (the learning rate and
-// the batch size apply at once, through set_lr / set_batch_size, without a new session), and
-// another project (new, opened) pauses the run at once. A graph with problems leaves no
-// session: start() and stepOnce() then report why (runFailed with the node and message(), for
-// the log).
+// The session is made from the document's project (train::make_session) and made again when
+// the graph, the blocks, the model's name or the dataset or training settings changed since
+// the last one, but only when something needs it: session() (a run, a step, the Output panel,
+// the inspector's weights, a prediction) makes it; an edit only marks the session out of date
+// (sessionStale), so a burst of edits costs no remake at all until one of those asks. Never
+// while it runs (the frozen set and the probes change the session's model in place): edits
+// during a run apply when it pauses (the learning rate and the batch size apply at once,
+// through set_lr / set_batch_size, without a new session), and another project (new, opened)
+// ends the run and drops its session at once. A graph with problems leaves no session:
+// start() and stepOnce() then report why (runFailed with the node and message(), for the
+// log).
 //
 // A QTimer on the GUI thread (about 25 Hz) polls the session: status(), take_step_metrics(),
 // new entries of epoch_history(), take_probe_samples() and take_prediction(), and emits what
@@ -43,10 +46,28 @@
 // step; with weights carried by node id when the architecture changed since) and the next
 // start() or stepOnce() branches a new run from there with whatever was changed since.
 //
-// One model to the user: the document's model (the inspector's parameters, Load and Save
-// State Dict) is kept equal to the session's. At rest (not running, after any step or reset)
-// the session's values go into the document's model; a state dict the user loads into the
-// document goes into the session at once, and into the next session made.
+// One owner of the weights: the session. The document holds the architecture and the
+// settings (its model() is the architecture's: module names, shapes, the repr; its values
+// are never trained). What reads weights asks the controller: the inspector reads the
+// session's model at rest (withRestingModel), Save State Dict and the exporters take a copy
+// (stateDict(), which pauses a run for the moment it takes), the run store gets snapshots from
+// the worker. A state dict the user loads (ProjectDocument::loadStateDict validates it and
+// marks each node) goes into the session; only while no session can be made (the data does
+// not fit the model) does the controller hold it, for the next session made.
+//
+// Its state: one TrainingPhase, changed only by enter(event) through transition(), the table
+// of what each event does in each phase (an event a phase does not take is refused there):
+//
+//   Idle             fresh weights from the seed at step 0 (or no session)
+//   Running          the worker trains (start())
+//   Paused           at rest at a step, or holding weights worth keeping (loaded, carried)
+//   ShowingSnapshot  at a recorded run's snapshot (shownSnapshot()); the next run branches
+//   Failed           the run failed (NaN/Inf, an error in a step): Reset or a snapshot only
+//
+// The Runs panel scrubs through a run by calling showSnapshot(run, step) (one phase change per
+// call; the session's worker restores the snapshot between two steps) and reads which run and
+// step are shown from shownSnapshot() or the snapshotShown signal; phaseChanged tells every
+// view when the controller leaves that phase (a run starts, a reset, an edit's new session).
 #include <QMetaType>
 #include <QObject>
 #include <QString>
@@ -69,6 +90,24 @@ namespace nns::ui {
 
 class ProjectDocument;
 
+// The controller's state (see the top of this file).
+enum class TrainingPhase { Idle, Running, Paused, ShowingSnapshot, Failed };
+// What moves it: the user's commands and what the session reports.
+enum class TrainingEvent {
+  Start,  // start()
+  Step,   // stepOnce()
+  Reset,  // reset()
+  // The worker of a run rests: pause() landed (between two steps), or the configured epochs
+  // or steps are done. Not pause() itself: until the worker rests, the run goes on.
+  Rested,
+  RunFailed,     // the session reports Failed
+  ShowSnapshot,  // showSnapshot()
+  LoadWeights,   // a state dict or a checkpoint was loaded
+  FreshSession,  // a new session with fresh weights (nothing kept, or another project)
+  KeptSession,   // a new session that kept what the old one learned
+};
+const char* phaseName(TrainingPhase phase);
+
 class TrainingController : public QObject {
   Q_OBJECT
 
@@ -90,10 +129,34 @@ class TrainingController : public QObject {
   train::TrainingSession* session();
   // Why the last attempt to make a session failed ("" when it did not).
   QString lastError() const { return lastError_; }
-  // The status the timer read last (state Idle when there is no session).
+  // The model's Input does not take the data set's samples (an image model with spirals
+  // chosen): the Input's node and what to do, for the Problems list and the Output panel
+  // (node 0 and "" when they fit, or before a session is made). Checked on every new session:
+  // the data's sample shape and dtype against the Input's shape and dtype options. start()
+  // and stepOnce() refuse to train such a model (runFailed with this message).
+  graph::NodeId dataMismatchNode() const { return mismatchNode_; }
+  QString dataMismatch() const { return mismatch_; }
+  // The status the timer read last (state Idle when there is no session). While the phase is
+  // Running its state says Running, also for the moment between a pause landing and the poll
+  // that sees the worker rest.
   const train::SessionStatus& status() const { return status_; }
-  // Whether the session's worker is running (state Running).
+  // Whether a run goes on (phase Running): from start() until its worker rests, so that
+  // status() (polled) and isRunning() agree: once it is false, status() has the step the run
+  // rested at.
   bool isRunning() const;
+  TrainingPhase phase() const { return phase_; }
+  // The phase `event` leads to from `from`; nullopt where `from` does not take it (start() of
+  // a failed run, stepOnce() while running or failed, a rest when nothing ran, a second
+  // failure, a new session while running). The one table of the controller's transitions.
+  static std::optional<TrainingPhase> transition(TrainingPhase from, TrainingEvent event);
+  // Whether the session is out of date (an edit since it was made): session() makes it anew.
+  bool isStale() const { return stale_; }
+  // Milliseconds since the last edit that made the session out of date: a view that remakes
+  // it for itself (the Output panel) waits for a burst of edits to end.
+  qint64 msSinceEdit() const;
+  // The session as it is, without making it (nullptr when there is none; possibly out of
+  // date: isStale()). For views that read the data of whatever session there is.
+  train::TrainingSession* currentSession() const { return session_.get(); }
   bool evalMode() const { return evalMode_; }
   // Whether the current session continues the one before it (made after an edit that kept
   // the weights, its steps numbered on): curves keep what they drew at its sessionReset.
@@ -120,9 +183,22 @@ class TrainingController : public QObject {
   QString runStoreError() const { return storeError_; }
   // The run being recorded (0 before the first step of a session, or without a store).
   int64_t currentRun() const { return recorder_ ? recorder_->run() : 0; }
-  // The run and step whose snapshot the session was put at by showSnapshot (nullopt once a
-  // run goes on from it, or after another session or a reset).
-  std::optional<std::pair<int64_t, int64_t>> shownSnapshot() const { return shown_; }
+  // The run and step whose snapshot the session was put at by showSnapshot, while the phase
+  // is ShowingSnapshot (nullopt once a run goes on from it, or after another session or a
+  // reset).
+  std::optional<std::pair<int64_t, int64_t>> shownSnapshot() const {
+    return phase_ == TrainingPhase::ShowingSnapshot ? shown_ : std::nullopt;
+  }
+
+  // ---- Weights (the session owns them) ----
+  // Runs fn on the session's model with its worker idle (made now if out of date), unless a
+  // run is going on: false then, or when there is no session (nothing is paused for it: the
+  // inspector reads at rest and keeps what it read while a run goes on). fn must only read.
+  bool withRestingModel(const std::function<void(graph::GraphModule& model)>& fn);
+  // A copy of the weights (state_dict) as trained so far: the session's (pausing a run for
+  // the moment it takes), or with no session the state dict loaded for the next one, or the
+  // architecture's initial values. nullopt with message() when the graph builds no model.
+  std::optional<nn::StateDict> stateDict();
 
   // Asks the session for the model's outputs on `inputs` (eval mode, between two steps); the
   // answer comes with predictionArrived, carrying the returned id (each reader keeps to its
@@ -156,11 +232,6 @@ class TrainingController : public QObject {
   bool saveCheckpoint(const QString& path);
   // Loads one into the session (strict), continuing the step count from the file's.
   bool loadCheckpoint(const QString& path);
-  // The session's values into the document's model now (pausing a run for the moment it
-  // takes), so that what the document saves is what was trained. Not from a failed run (its
-  // values are not finite): the document keeps the last good ones. False when nothing was
-  // copied.
-  bool syncDocumentModel();
   // Puts the session at run `run`'s snapshot nearest at or before `step` (pausing a run); the
   // next start() or stepOnce() branches from there. False (with message()) when there is no
   // such snapshot or it does not load.
@@ -189,16 +260,33 @@ class TrainingController : public QObject {
   void runsChanged();
   // The session was put at a snapshot (showSnapshot): the run and the snapshot's step.
   void snapshotShown(int64_t run, int64_t step);
+  void phaseChanged(nns::ui::TrainingPhase phase);
+  // dataMismatch() changed (a new session found its data fitting or not).
+  void dataMismatchChanged(nns::graph::NodeId node, const QString& message);
+  // The session's weights changed at rest (a step or a run ended, a reset, a load, a snapshot
+  // shown, a new session): the inspector reads them again.
+  void weightsChanged();
+  // An edit made the session out of date; it is made again when something asks (session()).
+  // A view that shows the session's data while visible (the Output panel) asks then.
+  void sessionStale();
 
  private:
   struct Built;  // what the current session was made from
+  // The one place the phase changes: false (nothing changes) where transition() refuses.
+  bool enter(TrainingEvent event);
   void onDocumentChanged();
   void rebuild();
+  // Pauses a run and waits (up to kIdleWait) until its worker rests.
+  void stopRunning();
+  // The data's sample against the project's Input (dataMismatch()).
+  void checkDataFits();
+  // Ends the run and drops the session (another project: nothing of it is kept).
+  void dropSession();
   // The learned state of the last session's model into the new session's (see the top).
-  // True when anything was kept; quiet: no message (the state came from the document).
+  // True when anything was kept; quiet: no message (the state came from a file).
   bool carryLearned(graph::GraphModule& from, const graph::Graph& fromGraph, bool quiet);
-  // A state dict the user loaded into the document, into the session.
-  void takeLoadedState();
+  // A state dict the user loaded (validated by the document), into the session.
+  void takeLoadedState(const nn::StateDict& state, bool strict);
   void syncProbes();
   void poll();
   void applyLiveSettings();
@@ -220,27 +308,19 @@ class TrainingController : public QObject {
   QTimer* timer_;
   std::unique_ptr<train::TrainingSession> session_;
   std::unique_ptr<Built> built_;
+  TrainingPhase phase_ = TrainingPhase::Idle;
+  // The session is out of date: the project changed since it was made (a cache flag, not a
+  // phase: session() makes the new one).
   bool stale_ = true;
-  // Whether the next rebuild carries the old model's weights over (false after a reset or
-  // another project until that rebuild).
-  bool keepLearned_ = true;
-  // Whether the current model holds values worth keeping besides its trained steps: carried
-  // from an earlier session or loaded from a file (held by the document while there is no
-  // session). Cleared by a reset and another project.
-  bool learned_ = false;
-  // The session state last copied into the document's model (see syncDocumentModel()).
-  // Sessions are told apart by a count of those made (a new one can sit at the old address).
-  uint64_t sessionsMade_ = 0;
-  uint64_t syncedSession_ = 0;
-  int64_t syncedStep_ = -1;
-  int64_t syncedResets_ = -1;
-  bool runRequested_ = false;  // start() asked, until pause, reset, or the run ends
+  // Weights loaded while no session could be made, held (with the graph they were loaded
+  // for) until one is: the only weights the controller keeps outside a session.
+  std::shared_ptr<graph::GraphModule> pendingWeights_;
+  graph::Graph pendingGraph_;
   QString lastError_;
   train::SessionStatus status_;
   size_t epochsSent_ = 0;
   int64_t resetsSeen_ = 0;
   std::optional<train::Evaluation> evaluationSent_;
-  bool failureSent_ = false;
   bool evalMode_ = false;
   qint64 lastEvalMs_ = 0;
   std::map<train::ProbeId, graph::NodeId> probeNodes_;
@@ -250,8 +330,13 @@ class TrainingController : public QObject {
   // The run and step the next run branches from (set when a run's session is replaced with
   // carried weights, and by showSnapshot).
   std::optional<std::pair<int64_t, int64_t>> branchFrom_;
+  // The snapshot shown (the data of ShowingSnapshot).
   std::optional<std::pair<int64_t, int64_t>> shown_;
-  int64_t restedStep_ = -1;  // the step the recorded run last rested at (snapshot, figures)
+  int64_t restedStep_ = -1;  // the step the session last rested at (snapshot, figures, weights)
+  int64_t restedResets_ = -1;
+  qint64 lastEditMs_ = 0;
+  graph::NodeId mismatchNode_ = 0;
+  QString mismatch_;
   bool continues_ = false;
 };
 
@@ -261,3 +346,4 @@ Q_DECLARE_METATYPE(nns::train::SessionStatus)
 Q_DECLARE_METATYPE(nns::train::Evaluation)
 Q_DECLARE_METATYPE(nns::train::Prediction)
 Q_DECLARE_METATYPE(nns::train::SampleTrace)
+Q_DECLARE_METATYPE(nns::ui::TrainingPhase)
