@@ -34,9 +34,9 @@ class TrainingController;
 class DecisionBoundaryWidget : public QWidget {
   Q_OBJECT
 
-public:
-  static constexpr int kGrid = 64;         // heatmap cells per side
-  static constexpr int kCurvePoints = 256; // samples of a fitted curve
+ public:
+  static constexpr int kGrid = 64;          // heatmap cells per side
+  static constexpr int kCurvePoints = 256;  // samples of a fitted curve
   static constexpr int kRateHz = 10;
   // After an edit, the panel asks for the new session once the edits pause this
   // long.
@@ -48,32 +48,29 @@ public:
   // gave in the corner.
   enum class Mode { None, Heatmap, Curve, Sequence, Forecast, Images };
 
-  explicit DecisionBoundaryWidget(TrainingController *controller,
-                                  QWidget *parent = nullptr);
+  explicit DecisionBoundaryWidget(TrainingController* controller, QWidget* parent = nullptr);
 
   Mode mode() const { return mode_; }
   // Predictions drawn so far (since the widget was made).
   int predictionsShown() const { return predictionsShown_; }
   // The step the picture shows (-1: none yet).
   int64_t shownStep() const { return shownStep_; }
-  const QImage &heatmap() const { return heatmap_; }
+  const QImage& heatmap() const { return heatmap_; }
   // Why nothing is drawn (empty when the picture shows the current session).
-  const QString &message() const { return why_; }
+  const QString& message() const { return why_; }
 
   // Sequence mode: the model's answer for each shown sequence (a class per
   // position, or one class per sequence), and the test accuracy per position of
   // the last evaluation.
-  const std::vector<int64_t> &predictedTokens() const { return predicted_; }
-  const std::vector<double> &positionAccuracy() const {
-    return positionAccuracy_;
-  }
+  const std::vector<int64_t>& predictedTokens() const { return predicted_; }
+  const std::vector<double>& positionAccuracy() const { return positionAccuracy_; }
 
   // The colour of class c (shared by the heatmap and the points).
   static QColor classColor(int64_t c);
 
   // Images mode: the model's class for each shown image (empty before the first
   // answer).
-  const std::vector<int64_t> &predictedClasses() const { return predicted_; }
+  const std::vector<int64_t>& predictedClasses() const { return predicted_; }
   // Where a shown test sample is drawn (its point, image or sequence row), for
   // a click; null outside Heatmap, Images and Sequence or before the first
   // paint.
@@ -89,33 +86,33 @@ public:
   int64_t tracedSample() const { return traced_; }
   uint64_t traceRequest() const { return traceRequest_; }
 
-signals:
+ signals:
   // A trace was asked for (its id: the one traceArrived will carry) or cleared.
   void traceRequested(uint64_t id);
   void traceCleared();
 
-protected:
-  void paintEvent(QPaintEvent *event) override;
-  void mousePressEvent(QMouseEvent *event) override;
-  void mouseDoubleClickEvent(QMouseEvent *event) override;
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
 
-private:
+ private:
   void takeData();
   void tick();
-  void showPrediction(const train::Prediction &prediction);
+  void showPrediction(const train::Prediction& prediction);
   QRectF plotRect() const;
   QPointF toWidget(double x, double y) const;
-  void drawPoints(QPainter &painter) const;
-  void takeSequences(const data::Dataset &shown);
-  void paintSequences(QPainter &painter);
-  void paintForecast(QPainter &painter);
-  void takeImages(const data::Dataset &shown);
-  void paintImages(QPainter &painter);
+  void drawPoints(QPainter& painter) const;
+  void takeSequences(const data::Dataset& shown);
+  void paintSequences(QPainter& painter);
+  void paintForecast(QPainter& painter);
+  void takeImages(const data::Dataset& shown);
+  void paintImages(QPainter& painter);
 
-  TrainingController *controller_;
-  QTimer *timer_;
+  TrainingController* controller_;
+  QTimer* timer_;
   Mode mode_ = Mode::None;
-  QString why_; // Mode::None: why there is no picture
+  QString why_;  // Mode::None: why there is no picture
   // The points, read once per data set: inputs row-major, targets as class
   // indices (Heatmap) or values (Curve).
   std::vector<float> trainX_, testX_, trainValue_, testValue_;
@@ -123,15 +120,15 @@ private:
   // The data's box with the margin: x in [x0, x1], y in [y0, y1] (Curve: y of
   // the targets).
   double x0_ = 0, x1_ = 1, y0_ = 0, y1_ = 1;
-  Tensor grid_; // the inputs predicted on
+  Tensor grid_;  // the inputs predicted on
   uint64_t pending_ = 0;
   int64_t requestedStep_ = -1;
   int64_t shownStep_ = -1;
   int predictionsShown_ = 0;
   QImage heatmap_;
-  QPixmap points_; // the data points, drawn once per size and data set (see
-                   // paintEvent)
-  std::vector<QPointF> curve_; // (x, predicted y)
+  QPixmap points_;              // the data points, drawn once per size and data set (see
+                                // paintEvent)
+  std::vector<QPointF> curve_;  // (x, predicted y)
   // Sequence and Forecast: the shown sequences (row-major [count, length]) and
   // their targets
   // ([count, length] per position, [count] per sequence), the model's answers,
@@ -151,10 +148,10 @@ private:
   // last paint.
   std::vector<QImage> images_;
   Tensor shownInputs_,
-      shownTargets_; // the shown samples as the model takes them
+      shownTargets_;  // the shown samples as the model takes them
   std::vector<QRectF> sampleRects_;
-  int64_t traced_ = -1; // the test sample traced (-1: none)
+  int64_t traced_ = -1;  // the test sample traced (-1: none)
   uint64_t traceRequest_ = 0;
 };
 
-} // namespace nns::ui
+}  // namespace nns::ui
