@@ -17,15 +17,14 @@
 namespace nns::ui {
 namespace {
 
-constexpr double kMargin = 0.1; // of the data's extent, on each side
+constexpr double kMargin = 0.1;  // of the data's extent, on each side
 
 // The range of column `col` of a float [N, D] tensor's elements, widened by
 // kMargin of its size on each side: the part of the plane the picture shows.
-std::pair<double, double> paddedExtent(const std::vector<float> &values,
-                                       int64_t cols, int64_t col) {
+std::pair<double, double> paddedExtent(const std::vector<float>& values, int64_t cols,
+                                       int64_t col) {
   double lo = INFINITY, hi = -INFINITY;
-  for (size_t i = static_cast<size_t>(col); i < values.size();
-       i += static_cast<size_t>(cols)) {
+  for (size_t i = static_cast<size_t>(col); i < values.size(); i += static_cast<size_t>(cols)) {
     lo = std::min(lo, static_cast<double>(values[i]));
     hi = std::max(hi, static_cast<double>(values[i]));
   }
@@ -39,22 +38,19 @@ std::pair<double, double> paddedExtent(const std::vector<float> &values,
   return {lo - kMargin * (hi - lo), hi + kMargin * (hi - lo)};
 }
 
-} // namespace
+}  // namespace
 
-DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController *controller,
-                                               QWidget *parent)
+DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, QWidget* parent)
     : QWidget(parent), controller_(controller), timer_(new QTimer(this)) {
   setMinimumSize(180, 180);
   setAttribute(Qt::WA_OpaquePaintEvent);
-  connect(controller_, &TrainingController::sessionReset, this,
-          &DecisionBoundaryWidget::takeData);
+  connect(controller_, &TrainingController::sessionReset, this, &DecisionBoundaryWidget::takeData);
   connect(controller_, &TrainingController::predictionArrived, this,
           &DecisionBoundaryWidget::showPrediction);
   connect(controller_, &TrainingController::evaluationArrived, this,
-          [this](const train::Evaluation &e) {
+          [this](const train::Evaluation& e) {
             positionAccuracy_ = e.position_accuracy;
-            if (mode_ == Mode::Sequence)
-              update();
+            if (mode_ == Mode::Sequence) update();
           });
   connect(timer_, &QTimer::timeout, this, &DecisionBoundaryWidget::tick);
   timer_->start(1000 / kRateHz);
@@ -62,11 +58,9 @@ DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController *controller,
 }
 
 QRectF DecisionBoundaryWidget::sampleRect(int64_t index) const {
-  if (index < 0)
-    return {};
+  if (index < 0) return {};
   if (mode_ == Mode::Heatmap) {
-    if (static_cast<size_t>(index) >= testClass_.size())
-      return {};
+    if (static_cast<size_t>(index) >= testClass_.size()) return {};
     const QPointF c = toWidget(testX_[2 * index], testX_[2 * index + 1]);
     return {c.x() - 4, c.y() - 4, 8, 8};
   }
@@ -80,11 +74,8 @@ QRectF DecisionBoundaryWidget::sampleRect(int64_t index) const {
 bool DecisionBoundaryWidget::traceTestSample(int64_t index) {
   Tensor input, target;
   QString what;
-  if (mode_ == Mode::Heatmap && index >= 0 &&
-      static_cast<size_t>(index) < testClass_.size()) {
-    input = from_vector(
-        std::vector<float>{testX_[2 * index], testX_[2 * index + 1]},
-        Shape{1, 2});
+  if (mode_ == Mode::Heatmap && index >= 0 && static_cast<size_t>(index) < testClass_.size()) {
+    input = from_vector(std::vector<float>{testX_[2 * index], testX_[2 * index + 1]}, Shape{1, 2});
     target = from_vector(std::vector<int64_t>{testClass_[index]}, Shape{1});
     what = tr("test sample %1 (class %2)").arg(index).arg(testClass_[index]);
   } else if ((mode_ == Mode::Images || mode_ == Mode::Sequence) && index >= 0 &&
@@ -93,14 +84,13 @@ bool DecisionBoundaryWidget::traceTestSample(int64_t index) {
     // class, or a class per position).
     input = shownInputs_.narrow(0, index, 1).contiguous();
     target = shownTargets_.narrow(0, index, 1).contiguous();
-    what = mode_ == Mode::Images ? tr("test image %1").arg(index)
-                                 : tr("test sequence %1").arg(index);
+    what =
+        mode_ == Mode::Images ? tr("test image %1").arg(index) : tr("test sequence %1").arg(index);
   } else {
     return false;
   }
   const uint64_t id = controller_->requestTrace(input, target);
-  if (id == 0)
-    return false;
+  if (id == 0) return false;
   traced_ = index;
   traceRequest_ = id;
   setToolTip(tr("Traced %1: each node shows its output for it (bars) and the "
@@ -115,8 +105,7 @@ bool DecisionBoundaryWidget::traceTestSample(int64_t index) {
 }
 
 void DecisionBoundaryWidget::clearTrace() {
-  if (traced_ < 0)
-    return;
+  if (traced_ < 0) return;
   traced_ = -1;
   traceRequest_ = 0;
   setToolTip(QString());
@@ -124,9 +113,8 @@ void DecisionBoundaryWidget::clearTrace() {
   emit traceCleared();
 }
 
-void DecisionBoundaryWidget::mousePressEvent(QMouseEvent *event) {
-  if (event->button() != Qt::LeftButton)
-    return;
+void DecisionBoundaryWidget::mousePressEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
   if (mode_ == Mode::Images || mode_ == Mode::Sequence) {
     for (size_t i = 0; i < sampleRects_.size(); ++i) {
       if (sampleRects_[i].contains(event->position())) {
@@ -136,34 +124,30 @@ void DecisionBoundaryWidget::mousePressEvent(QMouseEvent *event) {
     }
     return;
   }
-  if (mode_ != Mode::Heatmap)
-    return;
+  if (mode_ != Mode::Heatmap) return;
   // The nearest test point within a few pixels of the click.
   int64_t nearest = -1;
   double best = 12 * 12;
   for (size_t i = 0; i < testClass_.size(); ++i) {
-    const QPointF d =
-        toWidget(testX_[2 * i], testX_[2 * i + 1]) - event->position();
+    const QPointF d = toWidget(testX_[2 * i], testX_[2 * i + 1]) - event->position();
     const double dist = d.x() * d.x() + d.y() * d.y();
     if (dist < best) {
       best = dist;
       nearest = static_cast<int64_t>(i);
     }
   }
-  if (nearest >= 0)
-    traceTestSample(nearest);
+  if (nearest >= 0) traceTestSample(nearest);
 }
 
-void DecisionBoundaryWidget::mouseDoubleClickEvent(QMouseEvent *) {
+void DecisionBoundaryWidget::mouseDoubleClickEvent(QMouseEvent*) {
   clearTrace();
 }
 
 QColor DecisionBoundaryWidget::classColor(int64_t c) {
   // Playground's orange and blue first, then the tab10 palette.
-  static const QColor colors[] = {
-      {245, 147, 34},  {8, 119, 189}, {44, 160, 44},   {214, 39, 40},
-      {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127},
-      {188, 189, 34},  {23, 190, 207}};
+  static const QColor colors[] = {{245, 147, 34},  {8, 119, 189}, {44, 160, 44},   {214, 39, 40},
+                                  {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127},
+                                  {188, 189, 34},  {23, 190, 207}};
   return colors[static_cast<size_t>(c) % std::size(colors)];
 }
 
@@ -192,37 +176,33 @@ void DecisionBoundaryWidget::takeData() {
   sampleRects_.clear();
   // The session as it is: after an edit the panel asks for the new one itself
   // (tick()).
-  train::TrainingSession *session = controller_->currentSession();
+  train::TrainingSession* session = controller_->currentSession();
   if (!session) {
-    why_ = controller_->isStale()
-               ? tr("Making the model…")
-               : tr("No model to train: %1").arg(controller_->lastError());
+    why_ = controller_->isStale() ? tr("Making the model…")
+                                  : tr("No model to train: %1").arg(controller_->lastError());
     update();
     return;
   }
   if (!controller_->dataMismatch().isEmpty()) {
     // Said plainly (the Problems list has it on the Input), not the engine's
     // shape error of a prediction that cannot run.
-    why_ = tr("The model's input does not fit the data set. %1")
-               .arg(controller_->dataMismatch());
+    why_ = tr("The model's input does not fit the data set. %1").arg(controller_->dataMismatch());
     update();
     return;
   }
-  const data::Dataset &train = session->train_set();
-  const data::Dataset &test = session->test_set();
+  const data::Dataset& train = session->train_set();
+  const data::Dataset& test = session->test_set();
   trainX_ = train.inputs.to_vector<float>();
-  testX_ =
-      test.size() > 0 ? test.inputs.to_vector<float>() : std::vector<float>{};
+  testX_ = test.size() > 0 ? test.inputs.to_vector<float>() : std::vector<float>{};
   trainClass_.clear();
   testClass_.clear();
   trainValue_.clear();
   testValue_.clear();
-  const std::vector<float> &inputs = trainX_;
+  const std::vector<float>& inputs = trainX_;
   if (train.input_kind == data::InputKind::Points2D &&
       train.task == data::TaskKind::Classification) {
     trainClass_ = train.targets.to_vector<int64_t>();
-    if (test.size() > 0)
-      testClass_ = test.targets.to_vector<int64_t>();
+    if (test.size() > 0) testClass_ = test.targets.to_vector<int64_t>();
     mode_ = Mode::Heatmap;
     std::tie(x0_, x1_) = paddedExtent(inputs, 2, 0);
     std::tie(y0_, y1_) = paddedExtent(inputs, 2, 1);
@@ -240,14 +220,12 @@ void DecisionBoundaryWidget::takeData() {
              train.task == data::TaskKind::Regression) {
     mode_ = Mode::Curve;
     trainValue_ = train.targets.to_vector<float>();
-    if (test.size() > 0)
-      testValue_ = test.targets.to_vector<float>();
+    if (test.size() > 0) testValue_ = test.targets.to_vector<float>();
     std::tie(x0_, x1_) = paddedExtent(inputs, 1, 0);
     std::tie(y0_, y1_) = paddedExtent(trainValue_, 1, 0);
     std::vector<float> xs(kCurvePoints);
     for (int i = 0; i < kCurvePoints; ++i) {
-      xs[static_cast<size_t>(i)] =
-          static_cast<float>(x0_ + i * (x1_ - x0_) / (kCurvePoints - 1));
+      xs[static_cast<size_t>(i)] = static_cast<float>(x0_ + i * (x1_ - x0_) / (kCurvePoints - 1));
     }
     grid_ = from_vector(xs, {kCurvePoints, 1});
   } else if (train.input_kind == data::InputKind::Sequence) {
@@ -258,13 +236,12 @@ void DecisionBoundaryWidget::takeData() {
   } else {
     why_ = tr("No decision boundary for %1 data (%2 inputs)")
                .arg(QString::fromStdString(train.name),
-                    QString::fromStdString(
-                        data::input_kind_name(train.input_kind)));
+                    QString::fromStdString(data::input_kind_name(train.input_kind)));
   }
   update();
 }
 
-void DecisionBoundaryWidget::takeSequences(const data::Dataset &shown) {
+void DecisionBoundaryWidget::takeSequences(const data::Dataset& shown) {
   shownCount_ = std::min<int64_t>(kShownSequences, shown.size());
   if (shownCount_ == 0 || shown.inputs.dim() < 2) {
     why_ = tr("No sequences to show");
@@ -292,13 +269,11 @@ void DecisionBoundaryWidget::takeSequences(const data::Dataset &shown) {
   perPosition_ = shown.per_position();
   vocabulary_.clear();
   classNames_.clear();
-  for (const std::string &v : shown.vocabulary)
-    vocabulary_ << qs(v);
-  for (const std::string &c : shown.class_names)
-    classNames_ << qs(c);
+  for (const std::string& v : shown.vocabulary) vocabulary_ << qs(v);
+  for (const std::string& c : shown.class_names) classNames_ << qs(c);
 }
 
-void DecisionBoundaryWidget::takeImages(const data::Dataset &shown) {
+void DecisionBoundaryWidget::takeImages(const data::Dataset& shown) {
   shownCount_ = std::min<int64_t>(kShownImages, shown.size());
   if (shownCount_ == 0 || shown.inputs.dim() < 3) {
     why_ = tr("No images to show");
@@ -309,8 +284,7 @@ void DecisionBoundaryWidget::takeImages(const data::Dataset &shown) {
   grid_ = shownInputs_;
   targets_ = shownTargets_.to_vector<int64_t>();
   classNames_.clear();
-  for (const std::string &c : shown.class_names)
-    classNames_ << qs(c);
+  for (const std::string& c : shown.class_names) classNames_ << qs(c);
   // Each image's first channel, grey from the set's lowest value (black) to its
   // highest.
   const int64_t h = shownInputs_.size(-2), w = shownInputs_.size(-1);
@@ -319,14 +293,11 @@ void DecisionBoundaryWidget::takeImages(const data::Dataset &shown) {
   const double low = *lo, span = *hi > *lo ? *hi - *lo : 1.0;
   const int64_t perImage = static_cast<int64_t>(v.size()) / shownCount_;
   for (int64_t i = 0; i < shownCount_; ++i) {
-    QImage image(static_cast<int>(w), static_cast<int>(h),
-                 QImage::Format_Grayscale8);
+    QImage image(static_cast<int>(w), static_cast<int>(h), QImage::Format_Grayscale8);
     for (int64_t y = 0; y < h; ++y) {
       for (int64_t x = 0; x < w; ++x) {
-        const double g =
-            (v[static_cast<size_t>(i * perImage + y * w + x)] - low) / span;
-        image.scanLine(static_cast<int>(y))[x] =
-            static_cast<uchar>(std::lround(255 * g));
+        const double g = (v[static_cast<size_t>(i * perImage + y * w + x)] - low) / span;
+        image.scanLine(static_cast<int>(y))[x] = static_cast<uchar>(std::lround(255 * g));
       }
     }
     images_.push_back(std::move(image));
@@ -334,12 +305,11 @@ void DecisionBoundaryWidget::takeImages(const data::Dataset &shown) {
   mode_ = Mode::Images;
 }
 
-void DecisionBoundaryWidget::paintImages(QPainter &p) {
+void DecisionBoundaryWidget::paintImages(QPainter& p) {
   const QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
   const QFontMetricsF fm(font());
   p.setPen(palette().color(QPalette::WindowText));
-  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()),
-             Qt::AlignLeft,
+  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
              fm.elidedText(tr("Test images and the model's class (green right, "
                               "red wrong); click "
                               "one to trace it"),
@@ -354,33 +324,29 @@ void DecisionBoundaryWidget::paintImages(QPainter &p) {
                     area.height() / static_cast<double>(rows));
   };
   for (int64_t c = 2; c <= shownCount_; ++c) {
-    if (side(c) > side(columns))
-      columns = c;
+    if (side(c) > side(columns)) columns = c;
   }
   const double cell = side(columns);
   sampleRects_.clear();
   auto name = [&](int64_t c) {
-    return c >= 0 && c < classNames_.size() ? classNames_[static_cast<int>(c)]
-                                            : QString::number(c);
+    return c >= 0 && c < classNames_.size() ? classNames_[static_cast<int>(c)] : QString::number(c);
   };
   const bool answered = static_cast<int64_t>(predicted_.size()) == shownCount_;
   for (int64_t i = 0; i < shownCount_; ++i) {
     const QRectF box(area.left() + static_cast<double>(i % columns) * cell,
-                     area.top() + static_cast<double>(i / columns) * cell, cell,
-                     cell);
+                     area.top() + static_cast<double>(i / columns) * cell, cell, cell);
     sampleRects_.push_back(box);
     const QRectF inner = box.adjusted(3, 3, -3, -3);
     p.drawImage(inner, images_[static_cast<size_t>(i)]);
     const int64_t target = targets_[static_cast<size_t>(i)];
     if (answered) {
       const int64_t got = predicted_[static_cast<size_t>(i)];
-      const QColor c =
-          got == target ? QColor(30, 150, 60) : QColor(200, 40, 40);
+      const QColor c = got == target ? QColor(30, 150, 60) : QColor(200, 40, 40);
       p.setPen(QPen(c, 2));
       p.setBrush(Qt::NoBrush);
       p.drawRect(inner.adjusted(-1, -1, 1, 1));
-      const QRectF label(inner.left() + 1, inner.top() + 1,
-                         fm.horizontalAdvance(name(got)) + 4, fm.height());
+      const QRectF label(inner.left() + 1, inner.top() + 1, fm.horizontalAdvance(name(got)) + 4,
+                         fm.height());
       p.fillRect(label, c);
       p.setPen(Qt::white);
       p.drawText(label, Qt::AlignCenter, name(got));
@@ -394,35 +360,27 @@ void DecisionBoundaryWidget::paintImages(QPainter &p) {
 }
 
 void DecisionBoundaryWidget::tick() {
-  if (!isVisible())
-    return;
+  if (!isVisible()) return;
   // An edit made the session out of date: the panel needs the new one, and asks
   // once the edits pause (a burst of edits, a slider's drag, makes one session,
   // after it).
   if (controller_->isStale() && !controller_->isRunning()) {
-    if (controller_->msSinceEdit() < kAfterEditMs)
-      return;
+    if (controller_->msSinceEdit() < kAfterEditMs) return;
     const bool had = controller_->currentSession() != nullptr;
     // A new session comes with sessionReset (takeData); none at all only says
     // why here.
-    if (!controller_->session() || !had)
-      takeData();
+    if (!controller_->session() || !had) takeData();
     return;
   }
-  if (mode_ == Mode::None || pending_ != 0)
-    return;
+  if (mode_ == Mode::None || pending_ != 0) return;
   const int64_t step = controller_->status().step;
-  if (step == requestedStep_)
-    return;
+  if (step == requestedStep_) return;
   pending_ = controller_->requestPrediction(grid_);
-  if (pending_ != 0)
-    requestedStep_ = step;
+  if (pending_ != 0) requestedStep_ = step;
 }
 
-void DecisionBoundaryWidget::showPrediction(
-    const train::Prediction &prediction) {
-  if (pending_ == 0 || prediction.id != pending_)
-    return;
+void DecisionBoundaryWidget::showPrediction(const train::Prediction& prediction) {
+  if (pending_ == 0 || prediction.id != pending_) return;
   pending_ = 0;
   if (!prediction.error.empty() || !prediction.outputs.defined()) {
     why_ = QString::fromStdString(prediction.error);
@@ -432,17 +390,15 @@ void DecisionBoundaryWidget::showPrediction(
     return;
   }
   why_.clear();
-  const Tensor &out = prediction.outputs;
+  const Tensor& out = prediction.outputs;
   const std::vector<float> values = out.to_vector<float>();
   const int64_t rows = out.dim() > 0 ? out.size(0) : 0;
-  const int64_t cols =
-      rows > 0 ? static_cast<int64_t>(values.size()) / rows : 0;
+  const int64_t cols = rows > 0 ? static_cast<int64_t>(values.size()) / rows : 0;
   if (mode_ == Mode::Heatmap) {
-    if (rows != kGrid * kGrid || cols < 1)
-      return;
+    if (rows != kGrid * kGrid || cols < 1) return;
     QImage image(kGrid, kGrid, QImage::Format_RGB32);
     for (int64_t i = 0; i < rows; ++i) {
-      const float *row = values.data() + i * cols;
+      const float* row = values.data() + i * cols;
       int64_t best = 0;
       double confidence = 1;
       if (cols == 1) {
@@ -453,61 +409,47 @@ void DecisionBoundaryWidget::showPrediction(
       } else {
         best = std::max_element(row, row + cols) - row;
         double sum = 0;
-        for (int64_t c = 0; c < cols; ++c)
-          sum += std::exp(static_cast<double>(row[c] - row[best]));
+        for (int64_t c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(row[c] - row[best]));
         confidence = 1 / sum;
       }
       // From "no better than chance" (white) to "certain" (the class colour,
       // lightened a little so the points on top stay visible).
-      const double chance =
-          1.0 / static_cast<double>(std::max<int64_t>(cols, 2));
-      const double t =
-          std::clamp((confidence - chance) / (1 - chance), 0.0, 1.0) * 0.7 +
-          0.08;
+      const double chance = 1.0 / static_cast<double>(std::max<int64_t>(cols, 2));
+      const double t = std::clamp((confidence - chance) / (1 - chance), 0.0, 1.0) * 0.7 + 0.08;
       const QColor c = classColor(best);
-      auto mix = [t](int v) {
-        return static_cast<int>(std::lround(255 + (v - 255) * t));
-      };
+      auto mix = [t](int v) { return static_cast<int>(std::lround(255 + (v - 255) * t)); };
       image.setPixel(static_cast<int>(i % kGrid), static_cast<int>(i / kGrid),
                      qRgb(mix(c.red()), mix(c.green()), mix(c.blue())));
     }
     heatmap_ = std::move(image);
   } else if (mode_ == Mode::Curve) {
-    if (rows != kCurvePoints || cols < 1)
-      return;
+    if (rows != kCurvePoints || cols < 1) return;
     const std::vector<float> xs = grid_.to_vector<float>();
     curve_.clear();
     for (int64_t i = 0; i < rows; ++i) {
-      curve_.emplace_back(xs[static_cast<size_t>(i)],
-                          values[static_cast<size_t>(i * cols)]);
+      curve_.emplace_back(xs[static_cast<size_t>(i)], values[static_cast<size_t>(i * cols)]);
     }
   } else if (mode_ == Mode::Sequence) {
     // The argmax of each row of class scores: [count, length, C] or [count, C].
     const int64_t classes = out.dim() > 0 ? out.size(-1) : 0;
-    const auto answers = static_cast<int64_t>(
-        perPosition_ ? shownCount_ * length_ : shownCount_);
-    if (classes < 1 || static_cast<int64_t>(values.size()) != answers * classes)
-      return;
+    const auto answers = static_cast<int64_t>(perPosition_ ? shownCount_ * length_ : shownCount_);
+    if (classes < 1 || static_cast<int64_t>(values.size()) != answers * classes) return;
     predicted_.assign(static_cast<size_t>(answers), 0);
     for (int64_t i = 0; i < answers; ++i) {
-      const float *row = values.data() + i * classes;
-      predicted_[static_cast<size_t>(i)] =
-          std::max_element(row, row + classes) - row;
+      const float* row = values.data() + i * classes;
+      predicted_[static_cast<size_t>(i)] = std::max_element(row, row + classes) - row;
     }
   } else if (mode_ == Mode::Forecast) {
-    if (static_cast<int64_t>(values.size()) != shownCount_)
-      return;
+    if (static_cast<int64_t>(values.size()) != shownCount_) return;
     forecasts_ = values;
   } else if (mode_ == Mode::Images) {
     // The argmax of each image's class scores (one logit: a binary classifier).
-    if (rows != shownCount_ || cols < 1)
-      return;
+    if (rows != shownCount_ || cols < 1) return;
     predicted_.assign(static_cast<size_t>(rows), 0);
     for (int64_t i = 0; i < rows; ++i) {
-      const float *row = values.data() + i * cols;
+      const float* row = values.data() + i * cols;
       predicted_[static_cast<size_t>(i)] =
-          cols == 1 ? (row[0] >= 0 ? 1 : 0)
-                    : std::max_element(row, row + cols) - row;
+          cols == 1 ? (row[0] >= 0 ? 1 : 0) : std::max_element(row, row + cols) - row;
     }
   }
   shownStep_ = prediction.step;
@@ -515,7 +457,7 @@ void DecisionBoundaryWidget::showPrediction(
   update();
 }
 
-void DecisionBoundaryWidget::paintSequences(QPainter &p) {
+void DecisionBoundaryWidget::paintSequences(QPainter& p) {
   const QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
   QFont small = font();
   small.setPointSizeF(std::max(6.0, small.pointSizeF() - 1));
@@ -523,43 +465,36 @@ void DecisionBoundaryWidget::paintSequences(QPainter &p) {
   const QFontMetricsF fm(small);
   const QColor text = palette().color(QPalette::WindowText);
   p.setPen(text);
-  const QString legend =
-      perPosition_ ? tr("Test sequences and the model's answers (green right, "
-                        "red wrong, the target under it)")
-                   : tr("Test sequences and the model's class for each");
-  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()),
-             Qt::AlignLeft, fm.elidedText(legend, Qt::ElideRight, all.width()));
+  const QString legend = perPosition_ ? tr("Test sequences and the model's answers (green right, "
+                                           "red wrong, the target under it)")
+                                      : tr("Test sequences and the model's class for each");
+  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
+             fm.elidedText(legend, Qt::ElideRight, all.width()));
   const bool bars = perPosition_;
   const double barsHeight = bars ? std::max(60.0, all.height() * 0.28) : 0;
   const QRectF rows(all.left(), all.top() + fm.height() + 4, all.width(),
                     all.height() - fm.height() - 4 - barsHeight);
   const double labelWidth = fm.horizontalAdvance(tr("model")) + 8;
-  const double answerWidth =
-      perPosition_ ? 0 : fm.horizontalAdvance(tr("→ ")) + 110;
+  const double answerWidth = perPosition_ ? 0 : fm.horizontalAdvance(tr("→ ")) + 110;
   // Cells wide enough to read a token (at least a line of text), as many
   // sequences as fit.
   const double rowsPerSequence = perPosition_ ? 2.4 : 1.3;
   const double cell =
-      std::clamp(std::min((rows.width() - labelWidth - answerWidth) /
-                              static_cast<double>(length_),
-                          rows.height() / (static_cast<double>(shownCount_) *
-                                           rowsPerSequence)),
+      std::clamp(std::min((rows.width() - labelWidth - answerWidth) / static_cast<double>(length_),
+                          rows.height() / (static_cast<double>(shownCount_) * rowsPerSequence)),
                  fm.height() + 2, 34.0);
   const int64_t shown = std::clamp<int64_t>(
-      static_cast<int64_t>(rows.height() / (cell * rowsPerSequence)), 1,
-      shownCount_);
-  auto name = [](const QStringList &names, int64_t index) {
+      static_cast<int64_t>(rows.height() / (cell * rowsPerSequence)), 1, shownCount_);
+  auto name = [](const QStringList& names, int64_t index) {
     return index >= 0 && index < names.size() ? names[static_cast<int>(index)]
                                               : QString::number(index);
   };
   const bool answered = !predicted_.empty();
   sampleRects_.clear();
   for (int64_t i = 0; i < shown; ++i) {
-    const double y =
-        rows.top() + static_cast<double>(i) * cell * rowsPerSequence;
+    const double y = rows.top() + static_cast<double>(i) * cell * rowsPerSequence;
     // The sequence's rows: a click there traces it (framed while traced).
-    const QRectF whole(rows.left(), y, rows.width(),
-                       cell * rowsPerSequence - 2);
+    const QRectF whole(rows.left(), y, rows.width(), cell * rowsPerSequence - 2);
     sampleRects_.push_back(whole);
     if (i == traced_) {
       p.setPen(QPen(palette().color(QPalette::Highlight), 2));
@@ -567,150 +502,128 @@ void DecisionBoundaryWidget::paintSequences(QPainter &p) {
       p.drawRect(whole.adjusted(-2, -2, 0, 0));
     }
     p.setPen(text);
-    p.drawText(QRectF(rows.left(), y, labelWidth, cell), Qt::AlignVCenter,
-               tr("in"));
+    p.drawText(QRectF(rows.left(), y, labelWidth, cell), Qt::AlignVCenter, tr("in"));
     for (int64_t t = 0; t < length_; ++t) {
-      const QRectF box(rows.left() + labelWidth + static_cast<double>(t) * cell,
-                       y, cell - 1, cell - 1);
+      const QRectF box(rows.left() + labelWidth + static_cast<double>(t) * cell, y, cell - 1,
+                       cell - 1);
       p.fillRect(box, QColor(236, 236, 236));
       p.setPen(QColor(40, 40, 40));
-      p.drawText(
-          box, Qt::AlignCenter,
-          name(vocabulary_, tokens_[static_cast<size_t>(i * length_ + t)]));
+      p.drawText(box, Qt::AlignCenter,
+                 name(vocabulary_, tokens_[static_cast<size_t>(i * length_ + t)]));
     }
     if (!perPosition_) {
       const int64_t target = targets_[static_cast<size_t>(i)];
-      const QRectF answerBox(rows.left() + labelWidth +
-                                 static_cast<double>(length_) * cell + 6,
-                             y, answerWidth, cell);
+      const QRectF answerBox(rows.left() + labelWidth + static_cast<double>(length_) * cell + 6, y,
+                             answerWidth, cell);
       if (answered) {
         const int64_t got = predicted_[static_cast<size_t>(i)];
         p.setPen(got == target ? QColor(30, 130, 60) : QColor(190, 40, 40));
-        p.drawText(answerBox, Qt::AlignVCenter,
-                   got == target ? tr("→ %1").arg(name(classNames_, got))
-                                 : tr("→ %1 (target %2)")
-                                       .arg(name(classNames_, got),
-                                            name(classNames_, target)));
+        p.drawText(
+            answerBox, Qt::AlignVCenter,
+            got == target
+                ? tr("→ %1").arg(name(classNames_, got))
+                : tr("→ %1 (target %2)").arg(name(classNames_, got), name(classNames_, target)));
       }
       continue;
     }
     const double y2 = y + cell;
     p.setPen(text);
-    p.drawText(QRectF(rows.left(), y2, labelWidth, cell), Qt::AlignVCenter,
-               tr("model"));
+    p.drawText(QRectF(rows.left(), y2, labelWidth, cell), Qt::AlignVCenter, tr("model"));
     for (int64_t t = 0; t < length_; ++t) {
       const size_t k = static_cast<size_t>(i * length_ + t);
-      const QRectF box(rows.left() + labelWidth + static_cast<double>(t) * cell,
-                       y2, cell - 1, cell - 1);
+      const QRectF box(rows.left() + labelWidth + static_cast<double>(t) * cell, y2, cell - 1,
+                       cell - 1);
       const int64_t target = targets_[k];
       if (target == data::kIgnoredPosition || !answered) {
         p.fillRect(box, QColor(248, 248, 248));
         continue;
       }
       const int64_t got = predicted_[k];
-      p.fillRect(box,
-                 got == target ? QColor(200, 234, 206) : QColor(246, 196, 196));
+      p.fillRect(box, got == target ? QColor(200, 234, 206) : QColor(246, 196, 196));
       p.setPen(got == target ? QColor(20, 100, 40) : QColor(160, 20, 20));
       p.drawText(box, Qt::AlignCenter, name(classNames_, got));
       if (got != target && cell >= 12) {
         QFont tiny = small;
         tiny.setPointSizeF(std::max(5.0, small.pointSizeF() - 2));
         p.setFont(tiny);
-        p.drawText(box.translated(0, cell * 0.62),
-                   Qt::AlignHCenter | Qt::AlignTop, name(classNames_, target));
+        p.drawText(box.translated(0, cell * 0.62), Qt::AlignHCenter | Qt::AlignTop,
+                   name(classNames_, target));
         p.setFont(small);
       }
     }
   }
-  if (!bars)
-    return;
+  if (!bars) return;
   // The test accuracy per position, as bars from 0 to 100%.
-  const QRectF plot(
-      all.left() + labelWidth, all.bottom() - barsHeight + fm.height() + 4,
-      static_cast<double>(length_) * cell, barsHeight - 2 * fm.height() - 6);
+  const QRectF plot(all.left() + labelWidth, all.bottom() - barsHeight + fm.height() + 4,
+                    static_cast<double>(length_) * cell, barsHeight - 2 * fm.height() - 6);
   p.setPen(text);
-  p.drawText(QRectF(all.left(), plot.top() - fm.height() - 2, all.width(),
-                    fm.height()),
+  p.drawText(QRectF(all.left(), plot.top() - fm.height() - 2, all.width(), fm.height()),
              Qt::AlignLeft,
-             positionAccuracy_.empty()
-                 ? tr("Test accuracy per position: after the first epoch")
-                 : tr("Test accuracy per position"));
+             positionAccuracy_.empty() ? tr("Test accuracy per position: after the first epoch")
+                                       : tr("Test accuracy per position"));
   p.setPen(QPen(palette().color(QPalette::Mid), 1));
   p.drawLine(plot.bottomLeft(), plot.bottomRight());
-  for (size_t t = 0;
-       t < positionAccuracy_.size() && static_cast<int64_t>(t) < length_; ++t) {
+  for (size_t t = 0; t < positionAccuracy_.size() && static_cast<int64_t>(t) < length_; ++t) {
     const double a = positionAccuracy_[t];
-    if (std::isnan(a))
-      continue;
+    if (std::isnan(a)) continue;
     const double h = std::clamp(a, 0.0, 1.0) * plot.height();
-    const QRectF bar(plot.left() + static_cast<double>(t) * cell + 1,
-                     plot.bottom() - h, cell - 3, h);
+    const QRectF bar(plot.left() + static_cast<double>(t) * cell + 1, plot.bottom() - h, cell - 3,
+                     h);
     p.fillRect(bar, classColor(1));
     // The percentage under its bar where it fits (else the bar alone tells).
     const QString label = QString::number(std::lround(100 * a));
     if (fm.horizontalAdvance(label) + 2 <= cell) {
       p.setPen(text);
-      p.drawText(QRectF(bar.left() - 1, plot.bottom() + 1, cell, fm.height()),
-                 Qt::AlignHCenter, label);
+      p.drawText(QRectF(bar.left() - 1, plot.bottom() + 1, cell, fm.height()), Qt::AlignHCenter,
+                 label);
     }
   }
 }
 
-void DecisionBoundaryWidget::paintForecast(QPainter &p) {
+void DecisionBoundaryWidget::paintForecast(QPainter& p) {
   // Small multiples: each window's values, the value that came next (hollow)
   // and the model's forecast of it (filled), on one scale.
   const QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
   const QFontMetricsF fm(font());
   p.setPen(palette().color(QPalette::WindowText));
-  p.drawText(
-      QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
-      fm.elidedText(tr("Test windows: next value (ring), forecast (dot)"),
-                    Qt::ElideRight, all.width()));
+  p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
+             fm.elidedText(tr("Test windows: next value (ring), forecast (dot)"), Qt::ElideRight,
+                           all.width()));
   const QRectF area(all.left(), all.top() + fm.height() + 4, all.width(),
                     all.height() - fm.height() - 4);
   float lo = INFINITY, hi = -INFINITY;
-  for (float v : windows_)
-    lo = std::min(lo, v), hi = std::max(hi, v);
-  for (float v : nextValues_)
-    lo = std::min(lo, v), hi = std::max(hi, v);
-  if (!(hi > lo))
-    hi = lo + 1;
+  for (float v : windows_) lo = std::min(lo, v), hi = std::max(hi, v);
+  for (float v : nextValues_) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!(hi > lo)) hi = lo + 1;
   const int64_t columns = 2;
   const int64_t rowsCount = (shownCount_ + columns - 1) / columns;
-  const double w = area.width() / columns,
-               h = area.height() / static_cast<double>(rowsCount);
+  const double w = area.width() / columns, h = area.height() / static_cast<double>(rowsCount);
   p.setRenderHint(QPainter::Antialiasing, true);
   for (int64_t i = 0; i < shownCount_; ++i) {
     const QRectF box(area.left() + static_cast<double>(i % columns) * w + 3,
-                     area.top() + static_cast<double>(i / columns) * h + 3,
-                     w - 6, h - 6);
+                     area.top() + static_cast<double>(i / columns) * h + 3, w - 6, h - 6);
     p.fillRect(box, Qt::white);
     p.setPen(QPen(palette().color(QPalette::Mid), 1));
     p.setBrush(Qt::NoBrush);
     p.drawRect(box);
     auto at = [&](double t, double v) {
-      return QPointF(
-          box.left() + 4 + t / static_cast<double>(length_) * (box.width() - 8),
-          box.bottom() - 4 - (v - lo) / (hi - lo) * (box.height() - 8));
+      return QPointF(box.left() + 4 + t / static_cast<double>(length_) * (box.width() - 8),
+                     box.bottom() - 4 - (v - lo) / (hi - lo) * (box.height() - 8));
     };
     QPainterPath path(at(0, windows_[static_cast<size_t>(i * length_)]));
     for (int64_t t = 1; t < length_; ++t) {
-      path.lineTo(at(static_cast<double>(t),
-                     windows_[static_cast<size_t>(i * length_ + t)]));
+      path.lineTo(at(static_cast<double>(t), windows_[static_cast<size_t>(i * length_ + t)]));
     }
     p.setPen(QPen(classColor(1), 1.5));
     p.setBrush(Qt::NoBrush);
     p.drawPath(path);
-    const QPointF next =
-        at(static_cast<double>(length_), nextValues_[static_cast<size_t>(i)]);
+    const QPointF next = at(static_cast<double>(length_), nextValues_[static_cast<size_t>(i)]);
     p.setPen(QPen(classColor(1), 1.5));
     p.drawEllipse(next, 4, 4);
     if (static_cast<int64_t>(forecasts_.size()) == shownCount_) {
       p.setPen(Qt::NoPen);
       p.setBrush(classColor(0));
-      p.drawEllipse(
-          at(static_cast<double>(length_), forecasts_[static_cast<size_t>(i)]),
-          3, 3);
+      p.drawEllipse(at(static_cast<double>(length_), forecasts_[static_cast<size_t>(i)]), 3, 3);
     }
   }
 }
@@ -718,10 +631,8 @@ void DecisionBoundaryWidget::paintForecast(QPainter &p) {
 QRectF DecisionBoundaryWidget::plotRect() const {
   const double side = std::max(10, std::min(width(), height()) - 12);
   const QRectF all = rect();
-  if (mode_ == Mode::Curve)
-    return all.adjusted(8, 8, -8, -8);
-  return QRectF(all.center().x() - side / 2, all.center().y() - side / 2, side,
-                side);
+  if (mode_ == Mode::Curve) return all.adjusted(8, 8, -8, -8);
+  return QRectF(all.center().x() - side / 2, all.center().y() - side / 2, side, side);
 }
 
 QPointF DecisionBoundaryWidget::toWidget(double x, double y) const {
@@ -730,7 +641,7 @@ QPointF DecisionBoundaryWidget::toWidget(double x, double y) const {
           r.bottom() - (y - y0_) / (y1_ - y0_) * r.height()};
 }
 
-void DecisionBoundaryWidget::drawPoints(QPainter &p) const {
+void DecisionBoundaryWidget::drawPoints(QPainter& p) const {
   const QRectF area = plotRect();
   p.setRenderHint(QPainter::Antialiasing, true);
   p.setClipRect(area);
@@ -760,11 +671,10 @@ void DecisionBoundaryWidget::drawPoints(QPainter &p) const {
   }
 }
 
-void DecisionBoundaryWidget::paintEvent(QPaintEvent *) {
+void DecisionBoundaryWidget::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().window());
-  if (mode_ == Mode::Sequence || mode_ == Mode::Forecast ||
-      mode_ == Mode::Images) {
+  if (mode_ == Mode::Sequence || mode_ == Mode::Forecast || mode_ == Mode::Images) {
     if (mode_ == Mode::Sequence) {
       paintSequences(p);
     } else if (mode_ == Mode::Images) {
@@ -774,15 +684,14 @@ void DecisionBoundaryWidget::paintEvent(QPaintEvent *) {
     }
     if (!why_.isEmpty()) {
       p.setPen(Qt::darkRed);
-      p.drawText(rect().adjusted(8, 8, -8, -8),
-                 Qt::AlignBottom | Qt::AlignLeft | Qt::TextWordWrap, why_);
+      p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignBottom | Qt::AlignLeft | Qt::TextWordWrap,
+                 why_);
     }
     return;
   }
   if (mode_ == Mode::None) {
     p.setPen(palette().color(QPalette::PlaceholderText));
-    p.drawText(rect().adjusted(8, 8, -8, -8),
-               Qt::AlignCenter | Qt::TextWordWrap, why_);
+    p.drawText(rect().adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap, why_);
     return;
   }
   const QRectF area = plotRect();
@@ -804,8 +713,7 @@ void DecisionBoundaryWidget::paintEvent(QPaintEvent *) {
   }
   p.drawPixmap(0, 0, points_);
   p.setRenderHint(QPainter::Antialiasing, true);
-  if (mode_ == Mode::Heatmap && traced_ >= 0 &&
-      static_cast<size_t>(traced_) < testClass_.size()) {
+  if (mode_ == Mode::Heatmap && traced_ >= 0 && static_cast<size_t>(traced_) < testClass_.size()) {
     // The traced sample, ringed.
     p.setPen(QPen(palette().color(QPalette::WindowText), 2));
     p.setBrush(Qt::NoBrush);
@@ -828,9 +736,8 @@ void DecisionBoundaryWidget::paintEvent(QPaintEvent *) {
   p.drawRect(area);
   if (!why_.isEmpty()) {
     p.setPen(Qt::darkRed);
-    p.drawText(area.adjusted(6, 6, -6, -6),
-               Qt::AlignTop | Qt::AlignLeft | Qt::TextWordWrap, why_);
+    p.drawText(area.adjusted(6, 6, -6, -6), Qt::AlignTop | Qt::AlignLeft | Qt::TextWordWrap, why_);
   }
 }
 
-} // namespace nns::ui
+}  // namespace nns::ui
