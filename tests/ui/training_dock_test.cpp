@@ -18,6 +18,7 @@
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeWidget>
@@ -34,6 +35,7 @@
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
 #include "ui/document/project_document.h"
+#include "ui/panels/inspector_widget.h"
 #include "ui/panels/problems_widget.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/decision_boundary_widget.h"
@@ -671,6 +673,43 @@ TEST_F(TrainingDockTest, AModelThatDoesNotFitTheDataIsAProblemOnItsInput) {
   window->document()->undoStack()->undo();
   ASSERT_TRUE(waitFor([&] { return mismatchRow() == nullptr; }));
   EXPECT_TRUE(controller->dataMismatch().isEmpty());
+  window->document()->undoStack()->setClean();
+}
+
+// The inspector's Params tab shows the session's values (it owns the weights): the norms of the
+// trained weights and of the last step's gradients, read at rest, the step they are of.
+TEST_F(TrainingDockTest, TheInspectorShowsTheSessionsWeights) {
+  dock->stepAction()->trigger();
+  ASSERT_TRUE(waitFor([&] { return controller->status().step == 1 && !controller->isRunning(); }));
+  double weightNorm = 0, gradNorm = 0;
+  ASSERT_TRUE(controller->withRestingModel([&](graph::GraphModule& model) {
+    const Tensor w = model.get_parameter("fc1.weight");
+    weightNorm = w.detach().to(kFloat64).pow(2).sum().sqrt().item();
+    gradNorm = w.grad().to(kFloat64).pow(2).sum().sqrt().item();
+  }));
+  QTableWidget* table = window->inspector()->parameterTable();
+  auto row = [&] {
+    for (int r = 0; r < table->rowCount(); ++r) {
+      if (table->item(r, 0)->text() == "fc1.weight") return r;
+    }
+    return -1;
+  };
+  ASSERT_TRUE(waitFor([&] {
+    const int r = window->inspector()->parameterTable()->rowCount() > 0 ? row() : -1;
+    return r >= 0 && table->item(r, 5)->text() == QString::number(weightNorm, 'g', 5);
+  }));
+  EXPECT_EQ(table->item(row(), 6)->text(), QString::number(gradNorm, 'g', 5));
+  // Not the architecture's values (the document's model is never trained).
+  const double architecture = window->document()
+                                  ->model()
+                                  ->get_parameter("fc1.weight")
+                                  .detach()
+                                  .to(kFloat64)
+                                  .pow(2)
+                                  .sum()
+                                  .sqrt()
+                                  .item();
+  EXPECT_NE(QString::number(architecture, 'g', 5), table->item(row(), 5)->text());
   window->document()->undoStack()->setClean();
 }
 
