@@ -165,11 +165,12 @@ TEST(ProbeUi, OneClickOnTheTagSelectsItsNodeAndOpensTheProbeTab) {
 
 TEST(OutputPanel, AMessageFromTheStartupProjectDoesNotOutliveIt) {
   MainWindow window;
+  window.show();
   test::settle();
   // The empty project at startup has no model: the panel says why.
   EXPECT_FALSE(window.boundary()->message().isEmpty());
   window.openExample();
-  // The controller makes the new session at its next poll.
+  // The Output panel, shown, asks for the new project's session (made on demand).
   ASSERT_TRUE(QTest::qWaitFor(
       [&] { return window.boundary()->mode() == DecisionBoundaryWidget::Mode::Heatmap; }, 5000));
   EXPECT_TRUE(window.boundary()->message().isEmpty()) << window.boundary()->message().toStdString();

@@ -919,11 +919,10 @@ void TrainingController::poll() {
     evaluationSent_.reset();
     emit sessionReset();
   }
-  if (st.state == train::RunState::Failed && enter(TrainingEvent::RunFailed)) {
-    // The engine's message names the step that failed (one after the last one done).
-    emit message(tr("Training stopped: %1").arg(qs(st.error)));
-    emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
-  } else if (phase_ == TrainingPhase::Running && st.state != train::RunState::Running) {
+  // Reported below, once status() says Failed (what listens reads it).
+  const bool failedNow = st.state == train::RunState::Failed && enter(TrainingEvent::RunFailed);
+  if (st.state != train::RunState::Failed && phase_ == TrainingPhase::Running &&
+      st.state != train::RunState::Running) {
     if (s.wait_idle(std::chrono::milliseconds(0))) {
       // Every command is applied (start() among them) and the worker rests: paused between
       // two steps, or the configured end reached. status_ below has the step it rested at.
@@ -943,6 +942,11 @@ void TrainingController::poll() {
                            st.steps_per_second != status_.steps_per_second;
   status_ = st;
   if (statusMoved) emit statusChanged(status_);
+  if (failedNow) {
+    // The engine's message names the step that failed (one after the last one done).
+    emit message(tr("Training stopped: %1").arg(qs(st.error)));
+    emit runFailed(nodeOfModule(st.failed_module), qs(st.error));
+  }
   // A run that pauses or ends leaves a snapshot of where it stopped and its figures so far
   // (a fast run may start and end between two polls: the step tells that it moved), and the
   // views that show weights read them again.
