@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/backend/cuda_backend.h"
 #include "engine/cpu/flush_denormal.h"
 #include "engine/cpu/threads.h"
 #include "engine/data/dataset.h"
@@ -262,6 +263,71 @@ std::map<std::string, double> torch_rates(double seconds) {
 
 }  // namespace
 
+// --device cuda: the plain training loop of each model with the model and the batches on the
+// GPU, against PyTorch's on the same GPU (float32, TF32 off on both sides), and a 4096 x 4096
+// float32 product in TFLOP/s. Each timed window ends with a synchronize: kernels are queued.
+std::map<std::string, double> torch_rates_on(double seconds, const std::string& device) {
+  return nns::bench::torch_figures("bench_train_torch.py",
+                                   "--seconds " + std::to_string(seconds) + " --device " + device);
+}
+
+int device_main(const nns::Device device, double seconds, bool torch) {
+  if (!nns::device_available(device)) {
+    std::fprintf(stderr, "bench_train: %s is not available: %s\n", device.str().c_str(),
+                 nns::cuda::unavailable_reason().c_str());
+    return 1;
+  }
+  const std::map<std::string, double> reference =
+      torch ? torch_rates_on(seconds, device.str()) : std::map<std::string, double>{};
+  const auto windowed = [&](auto&& fn) {
+    for (int i = 0; i < 20; ++i) fn(i);
+    nns::cuda::synchronize(device.index);
+    double best = 0;
+    for (int w = 0; w < 3; ++w) {
+      int64_t n = 0;
+      const double start = now();
+      while (now() - start < seconds) fn(n++);
+      nns::cuda::synchronize(device.index);
+      best = std::max(best, static_cast<double>(n) / (now() - start));
+    }
+    return best;
+  };
+  std::printf("%-8s %12s %12s %10s   (%s)\n", "model", "engine", "torch", "eng/torch",
+              device.str().c_str());
+  for (const ModelSpec& m : kModels) {
+    const nns::data::Dataset d = data_for(m);
+    auto net = model(m);
+    net->to(device);
+    nns::nn::CrossEntropyLoss loss;
+    const auto opt = optimizer(m, net->parameters());
+    std::vector<nns::Tensor> xs, ys;
+    for (int64_t b = 0; b < kBatches; ++b) {
+      xs.push_back(d.inputs.narrow(0, b * m.batch, m.batch).to(device));
+      ys.push_back(d.targets.narrow(0, b * m.batch, m.batch).to(device));
+    }
+    const double rate = windowed([&](int64_t i) {
+      const size_t b = static_cast<size_t>(i % kBatches);
+      opt->zero_grad();
+      loss((*net)(xs[b]), ys[b]).backward();
+      opt->step();
+    });
+    const auto it = reference.find(m.name);
+    const double ref = it == reference.end() ? 0 : it->second;
+    std::printf("%-8s %10.0f/s %10.0f/s %9.2fx\n", m.name, rate, ref, ref > 0 ? rate / ref : 0.0);
+    std::fflush(stdout);
+  }
+  nns::NoGradGuard no_grad;
+  const nns::Tensor a = nns::randn({4096, 4096}).to(device);
+  const nns::Tensor b = nns::randn({4096, 4096}).to(device);
+  const double products = windowed([&](int64_t) { (void)nns::mm(a, b); });
+  const double tflops = 2.0 * 4096.0 * 4096.0 * 4096.0 * products / 1e12;
+  const auto it = reference.find("gemm4096");
+  const double ref = it == reference.end() ? 0 : it->second;
+  std::printf("%-8s %8.2f TFLOP/s %6.2f TFLOP/s %9.2fx\n", "gemm4096", tflops, ref,
+              ref > 0 ? tflops / ref : 0.0);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   // Both sides flush denormals to zero, as a TrainingSession's worker does by default (see
   // engine/cpu/flush_denormal.h), so that neither is timed doing denormal arithmetic.
@@ -269,6 +335,7 @@ int main(int argc, char** argv) {
   double seconds = 1.0;
   bool torch = true;
   std::string only;  // --model: one model (for profiling one of them), else both
+  nns::Device device = nns::kCPU;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) {
       seconds = std::atof(argv[++i]);
@@ -280,14 +347,17 @@ int main(int argc, char** argv) {
       g_cpu_time = true;
     } else if (!std::strcmp(argv[i], "--probe-budget") && i + 1 < argc) {
       g_probe_budget = std::atof(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
+      device = nns::Device::parse(argv[++i]);
     } else {
       std::fprintf(stderr,
                    "usage: bench_train [--seconds S] [--no-torch] [--model small|large|cnn] "
                    "[--cpu] "
-                   "[--probe-budget F]\n");
+                   "[--probe-budget F] [--device cpu|cuda|cuda:N]\n");
       return 2;
     }
   }
+  if (!device.is_cpu()) return device_main(device, seconds, torch);
   nns::set_num_threads(1);
   const std::map<std::string, double> reference =
       torch ? torch_rates(seconds) : std::map<std::string, double>{};

@@ -74,12 +74,67 @@ def steps_per_second(widths, batch, lr, seconds, clock):
     return best
 
 
+def device_rates(seconds, device):
+    """The MLPs and the CNN on a GPU (float32, TF32 off as PyTorch's default), and a 4096 x 4096
+    float32 product's rate in TFLOP/s ("gemm4096"); each window ends with a synchronize."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    for name, (widths, batch, lr) in MODELS.items():
+        torch.manual_seed(0)
+        batches = 16
+        if widths:
+            x = torch.randn(batches * batch, widths[0], device=device)
+            y = torch.randint(0, widths[-1], (batches * batch,), device=device)
+            net = mlp(widths).to(device)
+            opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+        else:
+            x = torch.randn(batches * batch, 1, 16, 16, device=device)
+            y = torch.randint(0, 10, (batches * batch,), device=device)
+            net = digits_cnn().to(device)
+            opt = torch.optim.Adam(net.parameters(), lr=lr)
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def step(i):
+            b = i % batches
+            opt.zero_grad(set_to_none=True)
+            loss_fn(net(x[b * batch:(b + 1) * batch]), y[b * batch:(b + 1) * batch]).backward()
+            opt.step()
+
+        for i in range(20):
+            step(i)
+        torch.cuda.synchronize()
+        best = 0.0
+        for _ in range(3):
+            n, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                step(n)
+                n += 1
+            torch.cuda.synchronize()
+            best = max(best, n / (time.perf_counter() - start))
+        print(f"{name} {best:.1f}", flush=True)
+    a = torch.randn(4096, 4096, device=device)
+    b = torch.randn(4096, 4096, device=device)
+    for _ in range(3):
+        torch.mm(a, b)
+    torch.cuda.synchronize()
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        torch.mm(a, b)
+        n += 1
+    torch.cuda.synchronize()
+    print(f"gemm4096 {2 * 4096 ** 3 * n / (time.perf_counter() - start) / 1e12:.2f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=1.0, help="length of each window")
     parser.add_argument("--cpu", action="store_true",
                         help="count the process's CPU time instead of wall time")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: the GPU rows")
     args = parser.parse_args()
+    if args.device != "cpu":
+        device_rates(args.seconds, args.device)
+        return
     torch.set_num_threads(1)
     # As the engine's side does (a momentum buffer that decays turns denormal and slows both).
     torch.set_flush_denormal(True)

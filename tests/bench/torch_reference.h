@@ -6,6 +6,7 @@
 //
 //   auto torch = nns::bench::torch_figures("bench_train_torch.py", "--seconds 1");
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -14,8 +15,13 @@ namespace nns::bench {
 inline std::map<std::string, double> torch_figures(const std::string& script,
                                                    const std::string& arguments) {
   std::map<std::string, double> out;
+  // NNS_PYTHON and NNS_BENCH_DIR override the interpreter and the scripts' folder: on the GPU
+  // machine (tests/gpu/device_check.sh) its own PyTorch and the checkout's scripts.
+  const char* python = std::getenv("NNS_PYTHON");
+  const char* dir = std::getenv("NNS_BENCH_DIR");
   const std::string command = std::string("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 ") +
-                              "/usr/bin/python3 " + NNS_BENCH_DIR + "/" + script + " " + arguments +
+                              (python ? python : "/usr/bin/python3") + " " +
+                              (dir ? dir : NNS_BENCH_DIR) + "/" + script + " " + arguments +
                               " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return out;

@@ -82,7 +82,7 @@ TEST(CudaBackend, TheBackendLibraryIsFoundBesideTheEngine) {
 }
 
 TEST(CudaBackend, DevicesListsTheCpuAndEachGpuOrWhyThereIsNone) {
-  const CliRun r = run(std::string(NNS_CLI) + " devices");
+  const CliRun r = run(NNS_PATH(NNS_CLI) + " devices");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("cpu ", 0), 0u) << r.out;
   const std::vector<CudaDeviceProperties> gpus = cuda::devices();
@@ -102,7 +102,7 @@ TEST(CudaBackend, DevicesListsTheCpuAndEachGpuOrWhyThereIsNone) {
 }
 
 TEST(CudaBackend, TheLoaderNamesWhatIsWrongWithTheLibrary) {
-  const std::string cli = NNS_CLI;
+  const std::string cli = NNS_PATH(NNS_CLI);
   const CliRun missing = run("NNSTUDIO_CUDA_BACKEND=/nonexistent/libx.so " + cli + " devices");
   EXPECT_NE(missing.out.find("no CUDA device: the CUDA backend library /nonexistent/libx.so "
                              "named by NNSTUDIO_CUDA_BACKEND does not exist"),
@@ -115,14 +115,14 @@ TEST(CudaBackend, TheLoaderNamesWhatIsWrongWithTheLibrary) {
   EXPECT_NE(garbage.out.find("cannot be loaded"), std::string::npos) << garbage.out;
   // A real library without the entry point: the engine itself.
   const CliRun other =
-      run("NNSTUDIO_CUDA_BACKEND=" + std::string(NNS_ENGINE_LIB) + " " + cli + " devices");
+      run("NNSTUDIO_CUDA_BACKEND=" + NNS_PATH(NNS_ENGINE_LIB) + " " + cli + " devices");
   EXPECT_NE(other.out.find("has no entry point nnstudio_cuda_backend_v1"), std::string::npos)
       << other.out;
 }
 
 TEST(CudaBackend, TrainOnCudaWithoutAGpuIsOneLineNamingCudaAndWhy) {
   if (cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
-  const CliRun r = run(std::string(NNS_CLI) + " train " + NNS_SOURCE_DIR +
+  const CliRun r = run(NNS_PATH(NNS_CLI) + " train " + NNS_PATH(NNS_SOURCE_DIR) +
                        "/resources/examples/spirals.nns --device cuda --epochs 1 --no-record");
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
@@ -131,7 +131,7 @@ TEST(CudaBackend, TrainOnCudaWithoutAGpuIsOneLineNamingCudaAndWhy) {
       << r.err;
   EXPECT_EQ(r.out, "");
   // forward --device too, before it reads anything.
-  const CliRun f = run(std::string(NNS_CLI) + " forward " + NNS_SOURCE_DIR +
+  const CliRun f = run(NNS_PATH(NNS_CLI) + " forward " + NNS_PATH(NNS_SOURCE_DIR) +
                        "/resources/examples/spirals.nns --input x --output y --device cuda:1");
   EXPECT_EQ(f.code, 1);
   EXPECT_NE(f.err.find("CUDA device cuda:1 is not available"), std::string::npos) << f.err;
@@ -166,14 +166,14 @@ TEST(CudaBackend, TheProjectsDeviceSettingIsSavedAndChecked) {
 }
 
 TEST(CudaBackend, TheEngineAndTheProgramsDoNotLinkTheCudaRuntime) {
-  for (const std::string& file : {std::string(NNS_ENGINE_LIB), std::string(NNS_CLI)}) {
+  for (const std::string& file : {NNS_PATH(NNS_ENGINE_LIB), NNS_PATH(NNS_CLI)}) {
     const CliRun r = run("ldd " + file);
     ASSERT_EQ(r.code, 0) << file << ": " << r.err;
     EXPECT_EQ(r.out.find("libcudart"), std::string::npos) << file << ":\n" << r.out;
     EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << file << ":\n" << r.out;
   }
   // The backend library does.
-  const CliRun b = run("ldd " + std::string(NNS_CUDA_BACKEND_LIB));
+  const CliRun b = run("ldd " + NNS_PATH(NNS_CUDA_BACKEND_LIB));
   EXPECT_NE(b.out.find("libcudart.so"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("libcublas.so"), std::string::npos) << b.out;
 }

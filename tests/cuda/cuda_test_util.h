@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "engine/backend/cuda_backend.h"
@@ -19,6 +20,15 @@
 namespace nns::test {
 
 inline const Device kCuda0{DeviceType::CUDA, 0};
+
+// A path the build compiled in (NNS_CLI, NNS_SOURCE_DIR, ...), or the environment variable of
+// the same name: on the GPU machine the programs run from an unpacked bundle
+// (tests/gpu/device_check.sh), not from the build tree.
+inline std::string path_of(const char* name, const char* built) {
+  const char* env = std::getenv(name);
+  return env != nullptr && *env != '\0' ? env : built;
+}
+#define NNS_PATH(name) ::nns::test::path_of(#name, name)
 
 // |a - b| <= atol + rtol * |b| elementwise (NaN equal to NaN), after moving both to the CPU
 // as float64; the message names the first element that differs.

@@ -24,10 +24,10 @@ struct RunResult {
 
 RunResult train_example(const std::string& example, const std::string& device, int64_t epochs) {
   graph::Project p =
-      graph::load_project(std::string(NNS_SOURCE_DIR) + "/resources/examples/" + example);
+      graph::load_project(NNS_PATH(NNS_SOURCE_DIR) + "/resources/examples/" + example);
   p.training.device = device;
   p.training.epochs = epochs;
-  auto session = train::make_session(p, std::string(NNS_SOURCE_DIR) + "/resources/examples");
+  auto session = train::make_session(p, NNS_PATH(NNS_SOURCE_DIR) + "/resources/examples");
   session->start();
   EXPECT_TRUE(session->wait_idle(std::chrono::minutes(5)));
   RunResult r;
