@@ -133,7 +133,7 @@ run_check() {
     [[ -d $d ]] && cuda_lib=$cuda_lib:$d
   done
   export LD_LIBRARY_PATH=$dir/lib$cuda_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export NNSTUDIO_PLUGIN_PATH=$dir/plugins
+  export NNS_PLUGIN_PATH=$dir/plugins
   # cuda_tests reads these in place of its build tree's paths.
   export NNS_CLI=$dir/bin/nnstudio-cli NNS_SOURCE_DIR=$root \
     NNS_ENGINE_LIB=$dir/lib/libnnstudio-engine.so NNS_CUDA_BACKEND_LIB=$dir/lib/libnnstudio-cuda.so
@@ -160,8 +160,8 @@ run_check() {
     for dev in cuda cpu; do
       step "example_${name}_$dev" 60 "$cli" train "$project" --device "$dev" --epochs 3 \
         --no-record
-      summary "  $name $dev: $(grep -E '^test:|error' "$out/example_${name}_$dev.txt" | head -1)," \
-        "$(tail -1 "$out/example_${name}_$dev.txt")"
+      summary "  $name $dev: $(grep -E '^test:|error' "$out/example_${name}_$dev.txt" | head -1)" \
+        "$(grep -E '^[0-9]+ steps, ' "$out/example_${name}_$dev.txt" | tail -1)"
     done
   done
   if [[ -x $dir/bin/bench_train ]]; then
