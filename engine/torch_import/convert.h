@@ -57,6 +57,8 @@ class Emitter {
   virtual Value constant(double value) = 0;
   // The traced result's shape (what PyTorch gave), -1 at the batch.
   virtual SymShape result_shape() const = 0;
+  // The shapes of a traced result that is a tuple of tensors (x.chunk(2)).
+  virtual std::vector<SymShape> result_shapes() const = 0;
   // Refuses the import: the message names the op, the module path and the source line.
   [[noreturn]] virtual void refuse(const std::string& why) = 0;
   // A note for the user (once per text).

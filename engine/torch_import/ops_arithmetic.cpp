@@ -89,6 +89,18 @@ std::optional<Value> convert_arithmetic(const Call& call, Emitter& out) {
         "computes; use an nn.Dropout module to train with it");
     return *x;
   }
+  if (t == "torchvision.ops.stochastic_depth.stochastic_depth") {
+    // torchvision's residual drop: the identity in eval mode (training=False when traced).
+    const Value* x = call.arg(0, "input");
+    const Value* training = call.arg(3, "training");
+    if (!x || !x->is_tensor()) out.refuse("expected a tensor");
+    if (training && !(training->is_constant() && training->first == 0))
+      out.refuse("it drops residuals while training, which NN Studio has no node for");
+    out.note(
+        "torchvision's StochasticDepth is left out: the import keeps what eval mode "
+        "computes (the identity)");
+    return *x;
+  }
   return std::nullopt;
 }
 

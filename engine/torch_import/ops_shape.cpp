@@ -146,6 +146,33 @@ std::optional<Value> convert_shape(const Call& call, Emitter& out) {
     for (const Value& d : int_list(call, 1, "dims")) dims.push_back(constant_int(d, "dims", out));
     return out.add("Permute", {{"dims", dims}}, {x}, out.result_shape());
   }
+  if (one_of(t, {"chunk", "torch.chunk", "split", "torch.split", "unbind", "torch.unbind"})) {
+    // Pieces along a dim, as Narrow (Select for unbind) nodes: their sizes are the traced ones.
+    const Value& x = tensor_arg(call, out);
+    const bool unbind = t.find("unbind") != std::string::npos;
+    const Value* dim_arg = unbind ? call.arg(1, "dim") : call.arg(2, "dim");
+    const int64_t dim = dim_arg ? constant_int(*dim_arg, "dim", out) : 0;
+    const auto rank = static_cast<int64_t>(x.shape.size());
+    if (dim < -rank || dim >= rank) out.refuse("dim " + std::to_string(dim) + " is out of range");
+    const int64_t d = dim < 0 ? dim + rank : dim;
+    if (x.shape[static_cast<size_t>(d)] == -1) out.refuse("splitting the batch is not supported");
+    const std::vector<SymShape> pieces = out.result_shapes();
+    if (pieces.empty()) out.refuse("its pieces were not traced as tensors");
+    Value tuple;
+    tuple.kind = Value::Kind::Tuple;
+    int64_t start = 0;
+    for (const SymShape& piece : pieces) {
+      if (unbind) {
+        tuple.items.push_back(out.add("Select", {{"dim", d}, {"index", start++}}, {x}, piece));
+        continue;
+      }
+      const int64_t length = piece.at(static_cast<size_t>(d));
+      tuple.items.push_back(
+          out.add("Narrow", {{"dim", d}, {"start", start}, {"length", length}}, {x}, piece));
+      start += length;
+    }
+    return tuple;
+  }
   if (t == "operator.getitem") {
     const Value* x = call.arg(0, "");
     const Value* index = call.arg(1, "");

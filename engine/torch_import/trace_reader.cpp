@@ -89,9 +89,12 @@ std::optional<Value> folded(const Json& first, const Json& second) {
   const std::string t = first.value("t", "");
   Value v;
   if (t == "int" || t == "float" || t == "bool") {
+    auto number = [](const Json& j) {
+      return j.is_boolean() ? (j.get<bool>() ? 1.0 : 0.0) : j.get<double>();
+    };
     v.kind = Value::Kind::Number;
-    v.first = first.at("v").get<double>();
-    v.second = second.is_object() && second.contains("v") ? second.at("v").get<double>() : v.first;
+    v.first = number(first.at("v"));
+    v.second = second.is_object() && second.contains("v") ? number(second.at("v")) : v.first;
     return v;
   }
   if (t == "none") {
@@ -410,6 +413,19 @@ class ScopeEmitter : public Emitter {
     return sym_shape(values[0], values.size() > 1 ? values[1] : values[0]);
   }
 
+  std::vector<SymShape> result_shapes() const override {
+    const Json& values = node_.at("values");
+    std::vector<SymShape> out;
+    if (values.empty() || values[0].value("t", "") != "tuple") return out;
+    const Json& a = values[0].at("items");
+    const Json& b = values.size() > 1 && values[1].contains("items") ? values[1].at("items") : a;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].value("t", "") != "tensor") return {};
+      out.push_back(sym_shape(a[i], i < b.size() ? b[i] : a[i]));
+    }
+    return out;
+  }
+
   [[noreturn]] void refuse(const std::string& why) override {
     reader_.refuse(scope_, node_, what_, why);
   }
@@ -706,10 +722,15 @@ void Reader::check_all_called(Scope& scope) {
     }
     auto it = scope.modules.find(path);
     if (it != scope.modules.end() && scope.called.contains(it->second)) return;
-    const Json& m = module(path);
-    const bool stateless = m.value("parameters", Json::object()).empty() &&
-                           m.value("buffers", Json::object()).empty() && m.at("children").empty();
-    if (it == scope.modules.end() && stateless && k == "leaf") {
+    // Without state anywhere inside (StochasticDepth where a block adds no residual), it
+    // changes no key: left out.
+    bool stateless = true;
+    for (const auto& [p, m] : modules_.items()) {
+      if (p != path && p.rfind(path + ".", 0) != 0) continue;
+      stateless &= m.value("parameters", Json::object()).empty() &&
+                   m.value("buffers", Json::object()).empty();
+    }
+    if (it == scope.modules.end() && stateless) {
       note(describe(path) + " is never called in forward: left out");
       return;
     }

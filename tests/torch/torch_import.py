@@ -3,7 +3,7 @@
 """PyTorch code imported by `nnstudio-cli import SOURCE OUT.nns --input ...` (ctest
 torch.torch_import), checked against real PyTorch:
 
-- torchvision's resnet18, tests/torch/import/models.py:Containers (a Sequential, a
+- torchvision's resnet18 and shufflenet_v2, tests/torch/import/models.py:Containers (a Sequential, a
   ModuleList of a custom block used twice, a ModuleDict, a Parameter, a buffer, and functional
   calls) and :Encoder (nn.TransformerEncoder): the project has the module's state-dict keys, its groups are the containers (same
   kind, same names), and `forward --eval` with the written weights and with a torch.save'd
@@ -39,25 +39,27 @@ def imported(tmp, source, out, *inputs, code=0, python=sys.executable):
 
 
 def groups(project):
-    """(name, type, member count) of every container of the project and its blocks."""
+    """(name, type, member count) of the containers of the project and its blocks (a block
+    stands for all of its instances: each distinct entry once)."""
     out = []
     for graph in [project["graph"]] + [b["graph"] for b in project.get("blocks", [])]:
         for n in graph["nodes"]:
             if n["type"] in ("Sequential", "ModuleList", "ModuleDict"):
                 out.append((n["name"], n["type"], len(n.get("members", []))))
-    return sorted(out)
+    return sorted(set(out))
 
 
 def torch_groups(model):
-    """The same from a PyTorch module's tree (names as the parent calls them)."""
+    """The same from a PyTorch module's tree (names as the parent calls them); an empty
+    container (shufflenet's branch1 where it has none) holds no key and is no group."""
     out = []
     for path, m in model.named_modules():
         kind = type(m).__name__
         if isinstance(m, torch.nn.Sequential):
             kind = "Sequential"
-        if kind in ("Sequential", "ModuleList", "ModuleDict"):
+        if kind in ("Sequential", "ModuleList", "ModuleDict") and len(list(m.children())):
             out.append((path.rsplit(".", 1)[-1], kind, len(list(m.children()))))
-    return sorted(out)
+    return sorted(set(out))
 
 
 def compare(tmp, name, model, out, x):
@@ -107,6 +109,14 @@ def check_models(tmp):
            if n["type"] not in ("Input", "Output") and n["id"] not in members]
     check(top[:9] == ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4",
                       "avgpool"], f"resnet18: the top level is the module's children ({top})")
+
+    # shufflenet unpacks x.size() (torch 1.13 on Python 3.11 needs the tracer's Proxy.__iter__
+    # fix), splits with chunk and shuffles channels with view/transpose.
+    out = os.path.join(tmp, "shufflenet.nns")
+    imported(tmp, "torchvision.models:shufflenet_v2_x0_5()", out, "3,64,64")
+    model = torchvision.models.shufflenet_v2_x0_5()
+    model.load_state_dict(load_state(tmp, out))
+    compare(tmp, "shufflenet", model, out, torch.randn(2, 3, 64, 64))
 
     out = os.path.join(tmp, "containers.nns")
     imported(tmp, MODELS + ":Containers", out, "3,8,8")
