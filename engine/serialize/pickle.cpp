@@ -1238,7 +1238,9 @@ class Pickler {
     save_string("storage");
     global("torch", cls);
     save_string(it->second.key);
-    save_string("cpu");
+    // The storage's location as PyTorch writes it ("cuda:0" for a GPU tensor: torch.load puts
+    // it back there, or where map_location says); the bytes are always copied from the host.
+    save_string(t.device().is_cuda() ? t.device().str() : std::string("cpu"));
     save_int(numel);
     byte(op::TUPLE);
     byte(op::BINPERSID);

@@ -116,6 +116,11 @@ T* Tensor::data_ptr() const {
                      ", not the requested " + dtype_name(dtype_of<T>()) +
                      "; convert it first with .to(...)");
   }
+  // Host code reads the pointer: a GPU tensor's memory is not the host's (a read would crash).
+  if (!device().is_cpu()) {
+    throw DeviceError("data_ptr: the tensor is on " + device().str() +
+                      "; host code reads CPU tensors: copy it with .to(nns::kCPU) first");
+  }
   return static_cast<T*>(raw_data());
 }
 template float* Tensor::data_ptr<float>() const;

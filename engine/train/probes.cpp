@@ -52,10 +52,12 @@ class CostTimer {
   Clock::time_point start_ = Clock::now();
 };
 
-// A float32 or float64 contiguous tensor with the same values (itself when it is one).
+// A float32 or float64 contiguous CPU tensor with the same values (itself when it is one). A
+// GPU tensor is copied to the host whole; summarizing on the device and bringing back only the
+// summary would copy less.
 Tensor flat_values(const Tensor& tensor) {
   NoGradGuard no_grad;
-  Tensor t = tensor.detach();
+  Tensor t = tensor.detach().to(kCPU);
   if (t.dtype() != kFloat32 && t.dtype() != kFloat64) t = t.to(kFloat32);
   return t.contiguous();
 }

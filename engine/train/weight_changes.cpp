@@ -22,8 +22,8 @@ std::vector<std::pair<std::string, WeightChange>> weight_changes(const nn::State
         x.sizes() != other->sizes()) {
       continue;
     }
-    const Tensor p = x.to(kFloat64).contiguous();
-    const Tensor q = other->to(kFloat64).contiguous();
+    const Tensor p = x.to(kCPU).to(kFloat64).contiguous();
+    const Tensor q = other->to(kCPU).to(kFloat64).contiguous();
     const double* u = p.data_ptr<double>();
     const double* v = q.data_ptr<double>();
     double aa = 0, bb = 0, dd = 0;
