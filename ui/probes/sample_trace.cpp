@@ -99,19 +99,29 @@ void TraceStepView::showStep(const QString& title, const train::ModuleTrace& mod
       // The sample's dimensions: the batch of one dropped.
       std::vector<int64_t> dims = panel.shape;
       if (!dims.empty() && dims.front() == 1) dims.erase(dims.begin());
-      const int64_t cols = v.empty()      ? 0
-                           : dims.empty() ? static_cast<int64_t>(v.size())
-                                          : dims.back();
-      const int64_t allRows = cols > 0 ? static_cast<int64_t>(v.size()) / cols : 0;
-      panel.heatmap = dims.size() >= 2;
-      panel.cols = std::min(cols, kTraceCells);
-      panel.rows = panel.heatmap ? std::min(allRows, kTraceCells) : (panel.cols > 0 ? 1 : 0);
-      for (int64_t r = 0; r < panel.rows; ++r) {
-        for (int64_t c = 0; c < panel.cols; ++c) {
-          const double x = v[static_cast<size_t>(r * cols + c)];
-          panel.cells.push_back(x);
-          if (std::isfinite(x)) panel.largest = std::max(panel.largest, std::abs(x));
+      panel.heatmap = dims.size() >= 2 && !v.empty();
+      if (panel.heatmap) {
+        // A tile per slice of the last two dimensions (a channel's feature map).
+        const int64_t h = dims[dims.size() - 2], w = dims.back();
+        panel.allTiles = h * w > 0 ? static_cast<int64_t>(v.size()) / (h * w) : 0;
+        panel.tiles = std::min(panel.allTiles, kTraceTiles);
+        panel.rows = std::min(h, kTraceCells);
+        panel.cols = std::min(w, kTraceCells);
+        for (int64_t t = 0; t < panel.tiles; ++t) {
+          for (int64_t r = 0; r < panel.rows; ++r) {
+            for (int64_t c = 0; c < panel.cols; ++c) {
+              panel.cells.push_back(v[static_cast<size_t>((t * h + r) * w + c)]);
+            }
+          }
         }
+      } else if (!v.empty()) {
+        panel.tiles = panel.allTiles = 1;
+        panel.rows = 1;
+        panel.cols = std::min(static_cast<int64_t>(v.size()), kTraceCells);
+        panel.cells.assign(v.begin(), v.begin() + panel.cols);
+      }
+      for (double x : panel.cells) {
+        if (std::isfinite(x)) panel.largest = std::max(panel.largest, std::abs(x));
       }
     }
     panels_.push_back(std::move(panel));
@@ -149,22 +159,42 @@ void TraceStepView::paintEvent(QPaintEvent*) {
     const int y0 = top + static_cast<int>(i) * panelH;
     QStringList dims;
     for (int64_t d : panel.shape) dims << QString::number(d);
-    const QString caption = panel.shape.empty() ? tr("%1: none reached it").arg(panel.label)
-                                                : tr("%1 [%2], |max| %3")
-                                                      .arg(panel.label, dims.join(", "))
-                                                      .arg(panel.largest, 0, 'g', 3);
+    QString caption = panel.shape.empty() ? tr("%1: none reached it").arg(panel.label)
+                                          : tr("%1 [%2], |max| %3")
+                                                .arg(panel.label, dims.join(", "))
+                                                .arg(panel.largest, 0, 'g', 3);
+    if (panel.tiles < panel.allTiles) {
+      caption += tr(" (the first %1 of %2 maps)").arg(panel.tiles).arg(panel.allTiles);
+    }
     p.setPen(palette().color(QPalette::WindowText));
     p.drawText(QRect(6, y0, width() - 12, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
                fm.elidedText(caption, Qt::ElideRight, width() - 12));
     const QRectF area(6, y0 + fm.height() + 2, width() - 12, panelH - fm.height() - 6);
     if (panel.cells.empty() || area.height() < 4) continue;
     if (panel.heatmap) {
-      const double cell = std::min(area.width() / static_cast<double>(panel.cols),
-                                   area.height() / static_cast<double>(panel.rows));
-      for (int64_t r = 0; r < panel.rows; ++r) {
-        for (int64_t c = 0; c < panel.cols; ++c) {
-          p.fillRect(QRectF(area.left() + c * cell, area.top() + r * cell, cell, cell),
-                     colour(panel.cells[static_cast<size_t>(r * panel.cols + c)], panel.largest));
+      // The tiles in the grid of columns that gives the largest cells.
+      auto cellFor = [&](int64_t columns) {
+        const int64_t rowsOfTiles = (panel.tiles + columns - 1) / columns;
+        return std::min(area.width() / static_cast<double>(columns * (panel.cols + 1)),
+                        area.height() / static_cast<double>(rowsOfTiles * (panel.rows + 1)));
+      };
+      int64_t columns = 1;
+      for (int64_t c = 2; c <= panel.tiles; ++c) {
+        if (cellFor(c) > cellFor(columns)) columns = c;
+      }
+      const double cell = cellFor(columns);
+      const size_t tileSize = static_cast<size_t>(panel.rows * panel.cols);
+      for (int64_t t = 0; t < panel.tiles; ++t) {
+        const double x0 =
+            area.left() + static_cast<double>((t % columns) * (panel.cols + 1)) * cell;
+        const double y0 = area.top() + static_cast<double>((t / columns) * (panel.rows + 1)) * cell;
+        for (int64_t r = 0; r < panel.rows; ++r) {
+          for (int64_t c = 0; c < panel.cols; ++c) {
+            p.fillRect(QRectF(x0 + c * cell, y0 + r * cell, cell, cell),
+                       colour(panel.cells[static_cast<size_t>(t) * tileSize +
+                                          static_cast<size_t>(r * panel.cols + c)],
+                              panel.largest));
+          }
         }
       }
     } else {

@@ -29,21 +29,25 @@ QString describeTraceStep(const train::ModuleTrace& module);
 
 // Train > Step Through Traced Sample's view: one module of the traced sample's pass, its input,
 // its output and the loss's gradient w.r.t. that output, each drawn from the sample's values
-// (the batch of one dropped): a tensor of two or more dimensions as a heatmap (its last
-// dimension across, the others stacked down, at most kTraceCells each way), one of one
+// (the batch of one dropped): a tensor of two or more dimensions as heatmaps (one tile per
+// slice of its last two dimensions: a feature map per channel, at most kTraceTiles tiles of at
+// most kTraceCells cells each way), one of one
 // dimension as bars; blue below zero, red above, scaled by the panel's largest magnitude.
 class TraceStepView : public QWidget {
   Q_OBJECT
 
  public:
   static constexpr int64_t kTraceCells = 64;
+  static constexpr int64_t kTraceTiles = 16;
   struct Panel {
     QString label;               // "input", "output", "gradient"
     std::vector<int64_t> shape;  // the tensor's, batch included
     bool heatmap = false;        // false: bars
-    int64_t rows = 0, cols = 0;  // what is drawn (cut at kTraceCells)
-    std::vector<double> cells;   // rows * cols values, row-major
-    double largest = 0;          // the scale: the largest magnitude drawn
+    int64_t rows = 0, cols = 0;  // one tile's cells (cut at kTraceCells)
+    int64_t tiles = 0;           // heatmaps drawn (of allTiles; bars: 1)
+    int64_t allTiles = 0;
+    std::vector<double> cells;  // tiles * rows * cols values, tile by tile, row-major
+    double largest = 0;         // the scale: the largest magnitude drawn
   };
 
   explicit TraceStepView(QWidget* parent = nullptr);
