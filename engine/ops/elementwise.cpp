@@ -1216,22 +1216,24 @@ Tensor& Tensor::fill_(double value) {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   const bool record = begin_inplace(*this, {&src}, "copy_");
-  check_same_device(*this, src, "copy_");
+  // Across devices (as PyTorch's copy_): the source is moved first; its to() records the move,
+  // so a gradient flows back to the source's device.
+  const Tensor moved = src.device() == device() ? src : src.to(device());
   const Shape shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
   if (shape != sizes()) {
     throw ShapeError("copy_: the source of shape " + shape_str(src.sizes()) +
                      " cannot be broadcast to the destination's shape " + shape_str(sizes()) +
                      " (it would need shape " + shape_str(shape) + ")");
   }
-  Tensor s = src;
+  Tensor s = moved;
   if (s.storage() == storage() && !s.is_same(*this)) {
     NoGradGuard no_grad;
     s = s.clone();
   }
   Shape ss;
   kernels<CopyKernels>(device(), "copy_").copy(view_of(*this), operand_view(s, sizes(), ss));
-  auto node = inplace_node<CopyBackwards>(record, {*this, src});
-  if (node) node->src = InputInfo(src);
+  auto node = inplace_node<CopyBackwards>(record, {*this, moved});
+  if (node) node->src = InputInfo(moved);
   finish_inplace(*this, node);
   return *this;
 }

@@ -207,6 +207,29 @@ TEST(CudaOps, CopiesConvertEveryDtype) {
   }
 }
 
+TEST(CudaOps, CopyAcrossDevicesAndRandomTensorsThere) {
+  NNS_SKIP_WITHOUT_CUDA();
+  const Tensor cpu = randn({3, 5});
+  Tensor gpu = zeros({3, 5}, TensorOptions(kFloat32).device(test::kCuda0));
+  gpu.copy_(cpu);
+  EXPECT_TRUE(test::close_on_cpu(gpu, cpu, 0, 0));
+  Tensor back = zeros({5, 3});
+  back.copy_(gpu.t());
+  EXPECT_TRUE(test::close_on_cpu(back, cpu.t(), 0, 0));
+  // Drawn on the host from the default generator, so the same values as on the CPU.
+  manual_seed(3);
+  const Tensor a = randn({4}, TensorOptions(kFloat32).device(test::kCuda0));
+  manual_seed(3);
+  EXPECT_TRUE(test::close_on_cpu(a, randn({4}), 0, 0));
+  // A gradient through copy_ goes back to the source's device.
+  Tensor src = randn({3}).requires_grad_(true);
+  Tensor dst = zeros({3}, TensorOptions(kFloat32).device(test::kCuda0));
+  dst.copy_(src);
+  dst.sum().backward();
+  ASSERT_TRUE(src.grad().defined());
+  EXPECT_EQ(src.grad().device(), kCPU);
+}
+
 TEST(CudaOps, ArgmaxAndComparisons) {
   NNS_SKIP_WITHOUT_CUDA();
   const Tensor x = randn({5, 7});
