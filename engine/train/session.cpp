@@ -245,7 +245,8 @@ uint64_t TrainingSession::predict(const Tensor& inputs) {
       NoGradGuard no_grad;
       model_->eval();
       const AttentionRecording recording(attention_modules_);
-      p.outputs = (*model_)(inputs).clone();
+      // The window's inputs come from the host and go back there (a GPU run's model is there).
+      p.outputs = (*model_)(inputs.to(config_.device)).to(kCPU).clone();
       p.attention = recording.maps(0);
     } catch (const std::exception& e) {
       p.error = e.what();
@@ -278,8 +279,11 @@ uint64_t TrainingSession::trace(const Tensor& input, const Tensor& target) {
               const std::vector<Tensor>& outputs) -> std::optional<std::vector<Tensor>> {
             ModuleTrace mt;
             mt.module = name;
-            if (!inputs.empty() && inputs[0].defined()) mt.input = inputs[0].detach().clone();
-            if (!outputs.empty() && outputs[0].defined()) mt.output = outputs[0].detach().clone();
+            // Host copies: the window reads them (on a GPU run the tensors live there).
+            if (!inputs.empty() && inputs[0].defined())
+              mt.input = inputs[0].detach().to(kCPU).clone();
+            if (!outputs.empty() && outputs[0].defined())
+              mt.output = outputs[0].detach().to(kCPU).clone();
             index[m] = t.modules.size();
             t.modules.push_back(std::move(mt));
             return std::nullopt;
@@ -290,7 +294,7 @@ uint64_t TrainingSession::trace(const Tensor& input, const Tensor& target) {
               const std::vector<Tensor>& grad_output) -> std::optional<std::vector<Tensor>> {
             const auto it = index.find(m);
             if (it != index.end() && !grad_output.empty() && grad_output[0].defined()) {
-              t.modules[it->second].grad_output = grad_output[0].detach().clone();
+              t.modules[it->second].grad_output = grad_output[0].detach().to(kCPU).clone();
             }
             return std::nullopt;
           }));
@@ -298,8 +302,8 @@ uint64_t TrainingSession::trace(const Tensor& input, const Tensor& target) {
     try {
       model_->eval();
       optimizer_->zero_grad();
-      const Tensor output = (*model_)(input);
-      const auto [scores, labels] = loss_inputs(output, target);
+      const Tensor output = (*model_)(input.to(config_.device));
+      const auto [scores, labels] = loss_inputs(output, target.to(config_.device));
       const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
       t.loss = loss.item();
       loss.backward();
@@ -522,7 +526,7 @@ void TrainingSession::run_step() {
     if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
     probes_.end_step();
     if (parts_.train.task == data::TaskKind::Classification) {
-      accuracy = score_predictions(output.to(kCPU), host_batch.targets);
+      accuracy = score_predictions(output.detach().to(kCPU), host_batch.targets);
     }
   } catch (const std::exception& e) {
     try {
