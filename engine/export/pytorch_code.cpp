@@ -430,6 +430,19 @@ class ClassWriter {
       if (const NodeType* t = graph::find_node_type(n.type); t && t->plugin.empty()) {
         const Json o = with_defaults(*t, n.options);
         if (n.type == "Constant") return py(o.at("value"));
+        if (n.type == "F.hardtanh")
+          return "F.hardtanh(" + args.at(0) + ", " + py(o.at("min_val")) + ", " +
+                 py(o.at("max_val")) + ")";
+        if (n.type == "F.adaptive_avg_pool2d") {
+          imports_.insert("F");
+          return "F.adaptive_avg_pool2d(" + args.at(0) + ", " + py(o.at("output_size")) + ")";
+        }
+        if (n.type == "F.gelu")
+          return "F.gelu(" + args.at(0) + ", approximate=" + py(o.at("approximate")) + ")";
+        if (n.type.rfind("F.", 0) == 0 || n.type.rfind("torch.", 0) == 0) {
+          if (n.type.rfind("F.", 0) == 0) imports_.insert("F");
+          if (n.type != "torch.flatten") return n.type + "(" + args.at(0) + ")";
+        }
         if (n.type == "torch.flatten")
           return "torch.flatten(" + args.at(0) + ", " + py(o.at("start_dim")) + ", " +
                  py(o.at("end_dim")) + ")";

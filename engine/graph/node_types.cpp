@@ -211,8 +211,8 @@ std::vector<NodeType> make_registry() {
   std::vector<NodeType> types;
   for (std::vector<NodeType> (*family)() :
        {linear_conv_types, activation_types, normalization_types, dropout_types, pooling_types,
-        recurrent_types, attention_types, reshape_types, functional_types, tensor_function_types,
-        io_params_types}) {
+        recurrent_types, attention_types, reshape_types, functional_types,
+        activation_function_types, tensor_function_types, io_params_types}) {
     std::vector<NodeType> more = family();
     types.insert(types.end(), std::make_move_iterator(more.begin()),
                  std::make_move_iterator(more.end()));

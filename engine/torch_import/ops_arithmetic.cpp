@@ -75,6 +75,38 @@ std::optional<Value> convert_arithmetic(const Call& call, Emitter& out) {
     if (!x || !x->is_tensor()) out.refuse("expected a tensor");
     return out.add("F.relu", Json::object(), {*x}, x->shape);
   }
+  struct Unary {
+    const char* type;
+    std::set<std::string> names;
+  };
+  static const std::vector<Unary> unaries = {
+      {"F.hardtanh", {"F.hardtanh", "F.hardtanh_"}},
+      {"F.hardsigmoid", {"F.hardsigmoid"}},
+      {"F.hardswish", {"F.hardswish"}},
+      {"torch.sigmoid", {"torch.sigmoid", "F.sigmoid", "sigmoid", "sigmoid_"}},
+      {"torch.tanh", {"torch.tanh", "F.tanh", "tanh", "tanh_"}},
+      {"F.silu", {"F.silu"}},
+      {"F.gelu", {"F.gelu"}},
+  };
+  for (const Unary& u : unaries) {
+    if (!u.names.contains(t)) continue;
+    const Value* x = call.arg(0, "input");
+    if (!x || !x->is_tensor()) out.refuse("expected a tensor");
+    Json options = Json::object();
+    if (std::string(u.type) == "F.hardtanh") {
+      const Value* lo = call.arg(1, "min_val");
+      const Value* hi = call.arg(2, "max_val");
+      options["min_val"] = lo ? lo->first : -1.0;
+      options["max_val"] = hi ? hi->first : 1.0;
+      if ((lo && !lo->is_constant()) || (hi && !hi->is_constant()))
+        out.refuse("min_val and max_val must be numbers");
+    }
+    if (std::string(u.type) == "F.gelu") {
+      const Value* a = call.arg(1, "approximate");
+      if (a && a->kind == Value::Kind::Other && a->raw.is_string()) options["approximate"] = a->raw;
+    }
+    return out.add(u.type, options, {*x}, x->shape);
+  }
   if (one_of(t, {"contiguous", "clone", "detach", "torch.clone"})) {
     const Value* x = call.arg(0, "input");
     if (!x || !x->is_tensor()) out.refuse("expected a tensor");

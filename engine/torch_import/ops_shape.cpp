@@ -173,6 +173,20 @@ std::optional<Value> convert_shape(const Call& call, Emitter& out) {
     }
     return tuple;
   }
+  if (one_of(t, {"F.adaptive_avg_pool2d", "torch.adaptive_avg_pool2d"})) {
+    const Value& x = tensor_arg(call, out);
+    const Value* size = call.arg(1, "output_size");
+    if (!size) out.refuse("expected output_size");
+    std::vector<int64_t> hw;
+    if (size->kind == Value::Kind::Tuple) {
+      for (const Value& s : size->items) hw.push_back(constant_int(s, "output_size", out));
+    } else {
+      const int64_t s = constant_int(*size, "output_size", out);
+      hw = {s, s};
+    }
+    if (hw.size() != 2) out.refuse("output_size must be one or two numbers");
+    return out.add("F.adaptive_avg_pool2d", {{"output_size", hw}}, {x}, out.result_shape());
+  }
   if (t == "operator.getitem") {
     const Value* x = call.arg(0, "");
     const Value* index = call.arg(1, "");

@@ -3,7 +3,7 @@
 """PyTorch code imported by `nnstudio-cli import SOURCE OUT.nns --input ...` (ctest
 torch.torch_import), checked against real PyTorch:
 
-- torchvision's resnet18 and shufflenet_v2, tests/torch/import/models.py:Containers (a Sequential, a
+- torchvision's resnet18, shufflenet_v2 and mobilenet_v3_small, tests/torch/import/models.py:Containers (a Sequential, a
   ModuleList of a custom block used twice, a ModuleDict, a Parameter, a buffer, and functional
   calls) and :Encoder (nn.TransformerEncoder): the project has the module's state-dict keys, its groups are the containers (same
   kind, same names), and `forward --eval` with the written weights and with a torch.save'd
@@ -109,6 +109,11 @@ def check_models(tmp):
            if n["type"] not in ("Input", "Output") and n["id"] not in members]
     check(top[:9] == ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4",
                       "avgpool"], f"resnet18: the top level is the module's children ({top})")
+    laid_out = {n["name"] for n in json.loads(cli("layout", os.path.join(tmp, "resnet18.nns")))
+                ["nodes"]}
+    children = [name for name, _ in model.named_children()]
+    check(set(children) <= laid_out,
+          f"resnet18: every top-level child is a node in nnstudio-cli layout ({children})")
 
     # shufflenet unpacks x.size() (torch 1.13 on Python 3.11 needs the tracer's Proxy.__iter__
     # fix), splits with chunk and shuffles channels with view/transpose.
@@ -117,6 +122,14 @@ def check_models(tmp):
     model = torchvision.models.shufflenet_v2_x0_5()
     model.load_state_dict(load_state(tmp, out))
     compare(tmp, "shufflenet", model, out, torch.randn(2, 3, 64, 64))
+
+    # mobilenet_v3: Hardswish and Hardsigmoid (custom blocks of F.hardswish, F.hardsigmoid),
+    # squeeze-excitation's scale * x.
+    out = os.path.join(tmp, "mobilenet.nns")
+    imported(tmp, "torchvision.models:mobilenet_v3_small()", out, "3,64,64")
+    model = torchvision.models.mobilenet_v3_small()
+    model.load_state_dict(load_state(tmp, out))
+    compare(tmp, "mobilenet_v3_small", model, out, torch.randn(2, 3, 64, 64))
 
     out = os.path.join(tmp, "containers.nns")
     imported(tmp, MODELS + ":Containers", out, "3,8,8")

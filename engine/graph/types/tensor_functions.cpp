@@ -173,6 +173,13 @@ Shapes infer_narrow(const Json& o, const Shapes& in) {
   return {x};
 }
 
+Shapes infer_adaptive_pool(const Json& o, const Shapes& in) {
+  const SymShape& x = one_input(in);
+  if (x.size() != 4) bad_input("in", x, "[N, C, H, W]");
+  const Int2 size = get_int2(o, "output_size");
+  return {{x[0], x[1], size[0], size[1]}};
+}
+
 }  // namespace
 
 std::vector<NodeType> tensor_function_types() {
@@ -256,6 +263,15 @@ std::vector<NodeType> tensor_function_types() {
             x.at(0).narrow(get_int(o, "dim"), get_int(o, "start"), get_int(o, "length"))};
       },
       infer_narrow));
+  types.push_back(function_type(
+      "F.adaptive_avg_pool2d", "Pooling",
+      "F.adaptive_avg_pool2d(x, output_size) without a module: averages [N, C, H, W] down to "
+      "output_size",
+      {list_option("output_size", Json::array({1, 1}), "the output's H and W", 2, 1)}, in_port(),
+      [](const std::vector<Tensor>& x, const Json& o) {
+        return std::vector<Tensor>{adaptive_avg_pool2d(x.at(0), get_int2(o, "output_size"))};
+      },
+      infer_adaptive_pool));
   return types;
 }
 
