@@ -18,9 +18,10 @@ std::vector<NodeType> recurrent_types();      // RNN, LSTM, GRU
 std::vector<NodeType> attention_types();      // MultiheadAttention, Transformer*Layer
 std::vector<NodeType> reshape_types();        // Flatten, Unflatten, Identity
 std::vector<NodeType> functional_types();     // Add, Mul, Concat, MatMul, F.relu
-std::vector<NodeType> activation_function_types();  // F.hardtanh, F.hardswish, torch.sigmoid, ...
-std::vector<NodeType> tensor_function_types();  // Sub, Div, Constant, torch.flatten, Reshape, ...
-std::vector<NodeType> io_params_types();      // Input, Output, Parameter, Buffer, Ref
+// F.hardtanh, F.hardswish, torch.sigmoid, ...; Sub, Div, Constant, torch.flatten, Reshape, ...
+std::vector<NodeType> activation_function_types();
+std::vector<NodeType> tensor_function_types();
+std::vector<NodeType> io_params_types();  // Input, Output, Parameter, Buffer, Ref
 
 // The ports of a type with one input "in" or one output "out", as module_type gives them.
 std::vector<PortSpec> in_port();
