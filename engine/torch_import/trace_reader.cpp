@@ -226,7 +226,8 @@ class Reader {
         throw ValueError("cannot import " + describe(path) +
                          ": its forward is never called (NN Studio keeps the modules a forward "
                          "calls)");
-      id = scope.graph.add_node(block_for(path), name);
+      auto [block, args] = block_for(path);
+      id = scope.graph.add_node(block, name, args);
     } else if (k == "sequential" || k == "modulelist" || k == "moduledict") {
       const std::string type = k == "sequential"   ? "Sequential"
                                : k == "modulelist" ? "ModuleList"
@@ -252,24 +253,68 @@ class Reader {
     return id;
   }
 
-  // The name of the block for a custom module: one per class and structure.
-  std::string block_for(const std::string& path) {
+  // The block for a custom module and the instance's options: one block per class and
+  // structure; option values that differ between instances (BasicBlock's channels) become
+  // the block's arguments, which the instances set.
+  std::pair<std::string, Json> block_for(const std::string& path) {
     Scope inner;
     inner.path = path;
     inner.cls = module(path).at("class").get<std::string>();
     build_scope(inner);
-    const std::string key = inner.cls + "\n" + graph::graph_to_json(inner.graph).dump();
-    if (auto it = block_names_.find(key); it != block_names_.end()) return it->second;
-    std::string name = inner.cls;
-    for (int k = 2; taken(name); ++k) name = inner.cls + "_" + std::to_string(k);
-    BlockDef block;
-    block.name = name;
-    block.description = "imported from PyTorch: " + inner.cls + " (as " + path + ")";
-    block.graph = std::move(inner.graph);
-    block_names_[key] = name;
-    block_order_[name] = block_order_.size();
-    blocks_[key] = std::move(block);
-    return name;
+    Graph& g = inner.graph;
+    const std::string key = inner.cls + "\n" + skeleton(g);
+    auto it = blocks_.find(key);
+    if (it == blocks_.end()) {
+      std::string name = inner.cls;
+      for (int k = 2; taken(name); ++k) name = inner.cls + "_" + std::to_string(k);
+      BlockDef block;
+      block.name = name;
+      block.description = "imported from PyTorch: " + inner.cls + " (first as " + path + ")";
+      block.graph = std::move(g);
+      block_names_[key] = name;
+      block_order_[name] = block_order_.size();
+      blocks_[key] = std::move(block);
+      return {name, Json::object()};
+    }
+    BlockDef& def = it->second;
+    Json args = Json::object();
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = g.nodes[i];
+      Node& d = def.graph.nodes[i];
+      // A block's Input takes the instance's shapes: its own shape option is not used.
+      if (n.type == "Input") continue;
+      for (const auto& [option, value] : n.options.items()) {
+        Json& current = d.options[option];
+        if (current.is_string() && current.get<std::string>().rfind("$", 0) == 0) {
+          const std::string a = current.get<std::string>().substr(1);
+          if (def.arguments.contains(a)) {
+            if (def.arguments[a] != value) args[a] = value;
+            continue;
+          }
+        }
+        if (current == value) continue;
+        std::string a = d.name + "_" + option;
+        for (int k = 2; def.arguments.contains(a); ++k)
+          a = d.name + "_" + option + "_" + std::to_string(k);
+        def.arguments[a] = current;
+        current = "$" + a;
+        args[a] = value;
+      }
+    }
+    return {def.name, args};
+  }
+
+  // A graph without its option values (their names kept): what instances of one block share.
+  static std::string skeleton(const Graph& graph) {
+    Graph g = graph;
+    for (Node& n : g.nodes) {
+      Json keys = Json::array();
+      if (n.type != "Input") {
+        for (const auto& [k, v] : n.options.items()) keys.push_back(k);
+      }
+      n.options = {{"keys", keys}};
+    }
+    return graph::graph_to_json(g).dump();
   }
 
   bool taken(const std::string& name) const {

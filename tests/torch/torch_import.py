@@ -102,8 +102,11 @@ def check_models(tmp):
     model.load_state_dict(sd)  # the tracer's own random weights: compare on those
     project = compare(tmp, "resnet18", model, out, torch.randn(2, 3, 64, 64))
     blocks = [b["name"] for b in project["blocks"]]
-    check(all(b.startswith("BasicBlock") for b in blocks) and len(blocks) == 7,
-          f"resnet18: BasicBlock as custom blocks, one per structure ({blocks})")
+    check(blocks == ["BasicBlock", "BasicBlock_2"],
+          f"resnet18: BasicBlock as custom blocks, one per structure (with and without "
+          f"downsample), the channels as arguments ({blocks})")
+    args = project["blocks"][0]["arguments"]
+    check(args.get("conv1_in_channels") == 64, f"resnet18: BasicBlock's arguments ({args})")
     members = {m for n in project["graph"]["nodes"] for m in n.get("members", [])}
     top = [n["name"] for n in project["graph"]["nodes"]
            if n["type"] not in ("Input", "Output") and n["id"] not in members]
