@@ -847,28 +847,8 @@ class Builder {
     wires_.push_back(std::move(w));
   }
 
-  // implicit_links() with this builder's index (the graph's lookups are linear).
   std::vector<Edge> links_of(const Node& group) const {
-    auto port = [&](NodeId member, bool output) {
-      const NodePorts p = project_node_ports(project_, node(member));
-      const auto& names = output ? p.outputs : p.inputs;
-      return names.empty() ? std::string(output ? "out" : "in") : names.front();
-    };
-    std::vector<Edge> links;
-    if (group.type == "Sequential") {
-      PortRef from{group.id, "in"};
-      for (NodeId m : group.members) {
-        links.push_back({from, {m, port(m, false)}});
-        from = {m, port(m, true)};
-      }
-      links.push_back({from, {group.id, "out"}});
-    } else if (is_switch_dict(group)) {
-      for (NodeId m : group.members) {
-        links.push_back({{group.id, "in"}, {m, port(m, false)}});
-        links.push_back({{m, port(m, true)}, {group.id, "out"}});
-      }
-    }
-    return links;
+    return implicit_links(project_, group, [this](NodeId id) -> const Node& { return node(id); });
   }
 
   LayoutPoint anchor_centre(const Level& l, int anchor) const {
@@ -896,8 +876,14 @@ Json rounded(double v) {
 }  // namespace
 
 std::vector<Edge> implicit_links(const Project& project, const Node& group) {
+  return implicit_links(project, group,
+                        [&](NodeId id) -> const Node& { return project.graph.at(id); });
+}
+
+std::vector<Edge> implicit_links(const Project& project, const Node& group,
+                                 const std::function<const Node&(NodeId)>& node) {
   auto port = [&](NodeId member, bool output) {
-    const NodePorts p = project_node_ports(project, project.graph.at(member));
+    const NodePorts p = project_node_ports(project, node(member));
     const auto& names = output ? p.outputs : p.inputs;
     return names.empty() ? std::string(output ? "out" : "in") : names.front();
   };

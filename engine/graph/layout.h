@@ -11,6 +11,7 @@
 //   l.boxes.at(fc1).x;   // scene units, y grows downwards, top-left corner
 //
 // Sizes are the window's: node_box_size() is what the canvas draws each node as.
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -78,6 +79,9 @@ NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& 
 // "out"}), a switch ModuleDict's branches ({group, "in"} to each member, each member to {group,
 // "out"}); none for other groups.
 std::vector<Edge> implicit_links(const Project& project, const Node& group);
+// The same with the members found by `node` (an index: the graph's own lookup scans).
+std::vector<Edge> implicit_links(const Project& project, const Node& group,
+                                 const std::function<const Node&(NodeId)>& node);
 
 // Lays the project out in `direction` ("TB" or "LR"; empty: the project's own, TB if unset). Groups
 // are drawn as the project says (open, or collapsed into one box). A ValueError for another

@@ -45,6 +45,10 @@ void EdgeItem::refresh() {
   update();
 }
 
+QRectF EdgeItem::boundingRect() const {
+  return path().controlPointRect().adjusted(-6, -6, 6, 6);
+}
+
 QPainterPath EdgeItem::shape() const {
   QPainterPathStroker stroker;
   stroker.setWidth(10);

@@ -26,6 +26,9 @@ class EdgeItem : public QGraphicsPathItem {
   static QPainterPath curve(QPointF from, QPointF to, bool leftToRight);
 
   QPainterPath shape() const override;
+  // The path's extent with room for the hover stroke: QGraphicsPathItem's own strokes the path,
+  // which at 10,000 wires is most of the time a scene takes to build.
+  QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
  private:

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -125,6 +126,9 @@ class GraphScene : public QGraphicsScene {
   void finishWireDrag();
   void commitMoves();
   void onNodesMoved(const std::vector<graph::NodeId>& ids);
+  // The frames around the nodes refit (innermost first) and the wires that meet them or their
+  // frames follow; called with syncing_ set, so that items moved here do not start it again.
+  void followTouched(const std::set<graph::NodeId>& touched);
   void addNodeItem(graph::NodeId id);
   void addEdgeItem(const graph::Edge& edge);
   void retire(std::unique_ptr<QGraphicsItem> item);
