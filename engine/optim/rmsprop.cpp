@@ -81,6 +81,28 @@ void rmsprop_kernel(T* param, const T* grad, T* square_avg, T* momentum_buffer, 
   }
 }
 
+// The same step in tensor ops, for parameters on a GPU: PyTorch's single-tensor RMSprop.
+void step_with_tensor_ops(const Tensor& p, const Tensor& grad_in, Tensor& square_avg,
+                          Tensor* momentum_buffer, Tensor* grad_avg, const RMSpropOptions& o) {
+  Tensor param = p;
+  Tensor grad = o.maximize ? grad_in.neg() : grad_in;
+  if (o.weight_decay != 0.0) grad = grad.add(p, o.weight_decay);
+  square_avg.mul_(o.alpha).addcmul_(grad, grad, 1.0 - o.alpha);
+  Tensor avg;
+  if (grad_avg != nullptr) {
+    grad_avg->mul_(o.alpha).add_(grad, 1.0 - o.alpha);
+    avg = square_avg.clone().addcmul_(*grad_avg, *grad_avg, -1.0).sqrt().add_(o.eps);
+  } else {
+    avg = square_avg.sqrt().add_(o.eps);
+  }
+  if (momentum_buffer != nullptr) {
+    momentum_buffer->mul_(o.momentum).addcdiv_(grad, avg);
+    param.add_(*momentum_buffer, -o.lr);
+  } else {
+    param.addcdiv_(grad, avg, -o.lr);
+  }
+}
+
 }  // namespace
 
 OptionList RMSpropOptions::items() const {
@@ -128,7 +150,7 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults)
 void RMSprop::step() {
   // Everything is checked before any parameter changes.
   for (const ParamGroup& group : param_groups()) check_options(rmsprop_options(group));
-  detail::check_parameters("RMSprop", param_groups());
+  detail::check_parameters("RMSprop", param_groups(), /*any_device=*/true);
   NoGradGuard no_grad;
   for (const ParamGroup& group : param_groups()) {
     const RMSpropOptions& o = rmsprop_options(group);
@@ -147,6 +169,10 @@ void RMSprop::step() {
       Tensor* momentum_buffer =
           o.momentum > 0.0 ? &detail::state_entry("RMSprop", st, "momentum_buffer", &p) : nullptr;
       Tensor* grad_avg = o.centered ? &detail::state_entry("RMSprop", st, "grad_avg", &p) : nullptr;
+      if (!p.device().is_cpu()) {
+        step_with_tensor_ops(p, grad, square_avg, momentum_buffer, grad_avg, o);
+        continue;
+      }
       detail::Writable param(p);
       if (p.dtype() == kFloat32) {
         rmsprop_kernel(param.data<float>(), grad.data_ptr<float>(), square_avg.data_ptr<float>(),

@@ -11,7 +11,9 @@
 #include "cuda/cuda_test_util.h"
 #include "engine/graph/project.h"
 #include "engine/ops/ops.h"
+#include "engine/optim/factory.h"
 #include "engine/tensor/factories.h"
+#include "engine/tensor/generator.h"
 #include "engine/train/session.h"
 
 namespace nns {
@@ -51,6 +53,35 @@ TEST(CudaTraining, EveryExampleTrainsOnTheGpuToTheCpusAccuracy) {
       EXPECT_NEAR(a.test_accuracy, b.test_accuracy, 0.01);
     }
     EXPECT_NEAR(a.test_loss, b.test_loss, 0.05 * std::abs(b.test_loss) + 1e-3);
+  }
+}
+
+TEST(CudaTraining, EveryOptimizerStepsAsOnTheCpu) {
+  NNS_SKIP_WITHOUT_CUDA();
+  const std::vector<std::pair<std::string, optim::OptionList>> cases = {
+      {"SGD", {{"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0.01}, {"nesterov", true}}},
+      {"Adam", {{"lr", 0.01}, {"weight_decay", 0.01}}},
+      {"Adam", {{"lr", 0.01}, {"amsgrad", true}}},
+      {"AdamW", {{"lr", 0.01}, {"weight_decay", 0.1}}},
+      {"RMSprop", {{"lr", 0.01}, {"momentum", 0.5}, {"centered", true}}},
+      {"RMSprop", {{"lr", 0.01}, {"weight_decay", 0.1}}}};
+  for (const auto& [name, options] : cases) {
+    SCOPED_TRACE(name);
+    manual_seed(1);
+    Tensor p_cpu = randn({7, 5}).requires_grad_(true);
+    Tensor p_gpu = p_cpu.detach().to(test::kCuda0).requires_grad_(true);
+    auto cpu = optim::make_optimizer(name, {optim::ParamGroup({p_cpu})}, options);
+    auto gpu = optim::make_optimizer(name, {optim::ParamGroup({p_gpu})}, options);
+    for (int step = 0; step < 5; ++step) {
+      const Tensor target = randn({7, 5});
+      cpu->zero_grad();
+      gpu->zero_grad();
+      mse_loss(p_cpu, target).backward();
+      mse_loss(p_gpu, target.to(test::kCuda0)).backward();
+      cpu->step();
+      gpu->step();
+    }
+    EXPECT_TRUE(test::close_on_cpu(p_gpu, p_cpu, 1e-5, 1e-6));
   }
 }
 
