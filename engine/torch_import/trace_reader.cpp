@@ -149,6 +149,7 @@ class Reader {
               [&](const BlockDef& a, const BlockDef& b) {
                 return block_order_.at(a.name) < block_order_.at(b.name);
               });
+    merge_arguments();
     frozen();
     check();
     note("the project's data set is still the default (" + out_.project.dataset.name +
@@ -277,6 +278,13 @@ class Reader {
       return {name, Json::object()};
     }
     BlockDef& def = it->second;
+    // Arguments are named by the module path inside the block (downsample_0_in_channels).
+    std::map<graph::NodeId, std::string> names;
+    for (const auto& [p, id] : inner.modules) {
+      std::string local = p.substr(path.size() + 1);
+      std::replace(local.begin(), local.end(), '.', '_');
+      names[id] = local;
+    }
     Json args = Json::object();
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& n = g.nodes[i];
@@ -293,9 +301,9 @@ class Reader {
           }
         }
         if (current == value) continue;
-        std::string a = d.name + "_" + option;
-        for (int k = 2; def.arguments.contains(a); ++k)
-          a = d.name + "_" + option + "_" + std::to_string(k);
+        const std::string base = (names.count(n.id) ? names.at(n.id) : d.name) + "_" + option;
+        std::string a = base;
+        for (int k = 2; def.arguments.contains(a); ++k) a = base + "_" + std::to_string(k);
         def.arguments[a] = current;
         current = "$" + a;
         args[a] = value;
@@ -343,6 +351,48 @@ class Reader {
     if (!values.empty() && values[0].value("t", "") == "tensor")
       v.shape = sym_shape(values[0], values.size() > 1 ? values[1] : values[0]);
     return v;
+  }
+
+  // Arguments that every instance gives the same value (BasicBlock's conv1_out_channels and
+  // bn1_num_features) become one, under the first one's name.
+  void merge_arguments() {
+    std::vector<Graph*> graphs{&out_.project.graph};
+    for (BlockDef& b : out_.project.blocks) graphs.push_back(&b.graph);
+    for (BlockDef& def : out_.project.blocks) {
+      std::vector<Node*> instances;
+      for (Graph* g : graphs) {
+        for (Node& n : g->nodes) {
+          if (n.type == def.name) instances.push_back(&n);
+        }
+      }
+      auto values = [&](const std::string& a) {
+        Json v = Json::array({def.arguments.at(a)});
+        for (Node* n : instances) v.push_back(n->options.value(a, def.arguments.at(a)));
+        return v;
+      };
+      std::map<std::string, std::string> renamed;  // merged argument -> the one kept
+      std::vector<std::pair<std::string, Json>> kept;
+      for (const auto& [a, value] : def.arguments.items()) {
+        const Json v = values(a);
+        auto same =
+            std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.second == v; });
+        if (same == kept.end()) {
+          kept.emplace_back(a, v);
+        } else {
+          renamed[a] = same->first;
+        }
+      }
+      if (renamed.empty()) continue;
+      for (const auto& [from, to] : renamed) {
+        def.arguments.erase(from);
+        for (Node* n : instances) n->options.erase(from);
+        for (Node& n : def.graph.nodes) {
+          for (auto& [k, v] : n.options.items()) {
+            if (v.is_string() && v.get<std::string>() == "$" + from) v = "$" + to;
+          }
+        }
+      }
+    }
   }
 
   void frozen() {
