@@ -81,6 +81,22 @@ TEST(CudaBackend, TheBackendLibraryIsFoundBesideTheEngine) {
   EXPECT_NE(cuda::backend(), nullptr) << cuda::unavailable_reason();
 }
 
+TEST(CudaBackend, TheLibrarysErrorsReachTheEngineAsDeviceErrors) {
+  // Thrown inside libnnstudio-cuda.so (a library of its own, hidden symbols) and caught here
+  // as the engine's nns::DeviceError: the session reports a CUDA failure with its words.
+  const CudaBackendTables* t = cuda::backend();
+  ASSERT_NE(t, nullptr) << cuda::unavailable_reason();
+  if (cuda::device_count() > 0) GTEST_SKIP() << "this machine has a CUDA device";
+  try {
+    t->allocator->allocate(16, 0);
+    FAIL() << "allocating on a machine without a GPU did not throw";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA error cuda"), std::string::npos) << e.what();
+  }
+  float x = 1.0f;
+  EXPECT_THROW(t->copy_host_to_device(&x, &x, sizeof x, 0), DeviceError);
+}
+
 TEST(CudaBackend, DevicesListsTheCpuAndEachGpuOrWhyThereIsNone) {
   const CliRun r = run(NNS_PATH(NNS_CLI) + " devices");
   ASSERT_EQ(r.code, 0) << r.err;
