@@ -130,5 +130,24 @@ TEST_F(TorchImportUiTest, AFailureStaysInTheDialogAndWritesNothing) {
   dialog->close();
 }
 
+// A picture of an imported torchvision resnet18 in the window, for people to judge: written to
+// $NNS_SCREENSHOT_DIR/torch_import_resnet18.png when that is set (skipped otherwise).
+TEST_F(TorchImportUiTest, ScreenshotOfAnImportedResnet18) {
+  const QString dir = qEnvironmentVariable("NNS_SCREENSHOT_DIR");
+  if (dir.isEmpty()) GTEST_SKIP() << "NNS_SCREENSHOT_DIR is not set";
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("resnet18.nns");
+  TorchImportDialog* dialog = window->importPyTorchDialog();
+  dialog->setSource("torchvision.models:resnet18()");
+  dialog->setInputs("3,224,224");
+  dialog->setPython(kPython);
+  dialog->setProjectPath(project);
+  ASSERT_TRUE(dialog->start());
+  QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 60000);
+  window->resize(1600, 1000);
+  test::settle();
+  EXPECT_TRUE(window->grab().save(dir + "/torch_import_resnet18.png"));
+}
+
 }  // namespace
 }  // namespace nns::ui
