@@ -33,9 +33,6 @@ QString normText(double v) {
   return std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 5);
 }
 
-// After an edit, the session is made again for the values once the edits stop this long.
-constexpr int kValuesAfterEditMs = 250;
-
 QTableWidgetItem* cell(const QString& text, bool number = false) {
   auto* item = new QTableWidgetItem(text);
   item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
@@ -60,7 +57,7 @@ InspectorWidget::InspectorWidget(ProjectDocument* document, TrainingController* 
                                  QWidget* parent)
     : QTabWidget(parent), document_(document), training_(training), valuesTimer_(new QTimer(this)) {
   valuesTimer_->setSingleShot(true);
-  valuesTimer_->setInterval(kValuesAfterEditMs);
+
   // Six short, compactly padded tabs fit the dock's default width: every tab stays one click
   // away, with no scroll arrows hiding the first or the last.
   setUsesScrollButtons(false);
@@ -110,7 +107,7 @@ InspectorWidget::InspectorWidget(ProjectDocument* document, TrainingController* 
   // An edit: the session is out of date; its values are read again once the edits pause.
   connect(training_, &TrainingController::sessionStale, this, [this] {
     valuesCurrent_ = false;
-    if (showsModel()) valuesTimer_->start();
+    if (showsModel()) valuesTimer_->start(static_cast<int>(training_->settleMs()) + 1);
   });
   connect(valuesTimer_, &QTimer::timeout, this, [this] {
     if (showsModel()) refresh();
@@ -152,8 +149,8 @@ QString InspectorWidget::scopePrefix() const {
 void InspectorWidget::readValues() {
   // Only after the edits paused (the timer) or with a session that is up to date: making a
   // large model's session at every edit would cost every edit a frame.
-  if (training_->isStale() && training_->msSinceEdit() < kValuesAfterEditMs) {
-    valuesTimer_->start();
+  if (training_->isStale() && !training_->editsSettled()) {
+    valuesTimer_->start(static_cast<int>(training_->settleMs() - training_->msSinceEdit()) + 1);
     return;
   }
   const bool read = training_->withRestingModel([&](graph::GraphModule& model) {

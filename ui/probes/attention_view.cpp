@@ -121,8 +121,7 @@ void AttentionView::chooseSequence() {
 void AttentionView::tick() {
   if (module_.isNull() || pending_ != 0 || !isVisible() || !input_.defined()) return;
   // After an edit, the new session once the edits pause (as the Output panel asks for it).
-  if (controller_->isStale() && !controller_->isRunning() && controller_->msSinceEdit() < 150)
-    return;
+  if (controller_->isStale() && !controller_->isRunning() && !controller_->editsSettled()) return;
   if (!controller_->session()) return;
   const int64_t step = controller_->status().step;
   if (step == requestedStep_) return;

@@ -365,7 +365,7 @@ void DecisionBoundaryWidget::tick() {
   // once the edits pause (a burst of edits, a slider's drag, makes one session,
   // after it).
   if (controller_->isStale() && !controller_->isRunning()) {
-    if (controller_->msSinceEdit() < kAfterEditMs) return;
+    if (!controller_->editsSettled()) return;
     const bool had = controller_->currentSession() != nullptr;
     // A new session comes with sessionReset (takeData); none at all only says
     // why here.

@@ -38,9 +38,6 @@ class DecisionBoundaryWidget : public QWidget {
   static constexpr int kGrid = 64;          // heatmap cells per side
   static constexpr int kCurvePoints = 256;  // samples of a fitted curve
   static constexpr int kRateHz = 10;
-  // After an edit, the panel asks for the new session once the edits pause this
-  // long.
-  static constexpr qint64 kAfterEditMs = 150;
   static constexpr int kShownSequences = 6;
   static constexpr int kShownImages = 24;
   // Images: the first kShownImages test images in a grid, each framed green

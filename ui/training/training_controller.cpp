@@ -2,6 +2,7 @@
 #include "ui/training/training_controller.h"
 
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QStringList>
 #include <QTimer>
@@ -394,6 +395,8 @@ void TrainingController::applyLiveSettings() {
 }
 
 void TrainingController::rebuild() {
+  QElapsedTimer took;
+  took.start();
   stale_ = false;
   const bool hadSession = session_ != nullptr;
   // What the old session learned, unless it is not worth keeping: fresh weights (Idle) or a
@@ -485,6 +488,7 @@ void TrainingController::rebuild() {
   }
   enter(kept ? TrainingEvent::KeptSession : TrainingEvent::FreshSession);
   checkDataFits();
+  lastRemakeMs_ = took.elapsed();
   status_ = session_ ? session_->status() : train::SessionStatus{};
   epochsSent_ = 0;
   resetsSeen_ = status_.resets;

@@ -71,6 +71,7 @@
 #include <QMetaType>
 #include <QObject>
 #include <QString>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -154,6 +155,12 @@ class TrainingController : public QObject {
   // Milliseconds since the last edit that made the session out of date: a view that remakes
   // it for itself (the Output panel) waits for a burst of edits to end.
   qint64 msSinceEdit() const;
+  // Whether the edits have paused long enough for such a view to ask (session()): 150 ms, or
+  // twice what the last remake took (a large model's remake is a frame of its own, made once
+  // after a burst of edits, not between them).
+  static constexpr qint64 kSettleMs = 150;
+  qint64 settleMs() const { return std::max<qint64>(kSettleMs, 2 * lastRemakeMs_); }
+  bool editsSettled() const { return msSinceEdit() >= settleMs(); }
   // The session as it is, without making it (nullptr when there is none; possibly out of
   // date: isStale()). For views that read the data of whatever session there is.
   train::TrainingSession* currentSession() const { return session_.get(); }
@@ -335,6 +342,7 @@ class TrainingController : public QObject {
   int64_t restedStep_ = -1;  // the step the session last rested at (snapshot, figures, weights)
   int64_t restedResets_ = -1;
   qint64 lastEditMs_ = 0;
+  qint64 lastRemakeMs_ = 0;  // what the last rebuild() took
   graph::NodeId mismatchNode_ = 0;
   QString mismatch_;
   bool continues_ = false;
