@@ -26,7 +26,9 @@ namespace {
 double norm(const Tensor& t) {
   if (!t.defined() || t.numel() == 0 || !t.is_floating_point()) return std::nan("");
   NoGradGuard guard;
-  return t.detach().to(kFloat64).pow(2).sum().sqrt().item();
+  // A host copy of weights on a GPU (the session's model lives on the run's device).
+  const Tensor host = t.device() == kCPU ? t.detach() : t.detach().to(kCPU);
+  return host.to(kFloat64).pow(2).sum().sqrt().item();
 }
 
 QString normText(double v) {
