@@ -31,7 +31,7 @@
 #   run(command="tests/gpu/device_check.sh run", carry=["build/gpu-bundle.tar.xz"])
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 bundle=${NNS_BUNDLE:-$root/build/gpu-bundle.tar.xz}
 limit_mib=60
 
@@ -77,14 +77,14 @@ pack() {
   # with it).
   strip --strip-debug "$stage"/bin/* "$stage"/lib/*.so* "$stage"/plugins/*.so 2>/dev/null
   # The CUDA libraries must not come along (hundreds of MB; the GPU machine has its own).
-  if ls "$stage/lib" | grep -qE 'libcudart|libcublas'; then
+  if compgen -G "$stage/lib/libcudart*" >/dev/null || compgen -G "$stage/lib/libcublas*" >/dev/null; then
     echo "device_check pack: a CUDA library slipped into the bundle" >&2; exit 1
   fi
   tar -C "$stage" -I 'xz -T2' -cf "$bundle" . || exit 1
   local size
   size=$(stat -c %s "$bundle")
   echo "device_check pack: $bundle, $((size / 1024 / 1024)) MiB ($size bytes), from $build:"
-  ls -la "$stage/bin" "$stage/lib" | sed 's/^/  /'
+  find "$stage" -type f -printf '  %P %s\n' | sort
   if ((size >= limit_mib * 1024 * 1024)); then
     echo "device_check pack: the bundle is over $limit_mib MiB" >&2; exit 1
   fi
