@@ -433,6 +433,9 @@ class ClassWriter {
         if (n.type == "F.hardtanh")
           return "F.hardtanh(" + args.at(0) + ", " + py(o.at("min_val")) + ", " +
                  py(o.at("max_val")) + ")";
+        if (n.type == "Expand") {
+          return args.at(0) + ".expand(" + args.at(1) + ".size(0), *" + args.at(0) + ".shape[1:])";
+        }
         if (n.type == "F.adaptive_avg_pool2d") {
           imports_.insert("F");
           return "F.adaptive_avg_pool2d(" + args.at(0) + ", " + py(o.at("output_size")) + ")";

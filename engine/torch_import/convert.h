@@ -27,6 +27,9 @@ struct Value {
   double first = 0, second = 0;
   std::vector<Value> items;  // Tuple
   Json raw;                  // Other: the argument as the tracer wrote it (a slice, Ellipsis, ...)
+  // Number (or a tuple of them): a tensor whose dims it was read from (x.shape[0] -> x), so a
+  // batch-sized number can name the batch it is (x.expand(n, -1) takes n from there).
+  std::optional<PortRef> read_from;
 
   bool is_tensor() const { return kind == Kind::Tensor; }
   bool is_number() const { return kind == Kind::Number; }

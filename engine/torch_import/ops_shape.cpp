@@ -187,6 +187,29 @@ std::optional<Value> convert_shape(const Call& call, Emitter& out) {
     if (hw.size() != 2) out.refuse("output_size must be one or two numbers");
     return out.add("F.adaptive_avg_pool2d", {{"output_size", hw}}, {x}, out.result_shape());
   }
+  if (one_of(t, {"expand"})) {
+    // class_token.expand(n, -1, -1) with n = x.shape[0]: the [1, ...] token repeated along
+    // x's batch.
+    const Value& x = tensor_arg(call, out);
+    const std::vector<Value> sizes = int_list(call, 1, "size");
+    if (sizes.size() != x.shape.size()) out.refuse("expand must name every dim");
+    for (size_t i = 1; i < sizes.size(); ++i) {
+      if (!sizes[i].is_constant() ||
+          (sizes[i].first != -1 && sizes[i].first != static_cast<double>(x.shape[i])))
+        out.refuse("only the batch dim (0) may grow");
+    }
+    if (x.shape.empty()) out.refuse("expected a tensor with dims");
+    if (x.shape[0] == -1) return x;  // already batched: -1 or the batch keeps it
+    const Value& n = sizes[0];
+    if (x.shape[0] != 1 || !(n.first == 2 && n.second == 3) || !n.read_from)
+      out.refuse(
+          "only a [1, ...] tensor expands, to a batch size read from a tensor "
+          "(x.shape[0])");
+    Value like;
+    like.kind = Value::Kind::Tensor;
+    like.port = *n.read_from;
+    return out.add("Expand", Json::object(), {x, like}, out.result_shape());
+  }
   if (t == "operator.getitem") {
     const Value* x = call.arg(0, "");
     const Value* index = call.arg(1, "");

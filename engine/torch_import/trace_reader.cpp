@@ -230,9 +230,21 @@ class Reader {
       auto [block, args] = block_for(path);
       id = scope.graph.add_node(block, name, args);
     } else if (k == "sequential" || k == "modulelist" || k == "moduledict") {
-      const std::string type = k == "sequential"   ? "Sequential"
-                               : k == "modulelist" ? "ModuleList"
-                                                   : "ModuleDict";
+      std::string type = k == "sequential"   ? "Sequential"
+                         : k == "modulelist" ? "ModuleList"
+                                             : "ModuleDict";
+      // nn.Sequential(OrderedDict(...)) names its members: NN Studio's Sequential numbers
+      // them, so it is a ModuleDict (the same keys) whose members a call wires in a chain.
+      size_t position = 0;
+      for (const Json& child : m.at("children")) {
+        if (type == "Sequential" && child.get<std::string>() != std::to_string(position)) {
+          type = "ModuleDict";
+          note(describe(path) +
+               " names its members: it is a ModuleDict of them, called in a "
+               "chain (NN Studio's Sequential numbers its members)");
+        }
+        ++position;
+      }
       std::vector<NodeId> members;
       size_t index = 0;
       for (const Json& child : m.at("children")) {
@@ -637,6 +649,20 @@ void Reader::build_scope(Scope& scope) {
       const Json& values = node.at("values");
       if (!values.empty()) {
         if (std::optional<Value> v = folded(values[0], values.size() > 1 ? values[1] : values[0])) {
+          // The tensor it was read from: an argument tensor, or the one its numbers came from.
+          std::optional<PortRef> from;
+          const std::function<void(const Value&)> find = [&](const Value& a) {
+            if (from) return;
+            if (a.is_tensor()) from = a.port;
+            if (a.read_from) from = a.read_from;
+            for (const Value& i : a.items) find(i);
+          };
+          for (const Json& a : node.at("args")) find(resolve(scope, a));
+          const std::function<void(Value&)> mark = [&](Value& x) {
+            x.read_from = from;
+            for (Value& i : x.items) mark(i);
+          };
+          mark(*v);
           scope.values[name] = *v;
           continue;
         }
@@ -676,6 +702,31 @@ void Reader::call_module(Scope& scope, const Json& node) {
     refuse(scope, node, what,
            "a " + module(path).at("class").get<std::string>() + " has no forward to call");
   NodeId id = module_node(scope, path);
+  if (k == "sequential" && scope.graph.at(id).type == "ModuleDict") {
+    // A named Sequential (a ModuleDict here): its members called one after the other.
+    if (scope.called.contains(id))
+      refuse(scope, node, what, "a Sequential with named members is called twice");
+    scope.called.insert(id);
+    const Json& args = node.at("args");
+    if (args.size() != 1 || !node.at("kwargs").empty())
+      refuse(scope, node, what, "a Sequential takes one input");
+    Value x = resolve(scope, args[0]);
+    graph::Project probe;
+    for (auto& [key, b] : blocks_) probe.blocks.push_back(b);
+    for (NodeId member : std::vector<NodeId>(scope.graph.at(id).members)) {
+      if (!x.is_tensor()) refuse(scope, node, what, "its input is no tensor");
+      probe.graph = scope.graph;
+      const graph::NodePorts ports = graph::project_node_ports(probe, scope.graph.at(member));
+      if (ports.inputs.size() != 1 || ports.outputs.empty())
+        refuse(scope, node, what,
+               "its member '" + scope.graph.at(member).name + "' does not take one input");
+      scope.graph.connect(x.port, {member, ports.inputs[0]});
+      scope.called.insert(member);
+      x.port = {member, ports.outputs[0]};
+    }
+    scope.values[name] = tensor_value(node, x.port);
+    return;
+  }
   // A second call of the same module: a Ref to it.
   if (scope.called.contains(id)) {
     const NodeId ref = scope.graph.add_node("Ref", name, {{"target", id}});

@@ -210,6 +210,7 @@ TEST(GraphSpecTest, BuiltInTypesComeInPaletteOrder) {
                                              "Permute",
                                              "Select",
                                              "Narrow",
+                                             "Expand",
                                              "F.adaptive_avg_pool2d",
                                              "Input",
                                              "Output",

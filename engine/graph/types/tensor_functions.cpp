@@ -264,6 +264,24 @@ std::vector<NodeType> tensor_function_types() {
       },
       infer_narrow));
   types.push_back(function_type(
+      "Expand", "Reshape",
+      "in0.expand(in1.size(0), -1, ...): a [1, ...] tensor (a class token) repeated along in1's "
+      "batch",
+      {}, {{"in0", "the [1, ...] tensor"}, {"in1", "a tensor whose batch size it takes"}},
+      [](const std::vector<Tensor>& x, const Json&) {
+        Shape sizes(x.at(0).dim(), -1);
+        sizes[0] = x.at(1).size(0);
+        return std::vector<Tensor>{x.at(0).expand(sizes)};
+      },
+      [](const Json&, const Shapes& in) {
+        const SymShape& x = in.at(0);
+        if (x.empty() || x[0] != 1) bad_input("in0", x, "[1, ...]");
+        if (in.at(1).empty() || in.at(1)[0] != -1) bad_input("in1", in.at(1), "a batch [N, ...]");
+        SymShape out = x;
+        out[0] = -1;
+        return Shapes{out};
+      }));
+  types.push_back(function_type(
       "F.adaptive_avg_pool2d", "Pooling",
       "F.adaptive_avg_pool2d(x, output_size) without a module: averages [N, C, H, W] down to "
       "output_size",

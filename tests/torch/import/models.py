@@ -80,3 +80,16 @@ class Encoder(nn.Module):
 
     def forward(self, x):
         return self.head(self.encoder(self.embed(x))[:, 0])
+
+
+def small_vit():
+    """A small torchvision VisionTransformer whose head is not zero (torchvision zeroes it, which
+    would make every output 0 and any comparison pass)."""
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    torch.manual_seed(0)
+    model = VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=4,
+                              hidden_dim=64, mlp_dim=128)
+    nn.init.normal_(model.heads.head.weight)
+    nn.init.normal_(model.heads.head.bias)
+    return model
