@@ -713,17 +713,28 @@ void Reader::call_module(Scope& scope, const Json& node) {
     Value x = resolve(scope, args[0]);
     graph::Project probe;
     for (auto& [key, b] : blocks_) probe.blocks.push_back(b);
-    for (NodeId member : std::vector<NodeId>(scope.graph.at(id).members)) {
-      if (!x.is_tensor()) refuse(scope, node, what, "its input is no tensor");
-      probe.graph = scope.graph;
-      const graph::NodePorts ports = graph::project_node_ports(probe, scope.graph.at(member));
-      if (ports.inputs.size() != 1 || ports.outputs.empty())
-        refuse(scope, node, what,
-               "its member '" + scope.graph.at(member).name + "' does not take one input");
-      scope.graph.connect(x.port, {member, ports.inputs[0]});
-      scope.called.insert(member);
-      x.port = {member, ports.outputs[0]};
-    }
+    std::map<NodeId, std::string> paths;
+    for (const auto& [p, n] : scope.modules) paths[n] = p;
+    // Members in order; a member that is a named Sequential too chains its own members.
+    const std::function<void(NodeId)> chain = [&](NodeId group) {
+      for (NodeId member : std::vector<NodeId>(scope.graph.at(group).members)) {
+        if (!x.is_tensor()) refuse(scope, node, what, "its input is no tensor");
+        scope.called.insert(member);
+        if (scope.graph.at(member).type == "ModuleDict" && paths.count(member) &&
+            kind(paths.at(member)) == "sequential") {
+          chain(member);
+          continue;
+        }
+        probe.graph = scope.graph;
+        const graph::NodePorts ports = graph::project_node_ports(probe, scope.graph.at(member));
+        if (ports.inputs.size() != 1 || ports.outputs.empty())
+          refuse(scope, node, what,
+                 "its member '" + scope.graph.at(member).name + "' does not take one input");
+        scope.graph.connect(x.port, {member, ports.inputs[0]});
+        x.port = {member, ports.outputs[0]};
+      }
+    };
+    chain(id);
     scope.values[name] = tensor_value(node, x.port);
     return;
   }
