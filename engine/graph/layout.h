@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// The canvas's layout of a project's graph: a layered (Sugiyama) drawing made by Graphviz's
-// `dot` engine, in which every expanded group is a cluster, so that a group's box holds exactly
-// its members and nested groups, a Sequential's members keep their order along the flow, a
-// switch ModuleDict's members stand side by side between its ports, and a node outside a group
-// that interleaves with it (a residual Add) sits beside its box at the right height. Wires get
-// dot's routes, which pass around the boxes. The window and `nnstudio-cli layout` both use it.
-//
+// The canvas's layout of a project's graph: a layered (Sugiyama) drawing, top to bottom or left
+// to right, in which a group's box holds exactly its members and nested groups, a Sequential's
+// members keep their order along the flow, a switch ModuleDict's members stand side by side
+// between its ports, and a node outside a group that interleaves with it (a residual Add) sits
+// beside its box at the right height. It is made a level at a time (issue 31): each open
+// Sequential or switch ModuleDict is laid out on its own and is one box of that size in its
+// parent's level, the wires that cross its frame entering through its ports; a ModuleList's
+// members stand in the enclosing level, framed. Levels go to Graphviz's `dot` (bounded work
+// from 120 items), or, from 400 items (a model's long chain of blocks), are laid out directly
+// by ranks in linear time. Each level's result is cached under what it holds, so identical
+// blocks share one layout and an edit lays out again only the levels it changed. The window
+// and `nnstudio-cli layout` both use it.
 //   nns::graph::Layout l = nns::graph::layout_graph(project);   // top to bottom
 //   l.boxes.at(fc1).x;   // scene units, y grows downwards, top-left corner
 //

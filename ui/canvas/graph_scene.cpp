@@ -209,6 +209,7 @@ void GraphScene::sync() {
     if (findNode(e.from.node) && findNode(e.to.node)) addEdgeItem(e);
   }
   syncing_ = false;
+  growSceneRect();
   syncProbes();
   selectionFromDocument();
   update();
@@ -400,6 +401,15 @@ void GraphScene::healthUpdated(const std::vector<graph::NodeId>& nodes) {
   }
 }
 
+void GraphScene::growSceneRect() {
+  // The view pans 20,000 units past the nodes every way: a model of thousands of blocks is
+  // far longer than the rect the view starts with.
+  const QRectF nodes = nodesRect();
+  if (nodes.isNull()) return;
+  const QRectF wanted = nodes.adjusted(-20000, -20000, 20000, 20000);
+  if (!sceneRect().contains(wanted)) setSceneRect(sceneRect() | wanted);
+}
+
 void GraphScene::followTouched(const std::set<graph::NodeId>& touched) {
   // What holds or meets the touched nodes follows them: the frames around them, innermost
   // first, and their wires.
@@ -434,6 +444,7 @@ void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
   }
   followTouched(std::set<graph::NodeId>(ids.begin(), ids.end()));
   syncing_ = wasSyncing;
+  if (ids.size() > 1) growSceneRect();
   for (graph::NodeId id : ids) placeProbe(id);
 }
 
@@ -607,6 +618,9 @@ void GraphScene::drawBackground(QPainter* painter, const QRectF& rect) {
   painter->fillRect(rect, theme_.background);
   const double scale = painter->worldTransform().m11();
   const double step = scale < 0.5 ? 100 : 20;
+  // Zoomed out over a whole large model the lines would be closer than a few pixels: a grey
+  // wash, and thousands of lines a frame.
+  if (step * scale < 6) return;
   QPen minor(theme_.grid, 0);
   QPen major(theme_.grid.darker(theme_.dark() ? 80 : 110), 0);
   const double left = std::floor(rect.left() / step) * step;

@@ -129,6 +129,8 @@ class GraphScene : public QGraphicsScene {
   // The frames around the nodes refit (innermost first) and the wires that meet them or their
   // frames follow; called with syncing_ set, so that items moved here do not start it again.
   void followTouched(const std::set<graph::NodeId>& touched);
+  // Widens the scene's rect to take every node with room around it.
+  void growSceneRect();
   void addNodeItem(graph::NodeId id);
   void addEdgeItem(const graph::Edge& edge);
   void retire(std::unique_ptr<QGraphicsItem> item);
