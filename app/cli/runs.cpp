@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// nnstudio-cli runs: the runs recorded in a project's run store (train records them), one
-// line each, and what can be done with them: export a snapshot's weights or a run's probe
+// nnstudio-cli runs: the runs recorded in a project's run store (train records them) or in a
+// store folder a PyTorch job wrote (resources/python/nnstudio_runs.py), one line each with who
+// trained it, and what can be done with them: export a snapshot's weights or a run's probe
 // history (CSV), delete a run.
 #include <cmath>
 #include <cstdio>
@@ -66,9 +67,9 @@ void list_runs(const train::RunStore& store) {
                 store.folder().c_str());
     return;
   }
-  std::printf("%4s  %-10s %8s  %10s %9s  %10s %9s  %5s  %-19s  %s\n", "run", "parent", "steps",
-              "train loss", "train acc", "test loss", "test acc", "snaps", "started",
-              "changes from parent");
+  std::printf("%4s  %-10s %-12s %8s  %10s %9s  %10s %9s  %5s  %-19s  %s\n", "run", "parent",
+              "source", "steps", "train loss", "train acc", "test loss", "test acc", "snaps",
+              "started", "changes from parent");
   size_t snapshots = 0;
   for (const train::RunInfo& r : runs) {
     const size_t count = store.snapshots(r.id).size();
@@ -78,11 +79,14 @@ void list_runs(const train::RunStore& store) {
     std::string changes = r.parent ? (r.changes.empty() ? "(none)" : r.changes) : "";
     if (!r.name.empty()) changes = "\"" + r.name + "\" " + changes;
     if (!r.finished) changes += changes.empty() ? "(unfinished)" : " (unfinished)";
-    std::printf("%4lld  %-10s %8lld  %10s %9s  %10s %9s  %5zu  %-19s  %s\n",
-                static_cast<long long>(r.id), parent.c_str(), static_cast<long long>(r.steps),
-                number(r.train_loss, "%.4f").c_str(), percent(r.train_accuracy).c_str(),
-                number(r.test_loss, "%.4f").c_str(), percent(r.test_accuracy).c_str(), count,
-                r.started.c_str(), changes.c_str());
+    // "pytorch x2": a run nnstudio_runs.py recorded from a DDP job of two processes.
+    std::string source = r.source;
+    if (r.source != "nnstudio") source += " x" + std::to_string(r.processes);
+    std::printf("%4lld  %-10s %-12s %8lld  %10s %9s  %10s %9s  %5zu  %-19s  %s\n",
+                static_cast<long long>(r.id), parent.c_str(), source.c_str(),
+                static_cast<long long>(r.steps), number(r.train_loss, "%.4f").c_str(),
+                percent(r.train_accuracy).c_str(), number(r.test_loss, "%.4f").c_str(),
+                percent(r.test_accuracy).c_str(), count, r.started.c_str(), changes.c_str());
   }
   std::printf("%zu snapshots' files take %.1f MiB of the %.0f MiB budget\n", snapshots,
               store.snapshot_bytes() / 1048576.0, store.budget() / 1048576.0);
@@ -111,7 +115,9 @@ int run_runs(const Options& o) {
   if ((o.has("export") || o.has("probes")) != o.has("out")) {
     throw UsageError("--export RUN:STEP and --probes RUN take --out FILE (and only they)", "runs");
   }
-  const std::string folder = train::RunStore::folder_for(path);
+  // A store folder itself (a PyTorch job's `runs/`, nnstudio_runs.py), or a project's.
+  const bool is_store = std::filesystem::is_directory(path);
+  const std::string folder = is_store ? path : train::RunStore::folder_for(path);
   if (!std::filesystem::exists(folder)) {
     if (actions > 0) {
       throw train::RunStoreError("no runs are recorded beside " + path + " (no " + folder + ")");
@@ -167,7 +173,9 @@ Command runs_command() {
   return {"runs",
           "list the training runs recorded beside a project, export a snapshot or a run's "
           "probe history, delete a run",
-          {{"PROJECT", "the project file (.nns); its runs are in PROJECT's folder, <name>.runs/"}},
+          {{"PROJECT",
+            "the project file (.nns), its runs in PROJECT's folder, <name>.runs/; or a "
+            "run store folder (runs/ of a PyTorch job recording with nnstudio_runs)"}},
           {
               {"export", "RUN:STEP", "",
                "write the weights of run RUN's snapshot nearest at or before STEP (with --out)"},

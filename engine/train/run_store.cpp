@@ -26,8 +26,14 @@ using graph::Json;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kDatabase = "runs.db";
 // The schema's version, in SQLite's user_version (a later one may migrate).
-// 2: probe_samples.
-constexpr int kSchemaVersion = 2;
+// 2: probe_samples. 3: runs.source, processes, host, device (who trained it).
+constexpr int kSchemaVersion = 3;
+
+// A store whose schema is newer than kSchemaVersion: refused as it is, not as damaged.
+class NewerSchema : public RunStoreError {
+ public:
+  using RunStoreError::RunStoreError;
+};
 
 // One prepared statement; bind with 1-based indices, step, read with 0-based columns.
 class Statement {
@@ -386,8 +392,10 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
     const int64_t found = version.integer(0);
     version.reset();
     if (found > kSchemaVersion) {
-      throw RunStoreError("it was written by a newer NN Studio (schema " + std::to_string(found) +
-                          ", this one reads " + std::to_string(kSchemaVersion) + ")");
+      throw NewerSchema("run store '" + db_path + "' was written by a newer NN Studio (schema " +
+                        std::to_string(found) + ", this one reads " +
+                        std::to_string(kSchemaVersion) +
+                        "): open it with that version; nothing in it was changed");
     }
     if (found < kSchemaVersion) {
       Transaction t(db_);
@@ -424,9 +432,23 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
         samples BLOB NOT NULL);
       CREATE INDEX IF NOT EXISTS probe_samples_by_run ON probe_samples(run, first_step);
     )");
+      // Version 3's columns, added to a store of an earlier version (and a new one).
+      if (found < 3) {
+        exec(R"(
+        ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'nnstudio';
+        ALTER TABLE runs ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+        ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT '';
+      )");
+      }
       exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
       t.commit();
     }
+  } catch (const NewerSchema& e) {
+    // Not damaged: a store this version cannot read, left as it is.
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw RunStoreError(e.what());
   } catch (const Error& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -479,7 +501,8 @@ int64_t RunStore::begin_run(const RunInfo& info) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   Statement s(db_,
               "INSERT INTO runs(name, started, parent, parent_step, settings, architecture, "
-              "project, changes, steps) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              "project, changes, steps, source, processes, host, device) "
+              "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   s.bind(1, info.name)
       .bind(2, info.started.empty() ? utc_now() : info.started)
       .bind(3, info.parent)
@@ -489,6 +512,10 @@ int64_t RunStore::begin_run(const RunInfo& info) {
       .bind(7, info.project)
       .bind(8, info.changes)
       .bind(9, info.parent_step)
+      .bind(10, info.source.empty() ? std::string("nnstudio") : info.source)
+      .bind(11, std::max<int64_t>(info.processes, 1))
+      .bind(12, info.host)
+      .bind(13, info.device)
       .run();
   return sqlite3_last_insert_rowid(db_);
 }
@@ -672,13 +699,18 @@ RunInfo RunStore::read_run(void* statement) const {
   r.train_accuracy = s.real(12);
   r.test_loss = s.real(13);
   r.test_accuracy = s.real(14);
+  r.source = s.text(15);
+  r.processes = s.integer(16);
+  r.host = s.text(17);
+  r.device = s.text(18);
   return r;
 }
 
 namespace {
 constexpr const char* kRunColumns =
     "SELECT id, name, started, parent, parent_step, settings, architecture, project, changes, "
-    "steps, finished, train_loss, train_accuracy, test_loss, test_accuracy FROM runs";
+    "steps, finished, train_loss, train_accuracy, test_loss, test_accuracy, source, processes, "
+    "host, device FROM runs";
 }  // namespace
 
 std::vector<RunInfo> RunStore::runs() const {

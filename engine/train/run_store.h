@@ -22,11 +22,13 @@
 // The probes' summaries of each sampled step (ProbeSample without its attention maps) are kept
 // too, so that scrubbing to a step shows the probe panels and the nodes' health as they were.
 //
-// The schema (SQLite, PRAGMA user_version = 2; a store of version 1, without probe_samples,
-// gets the table when it is opened). Other programs may write it (a Python recorder):
+// The schema (SQLite, PRAGMA user_version = 3; an earlier version gets what it lacks when it
+// is opened: 2 added probe_samples, 3 the runs' source columns; a later version is refused).
+// Other programs write it too: resources/python/nnstudio_runs.py, PyTorch's recorder.
 //
 //   runs(id, name, started, parent, parent_step, settings, architecture, project, changes,
-//        steps, finished, train_loss, train_accuracy, test_loss, test_accuracy)
+//        steps, finished, train_loss, train_accuracy, test_loss, test_accuracy,
+//        source ('nnstudio', 'pytorch'), processes, host, device)
 //   step_metrics(run, first_step, last_step, steps BLOB)   a batch of steps, 48 bytes each:
 //        int64 step, int64 epoch, float64 loss, smoothed_loss, accuracy, lr
 //   epoch_metrics(run, epoch, step, train_loss, train_accuracy, test_loss, test_accuracy,
@@ -93,6 +95,10 @@ struct RunInfo {
   double train_accuracy = std::numeric_limits<double>::quiet_NaN();
   double test_loss = std::numeric_limits<double>::quiet_NaN();
   double test_accuracy = std::numeric_limits<double>::quiet_NaN();
+  std::string source = "nnstudio";  // who trained it: "nnstudio", "pytorch" (nnstudio_runs.py)
+  int64_t processes = 1;            // how many processes trained it (DDP's world size)
+  std::string host;                 // where ("" for NN Studio's own runs)
+  std::string device;               // "cuda:0", "cpu" ("" for NN Studio's own runs)
 };
 
 struct SnapshotInfo {

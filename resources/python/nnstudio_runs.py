@@ -1,0 +1,522 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Record a PyTorch training run into an NN Studio run store.
+
+    import nnstudio_runs
+    rec = nnstudio_runs.Recorder("runs", model, probes=["fc1", "encoder.0"], every=10)
+    for epoch in ...:
+        for x, y in loader:
+            ...; loss.backward(); optimizer.step()
+            rec.step(loss=loss.item(), accuracy=acc, lr=optimizer.param_groups[0]["lr"])
+            rec.snapshot(optimizer)          # writes only on NN Studio's schedule
+        rec.epoch(test_loss=..., test_accuracy=...)
+    rec.close()
+
+`nnstudio-cli runs runs/` lists the run (source pytorch), `--export RUN:STEP --out w.safetensors`
+writes a snapshot's weights, `--probes RUN --out p.csv` what the probes saw.
+
+The store is the one NN Studio's engine keeps (engine/train/run_store.h): SQLite in WAL mode,
+schema version 3, step metrics and probe samples packed into BLOBs, snapshots as .safetensors
+(the weights) and .pt (the optimizer's state) files written atomically before their row. Only
+the standard library and torch are used.
+
+Under DDP (torch.distributed initialized) every process calls the same methods: the metrics
+are averaged over the processes (an all-reduce), and only rank 0 hooks the probes and writes.
+"""
+
+import json
+import math
+import os
+import socket
+import sqlite3
+import struct
+import time
+
+import torch
+
+SCHEMA_VERSION = 3
+HISTOGRAM_BINS = 32  # engine/train/probes.h kHistogramBins
+SMOOTHING = 0.9  # engine/train/session.cpp kSmoothing
+WRITE_EVERY_SECONDS = 0.25  # as the engine's recorder: a watcher sees the run grow
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL DEFAULT '',
+  started TEXT NOT NULL,
+  parent INTEGER NOT NULL DEFAULT 0,
+  parent_step INTEGER NOT NULL DEFAULT 0,
+  settings TEXT NOT NULL,
+  architecture TEXT NOT NULL,
+  project TEXT NOT NULL,
+  changes TEXT NOT NULL DEFAULT '',
+  steps INTEGER NOT NULL DEFAULT 0,
+  finished INTEGER NOT NULL DEFAULT 0,
+  train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL);
+CREATE TABLE IF NOT EXISTS step_metrics(
+  run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
+  steps BLOB NOT NULL,
+  PRIMARY KEY(run, first_step)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS epoch_metrics(
+  run INTEGER NOT NULL, epoch INTEGER NOT NULL, step INTEGER NOT NULL,
+  train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL,
+  test_sequence_accuracy REAL, seconds REAL, steps_per_second REAL,
+  PRIMARY KEY(run, epoch)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots(
+  run INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL,
+  weights TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
+  PRIMARY KEY(run, step)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS probe_samples(
+  run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
+  samples BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS probe_samples_by_run ON probe_samples(run, first_step);
+"""
+_SCHEMA_3 = """
+ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'nnstudio';
+ALTER TABLE runs ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT '';
+"""
+
+_STEP = struct.Struct("<qqdddd")  # step, epoch, loss, smoothed_loss, accuracy, lr
+_PROBE = struct.Struct("<4q10d4i")  # the probe sample header (run_store.h)
+assert _STEP.size == 48 and _PROBE.size == 128
+_KINDS = {"activation": 0, "grad_output": 1, "grad_input": 2, "param_grad": 3}
+_SAFETENSORS_DTYPES = {
+    torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+    torch.uint8: "U8", torch.bool: "BOOL",
+}
+NAN = float("nan")
+
+
+class RunStoreError(RuntimeError):
+    pass
+
+
+def snapshot_due(step):
+    """NN Studio's snapshot schedule (engine/train/run_recorder.cpp): 1, 2, 3, 4, 5, 6, 8, 10,
+    12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, ... (ten a decade, dense early)."""
+    if step < 1:
+        return False
+    if step < 10:
+        return step not in (7, 9)
+    while step >= 100 and step % 10 == 0:
+        step //= 10
+    return step in (10, 12, 15, 20, 25, 30, 40, 50, 60, 80)
+
+
+def _distributed():
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def _saturation(module):
+    nn = torch.nn
+    if isinstance(module, (nn.Tanh, nn.Hardtanh)):
+        return "tanh"
+    if isinstance(module, (nn.Sigmoid, nn.Hardsigmoid)):
+        return "sigmoid"
+    return None
+
+
+def summarize(tensor, saturation=None, bins=HISTOGRAM_BINS):
+    """The engine's TensorStats of a tensor (engine/train/probes.h summarize): computed on the
+    tensor's device, one copy of a few numbers to the host. Non-finite values are counted and
+    left out of the rest; std is the unbiased one."""
+    t = tensor.detach()
+    numel = t.numel()
+    flat = t.reshape(-1).to(torch.float64)
+    finite = torch.isfinite(flat)
+    values = flat[finite]
+    n = values.numel()
+    out = {"numel": numel, "nonfinite": numel - n}
+    if n == 0:
+        out.update(mean=NAN, std=NAN, min=NAN, max=NAN, norm=0.0, zero_fraction=NAN,
+                   saturated_fraction=NAN, lo=0.0, hi=0.0, counts=[])
+        return out
+    lo, hi = values.min(), values.max()
+    stacked = torch.stack([
+        values.mean(), values.std() if n > 1 else torch.zeros((), dtype=torch.float64,
+                                                               device=values.device),
+        lo, hi, values.norm(), (values == 0).sum().to(torch.float64) / n,
+    ])
+    mean, std, lo_v, hi_v, norm, zeros = stacked.tolist()
+    if n < 2:
+        std = NAN
+    if saturation == "tanh":
+        saturated = ((values.abs() > 0.97).sum().item()) / n
+    elif saturation == "sigmoid":
+        saturated = (((values < 0.03) | (values > 0.97)).sum().item()) / n
+    else:
+        saturated = NAN
+    if lo_v == hi_v:
+        counts = [n]
+    else:
+        # histc: [lo, hi] in `bins` equal bins, the last including hi (as the engine's).
+        counts = [int(c) for c in torch.histc(values, bins=bins, min=lo_v, max=hi_v).tolist()]
+    out.update(mean=mean, std=std, min=lo_v, max=hi_v, norm=norm, zero_fraction=zeros,
+               saturated_fraction=saturated, lo=lo_v, hi=hi_v, counts=counts)
+    return out
+
+
+def _pack_probe(step, interval, kind, module, tensor, stats, update_ratio=NAN):
+    module_b, tensor_b = module.encode(), tensor.encode()
+    counts = stats["counts"]
+    return (_PROBE.pack(step, interval, stats["numel"], stats["nonfinite"], stats["mean"],
+                        stats["std"], stats["min"], stats["max"], stats["norm"],
+                        stats["zero_fraction"], stats["saturated_fraction"], update_ratio,
+                        stats["lo"], stats["hi"], _KINDS[kind], len(module_b), len(tensor_b),
+                        len(counts))
+            + module_b + tensor_b + struct.pack("<%dq" % len(counts), *counts))
+
+
+def _write_atomically(path, write):
+    tmp = path + ".part"
+    with open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def save_safetensors(state_dict, path):
+    """A state dict as a .safetensors file (the format's header, then the tensors' bytes)."""
+    header, blobs, offset = {}, [], 0
+    for name, value in state_dict.items():
+        t = value.detach().cpu().contiguous()
+        if t.dtype not in _SAFETENSORS_DTYPES:
+            raise RunStoreError("%s: dtype %s has no safetensors name" % (name, t.dtype))
+        data = t.numpy().tobytes() if t.dtype != torch.bfloat16 else \
+            t.view(torch.int16).numpy().tobytes()
+        header[name] = {"dtype": _SAFETENSORS_DTYPES[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+
+    def write(f):
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+    _write_atomically(path, write)
+
+
+class _Store:
+    """The SQLite side: opens (or makes) runs.db as the engine does."""
+
+    def __init__(self, folder):
+        os.makedirs(folder, exist_ok=True)
+        self.folder = folder
+        path = os.path.join(folder, "runs.db")
+        try:
+            self.db = sqlite3.connect(path, timeout=5.0, isolation_level=None)
+            if self.db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+                raise RunStoreError("quick_check failed")
+        except sqlite3.DatabaseError as e:
+            raise RunStoreError("run store '%s' is damaged or not a run store: %s; move the "
+                                "folder '%s' aside to start a new one" % (path, e, folder))
+        if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        found = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:
+            raise RunStoreError(
+                "run store '%s' was written by a newer NN Studio (schema %d, this recorder "
+                "writes %d): record into another folder, or use the nnstudio_runs.py of that "
+                "NN Studio" % (path, found, SCHEMA_VERSION))
+        if found < SCHEMA_VERSION:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                # Made or migrated as the engine's RunStore does (run_store.cpp).
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self.db.execute(statement)
+                if found < 3:
+                    for statement in _SCHEMA_3.split(";"):
+                        if statement.strip():
+                            self.db.execute(statement)
+                self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def transaction(self, statements):
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, args in statements:
+                self.db.execute(sql, args)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+
+def _nan_to_none(v):
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+class Recorder:
+    """Records one run: its step and epoch metrics, probe samples every `every` steps of the
+    modules named in `probes` (names as in model.named_modules()), snapshots on NN Studio's
+    schedule. Every process of a DDP job makes one and calls the same methods."""
+
+    def __init__(self, folder, model, probes=(), every=10, name="", settings=None):
+        if every < 1:
+            raise ValueError("every must be at least 1 (a probe sample every that many steps)")
+        self.rank, self.processes = _distributed()
+        # DistributedDataParallel's module is the model: its names have no "module." prefix.
+        self.model = model.module if isinstance(
+            model, torch.nn.parallel.DistributedDataParallel) else model
+        self.every = every
+        self.step_count = 0
+        self.epoch_count = 0
+        self.smoothed, self.smoothed_count = 0.0, 0
+        self._pending_steps, self._pending_probes = [], []
+        self._last_write = time.monotonic()
+        self._epoch_losses, self._epoch_accuracies = [], []
+        self._epoch_started, self._epoch_first_step = time.monotonic(), 0
+        self._last_sample = None
+        self._handles, self._weights_before = [], {}
+        self._last_epoch = {}
+        self.closed = False
+        self.run = None
+        if self.rank != 0:
+            return
+        modules = dict(self.model.named_modules())
+        for probe in probes:
+            if probe not in modules:
+                raise KeyError("no module '%s' in the model to probe (it has: %s)" % (
+                    probe, ", ".join(n for n in modules if n)))
+        try:
+            param = next(self.model.parameters())
+            device = str(param.device)
+        except StopIteration:
+            device = "cpu"
+        self.store = _Store(folder)
+        architecture = "%016x" % (_fnv1a(repr(self.model).encode()))
+        settings = json.dumps(settings if settings is not None else {
+            "pytorch": {"probes": list(probes), "every": every, "processes": self.processes}})
+        cur = self.store.db.execute(
+            "INSERT INTO runs(name, started, settings, architecture, project, source, processes,"
+            " host, device) VALUES(?, ?, ?, ?, '', 'pytorch', ?, ?, ?)",
+            (name, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), settings, architecture,
+             self.processes, socket.gethostname(), device))
+        self.run = cur.lastrowid
+        for probe in probes:
+            self._hook(probe, modules[probe])
+
+    # ---- Probes ---------------------------------------------------------------------------
+
+    def _sampling(self):
+        # The step being computed now is step_count + 1; the first step is sampled, then
+        # every `every`-th.
+        s = self.step_count + 1
+        return s == 1 or s % self.every == 0
+
+    def _interval(self):
+        s = self.step_count + 1
+        return 0 if self._last_sample is None else s - self._last_sample
+
+    def _add(self, kind, module, tensor, value, saturation=None, update_ratio=NAN):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            self._pending_probes.append(_pack_probe(
+                self.step_count + 1, self._interval(), kind, module, tensor,
+                summarize(value, saturation), update_ratio))
+
+    def _hook(self, name, module):
+        saturation = _saturation(module)
+
+        def named(values, base):
+            values = values if isinstance(values, (tuple, list)) else (values,)
+            return [(base if i == 0 else "%s.%d" % (base, i), v) for i, v in enumerate(values)]
+
+        def pre(mod, inputs):
+            if self.model.training and self._sampling():
+                # The weights before the optimizer's step, for param_grad's update ratio.
+                self._weights_before[name] = {
+                    p_name: p.detach().clone() for p_name, p in mod.named_parameters()}
+
+        def forward(mod, inputs, output):
+            if self.model.training and self._sampling():
+                for tensor, value in named(output, "output"):
+                    self._add("activation", name, tensor, value, saturation)
+
+        def backward(mod, grad_input, grad_output):
+            if self._sampling():
+                for tensor, value in named(grad_output, "output"):
+                    self._add("grad_output", name, tensor, value)
+                for tensor, value in named(grad_input, "input"):
+                    self._add("grad_input", name, tensor, value)
+
+        self._handles += [module.register_forward_pre_hook(pre),
+                          module.register_forward_hook(forward),
+                          module.register_full_backward_hook(backward)]
+        self._probed = getattr(self, "_probed", []) + [(name, module)]
+
+    def _param_grads(self):
+        for name, module in getattr(self, "_probed", []):
+            before = self._weights_before.pop(name, {})
+            for p_name, p in module.named_parameters():
+                if p.grad is None:
+                    continue
+                ratio = NAN
+                if p_name in before:
+                    w = p.detach()
+                    norm = w.norm().item()
+                    delta = (w - before[p_name]).norm().item()
+                    ratio = delta / norm if norm > 0 and delta > 0 else NAN
+                self._add("param_grad", name, p_name, p.grad, update_ratio=ratio)
+
+    # ---- What the loop calls --------------------------------------------------------------
+
+    def _reduce(self, values):
+        """The mean over the processes (all of them call this with the same keys)."""
+        if self.processes == 1:
+            return values
+        keys = sorted(values)
+        device = "cuda" if torch.distributed.get_backend() == "nccl" else "cpu"
+        t = torch.tensor([NAN if values[k] is None else float(values[k]) for k in keys],
+                         dtype=torch.float64, device=device)
+        torch.distributed.all_reduce(t)
+        return dict(zip(keys, (t / self.processes).tolist()))
+
+    def step(self, loss, accuracy=None, lr=None):
+        """After a training step (its backward and optimizer.step()): its loss, its accuracy
+        (a fraction), the learning rate. Losses and accuracies are averaged over processes."""
+        loss = loss.item() if isinstance(loss, torch.Tensor) else loss
+        accuracy = accuracy.item() if isinstance(accuracy, torch.Tensor) else accuracy
+        m = self._reduce({"loss": loss, "accuracy": NAN if accuracy is None else accuracy})
+        sampled = self._sampling()
+        if self.rank == 0 and sampled:
+            self._param_grads()
+            self._last_sample = self.step_count + 1
+        self.step_count += 1
+        if self.rank != 0:
+            return
+        self.smoothed = SMOOTHING * self.smoothed + (1 - SMOOTHING) * m["loss"]
+        self.smoothed_count += 1
+        smoothed = self.smoothed / (1 - SMOOTHING ** self.smoothed_count)
+        self._pending_steps.append(_STEP.pack(
+            self.step_count, self.epoch_count + 1, m["loss"], smoothed, m["accuracy"],
+            NAN if lr is None else float(lr)))
+        self._epoch_losses.append(m["loss"])
+        if not math.isnan(m["accuracy"]):
+            self._epoch_accuracies.append(m["accuracy"])
+        if time.monotonic() - self._last_write >= WRITE_EVERY_SECONDS:
+            self.flush()
+
+    def epoch(self, test_loss=None, test_accuracy=None):
+        """At an epoch's end: its test figures (None when not evaluated)."""
+        m = self._reduce({"test_loss": NAN if test_loss is None else float(test_loss),
+                          "test_accuracy": NAN if test_accuracy is None else
+                          float(test_accuracy)})
+        self.epoch_count += 1
+        if self.rank != 0:
+            return
+        seconds = time.monotonic() - self._epoch_started
+        steps = self.step_count - self._epoch_first_step
+        e = {
+            "train_loss": sum(self._epoch_losses) / len(self._epoch_losses)
+            if self._epoch_losses else NAN,
+            "train_accuracy": sum(self._epoch_accuracies) / len(self._epoch_accuracies)
+            if self._epoch_accuracies else NAN,
+            "test_loss": m["test_loss"], "test_accuracy": m["test_accuracy"]}
+        self._last_epoch = e
+        self.flush([(
+            "INSERT OR REPLACE INTO epoch_metrics(run, epoch, step, train_loss, train_accuracy,"
+            " test_loss, test_accuracy, test_sequence_accuracy, seconds, steps_per_second)"
+            " VALUES(?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+            (self.run, self.epoch_count, self.step_count, _nan_to_none(e["train_loss"]),
+             _nan_to_none(e["train_accuracy"]), _nan_to_none(e["test_loss"]),
+             _nan_to_none(e["test_accuracy"]), seconds,
+             steps / seconds if seconds > 0 else None))])
+        self._epoch_losses, self._epoch_accuracies = [], []
+        self._epoch_started, self._epoch_first_step = time.monotonic(), self.step_count
+
+    def snapshot(self, optimizer=None, force=False):
+        """Writes the weights (.safetensors) and the optimizer's state (.pt) at this step when
+        NN Studio's schedule has it due (or `force`); True when it wrote. Call it every step."""
+        if self.rank != 0 or not (force or snapshot_due(self.step_count)):
+            return False
+        self.flush()
+        relative = "run-%d/step-%09d" % (self.run, self.step_count)
+        base = os.path.join(self.store.folder, relative)
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+        # The files first, each atomically, then the row: a reader never sees half a snapshot.
+        save_safetensors(self.model.state_dict(), base + ".safetensors")
+        state = {"model_state_dict": {},
+                 "optimizer_state_dict": optimizer.state_dict() if optimizer else None,
+                 "epoch": self.epoch_count, "step": self.step_count}
+        _write_atomically(base + ".pt", lambda f: torch.save(state, f))
+        size = os.path.getsize(base + ".safetensors") + os.path.getsize(base + ".pt")
+        self.store.transaction([(
+            "INSERT OR REPLACE INTO snapshots(run, step, epoch, weights, state, bytes)"
+            " VALUES(?, ?, ?, ?, ?, ?)",
+            (self.run, self.step_count, self.epoch_count, relative + ".safetensors",
+             relative + ".pt", size))])
+        self._last_snapshot_step = self.step_count
+        return True
+
+    def flush(self, more=()):
+        """Writes what is pending (steps, probe samples, `more`) in one transaction."""
+        if self.rank != 0:
+            return
+        statements = []
+        if self._pending_steps:
+            first = _STEP.unpack_from(self._pending_steps[0])[0]
+            last = _STEP.unpack_from(self._pending_steps[-1])[0]
+            statements += [
+                ("INSERT OR REPLACE INTO step_metrics(run, first_step, last_step, steps)"
+                 " VALUES(?, ?, ?, ?)", (self.run, first, last, b"".join(self._pending_steps))),
+                ("UPDATE runs SET steps = MAX(steps, ?), finished = 0 WHERE id = ?",
+                 (last, self.run))]
+        if self._pending_probes:
+            steps = [_PROBE.unpack_from(p)[0] for p in self._pending_probes]
+            statements.append((
+                "INSERT INTO probe_samples(run, first_step, last_step, samples)"
+                " VALUES(?, ?, ?, ?)",
+                (self.run, min(steps), max(steps), b"".join(self._pending_probes))))
+        statements += list(more)
+        if statements:
+            self.store.transaction(statements)
+        self._pending_steps, self._pending_probes = [], []
+        self._last_write = time.monotonic()
+
+    def close(self, optimizer=None):
+        """Ends the run: what is pending, a last snapshot (with `optimizer`, when the last step
+        has none), the run's final figures."""
+        if self.closed:
+            return
+        self.closed = True
+        for h in self._handles:
+            h.remove()
+        if self.rank != 0:
+            return
+        if self.step_count > 0 and getattr(self, "_last_snapshot_step", None) != self.step_count:
+            self.snapshot(optimizer, force=True)
+        e = self._last_epoch
+        self.flush([(
+            "UPDATE runs SET steps = ?, finished = 1, train_loss = ?, train_accuracy = ?,"
+            " test_loss = ?, test_accuracy = ? WHERE id = ?",
+            (self.step_count, _nan_to_none(e.get("train_loss")),
+             _nan_to_none(e.get("train_accuracy")), _nan_to_none(e.get("test_loss")),
+             _nan_to_none(e.get("test_accuracy")), self.run))])
+        self.store.db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _fnv1a(data):
+    h = 14695981039346656037
+    for c in data:
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A PyTorch training loop records into an NN Studio run store (ctest torch.runs_recorder):
+
+  1. The exported spirals model trains 30 full-batch steps with nnstudio_runs.Recorder
+     (resources/python/nnstudio_runs.py) probing its first layer.
+  2. `nnstudio-cli runs STORE` lists the run with source "pytorch x1", its 30 steps.
+  3. `--export 1:30` writes the last snapshot's weights; `nnstudio-cli forward` with them gives
+     the trained PyTorch model's outputs; `--export 1:7` the snapshot nearest before (6).
+  4. `--probes 1` writes the probe history: its step-1 activation row is the first layer's
+     output with the initial weights, as PyTorch computes it.
+  5. Two processes with DistributedDataParallel over gloo record one run (rank 0 writes):
+     listed as "pytorch x2", its step losses the mean of the two processes' losses.
+  6. A store of a newer schema is refused, by the CLI and by the recorder, with a message.
+
+    /usr/bin/python3 tests/torch/runs_recorder.py path/to/nnstudio-cli
+"""
+
+import csv
+import json
+import os
+import socket
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+
+from torch_checks import ROOT, check, cli, engine_eval, load_module, main, torch
+
+sys.path.insert(0, os.path.join(ROOT, "resources", "python"))
+import nnstudio_runs  # noqa: E402
+
+SPIRALS = os.path.join(ROOT, "resources", "examples", "spirals.nns")
+STEPS = 30
+
+
+def ddp_worker(folder, store, losses):
+    """One process of the DDP job (RANK, WORLD_SIZE, MASTER_* in the environment): 5 steps on
+    its half of the training set; writes its own losses to `losses`.RANK."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    name = json.load(open(SPIRALS))["name"]
+    Model = getattr(load_module(os.path.join(folder, "model.py"), "spirals_model"), name)
+    data = torch.load(os.path.join(folder, "data.pt"))
+    x, y = data["x_train"][rank::2], data["y_train"][rank::2]
+    torch.manual_seed(3)
+    model = DistributedDataParallel(Model())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = nnstudio_runs.Recorder(store, model, probes=["fc1"] if hasattr(model.module, "fc1")
+                                 else [], every=2)
+    mine = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        mine.append(loss.item())
+        rec.step(loss=loss, lr=0.1)
+        rec.snapshot(optimizer)
+    rec.epoch()
+    rec.close(optimizer)
+    json.dump(mine, open(f"{losses}.{rank}", "w"))
+    dist.destroy_process_group()
+
+
+def ddp_run(tmp, folder):
+    store, losses = os.path.join(tmp, "ddp_runs"), os.path.join(tmp, "losses")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(
+            [sys.executable, __file__, "--ddp-worker", folder, store, losses], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for p in procs:
+        out = p.communicate(timeout=120)[0]
+        check(p.returncode == 0, f"DDP process exits 0 ({p.returncode}): {out[-2000:]}")
+    listing = cli("runs", store)
+    rows = [line for line in listing.splitlines() if line.split()[:1] and
+            line.split()[0].isdigit() and "snapshots'" not in line]
+    check(len(rows) == 1 and " pytorch x2 " in rows[0] and " 5 " in rows[0],
+          f"one run of the two processes, listed as pytorch x2 with 5 steps:\n{listing}")
+    per_rank = [json.load(open(f"{losses}.{rank}")) for rank in range(2)]
+    db = sqlite3.connect(os.path.join(store, "runs.db"))
+    blob = b"".join(b for (b,) in db.execute(
+        "SELECT steps FROM step_metrics ORDER BY first_step"))
+    recorded = [struct.unpack_from("<qqdddd", blob, at)[2] for at in range(0, len(blob), 48)]
+    db.close()
+    mean = [(a + b) / 2 for a, b in zip(*per_rank)]
+    check(len(recorded) == 5 and all(abs(r - m) <= 1e-12 for r, m in zip(recorded, mean)),
+          f"the recorded losses {recorded} are the processes' means {mean}")
+
+
+def checks():
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = os.path.join(tmp, "spirals")
+        cli("export", SPIRALS, "--format", "pytorch", "--out", folder)
+        name = json.load(open(SPIRALS))["name"]
+        Model = getattr(load_module(os.path.join(folder, "model.py"), "spirals_model"), name)
+        data = torch.load(os.path.join(folder, "data.pt"))
+        x, y = data["x_train"], data["y_train"]
+        torch.manual_seed(3)
+        model = Model()
+        first = next(n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear))
+        with torch.no_grad():
+            seen = {}
+            handle = dict(model.named_modules())[first].register_forward_hook(
+                lambda m, i, o: seen.setdefault("output", o.detach().clone()))
+            model(x)
+            handle.remove()
+
+        store = os.path.join(tmp, "runs")
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        rec = nnstudio_runs.Recorder(store, model, probes=[first], every=10)
+        for step in range(STEPS):
+            optimizer.zero_grad()
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            optimizer.step()
+            rec.step(loss=loss, accuracy=(out.argmax(1) == y).float().mean(), lr=0.01)
+            rec.snapshot(optimizer)
+            if (step + 1) % 10 == 0:
+                with torch.no_grad():
+                    rec.epoch(test_loss=torch.nn.functional.cross_entropy(
+                        model(data["x_test"]), data["y_test"]))
+        rec.close(optimizer)
+
+        listing = cli("runs", store)
+        row = next((line for line in listing.splitlines() if line.split()[:1] == ["1"]), "")
+        check(" pytorch x1 " in row and f" {STEPS} " in row,
+              f"runs STORE lists the run as pytorch x1 with {STEPS} steps:\n{listing}")
+
+        weights = os.path.join(tmp, "w.safetensors")
+        said = cli("runs", store, "--export", f"1:{STEPS}", "--out", weights)
+        check(f"at step {STEPS}" in said, f"--export 1:{STEPS}: {said.strip()}")
+        with torch.no_grad():
+            expected = model(x[:16])
+        got = engine_eval(tmp, SPIRALS, x[:16], weights)
+        check(torch.allclose(got, expected, rtol=1e-5, atol=1e-6),
+              "the exported snapshot in nnstudio-cli forward gives PyTorch's outputs "
+              f"(max diff {(got - expected).abs().max().item():.3g})")
+        said = cli("runs", store, "--export", "1:7", "--out", os.path.join(tmp, "w6.safetensors"))
+        check("at step 6 (the snapshot nearest" in said,
+              f"--export 1:7 takes the log-spaced schedule's step 6: {said.strip()}")
+
+        probes = os.path.join(tmp, "p.csv")
+        cli("runs", store, "--probes", "1", "--out", probes)
+        rows = list(csv.DictReader(open(probes)))
+        kinds = {(r["kind"], r["tensor"]) for r in rows if r["module"] == first}
+        check({("activation", "output"), ("grad_output", "output"), ("param_grad", "weight"),
+               ("param_grad", "bias")} <= kinds, f"the probe history has {sorted(kinds)}")
+        check(sorted({int(r["step"]) for r in rows}) == [1, 10, 20, 30],
+              "probes sampled at steps 1, 10, 20, 30: "
+              f"{sorted({int(r['step']) for r in rows})}")
+        first_act = next(r for r in rows if r["step"] == "1" and r["kind"] == "activation")
+        o = seen["output"].double()
+        for column, value in (("mean", o.mean()), ("std", o.std()), ("max", o.max()),
+                              ("norm", o.norm()), ("zeros", (o == 0).double().mean())):
+            check(abs(float(first_act[column]) - value.item()) <= 1e-6 * max(1, abs(value.item())),
+                  f"step 1 activation {column} {first_act[column]} is PyTorch's {value.item():.9g}")
+
+        ddp_run(tmp, folder)
+
+        # A store a newer NN Studio wrote: refused by both, with a message, and left as it was.
+        db = sqlite3.connect(os.path.join(store, "runs.db"))
+        db.execute("PRAGMA user_version=99")
+        db.close()
+        said = cli("runs", store, code=1)
+        check("newer NN Studio (schema 99" in said and "damaged" not in said,
+              f"runs refuses schema 99: {said.strip()}")
+        try:
+            nnstudio_runs.Recorder(store, model)
+            check(False, "the recorder refuses schema 99")
+        except nnstudio_runs.RunStoreError as e:
+            check("newer NN Studio (schema 99" in str(e), f"the recorder refuses schema 99: {e}")
+        db = sqlite3.connect(os.path.join(store, "runs.db"))
+        check(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1 and
+              db.execute("PRAGMA user_version").fetchone()[0] == 99,
+              "the refused store is left as it was")
+        db.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--ddp-worker"]:
+        ddp_worker(*sys.argv[2:5])
+    else:
+        main(checks, __doc__)
