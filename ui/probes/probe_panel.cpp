@@ -326,7 +326,7 @@ void ProbePanel::redraw() {
   histogram_->showSeries(
       samples,
       [controller, probe, key](int64_t first, int64_t last, double lo, double hi, int bins) {
-        const train::TrainingSession* session = controller->session();
+        const train::TrainingSession* session = controller->currentSession();
         if (!session || probe == 0) return train::Rebinned{};
         return session->probes().rebin(probe, key.first, key.second, first, last, lo, hi, bins);
       },
