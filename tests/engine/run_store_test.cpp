@@ -455,5 +455,37 @@ TEST_F(RunStoreTest, TheRevisionMovesWithEveryWrite) {
   EXPECT_EQ(store.run(run)->steps, 1);
 }
 
+// Who trained a run (schema 3): NN Studio's own by default, a PyTorch job's as its recorder
+// (resources/python/nnstudio_runs.py) writes it; a store of schema 1 takes the columns, its
+// runs NN Studio's.
+TEST_F(RunStoreTest, ARunKeepsItsSource) {
+  {
+    RunStore store(folder());
+    RunInfo pytorch;
+    pytorch.source = "pytorch";
+    pytorch.processes = 2;
+    pytorch.host = "node7";
+    pytorch.device = "cuda:0";
+    store.begin_run(RunInfo{});
+    store.begin_run(pytorch);
+  }
+  const std::vector<RunInfo> runs = RunStore(folder()).runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].source, "nnstudio");
+  EXPECT_EQ(runs[0].processes, 1);
+  EXPECT_EQ(runs[1].source, "pytorch");
+  EXPECT_EQ(runs[1].processes, 2);
+  EXPECT_EQ(runs[1].host, "node7");
+  EXPECT_EQ(runs[1].device, "cuda:0");
+
+  const std::string old = (dir_ / "old.runs").string();
+  std::filesystem::create_directories(old);
+  std::filesystem::copy_file(NNS_FIXTURE_DIR "/run_store_v1/runs.db", old + "/runs.db");
+  const std::vector<RunInfo> old_runs = RunStore(old).runs();
+  ASSERT_EQ(old_runs.size(), 1u);
+  EXPECT_EQ(old_runs[0].source, "nnstudio");
+  EXPECT_EQ(old_runs[0].processes, 1);
+}
+
 }  // namespace
 }  // namespace nns::train
