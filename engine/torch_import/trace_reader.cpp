@@ -143,6 +143,9 @@ class Reader {
     root.cls = modules_.at("").at("class").get<std::string>();
     build_scope(root);
     out_.project.name = root.cls;
+    // What the ONNX import sets too: Adam at PyTorch's usual rate (SGD has no default one).
+    out_.project.training.optimizer = "Adam";
+    out_.project.training.optimizer_options = {{"lr", 0.001}};
     out_.project.graph = std::move(root.graph);
     for (auto& [key, block] : blocks_) out_.project.blocks.push_back(block);
     std::sort(out_.project.blocks.begin(), out_.project.blocks.end(),

@@ -214,6 +214,9 @@ def check_round_trip(tmp):
         ours = engine_eval(tmp, out, x, out[:-4] + ".safetensors")
         check(torch.allclose(ours, expected, rtol=1e-4, atol=1e-5),
               f"round trip {name}: the same outputs")
+        if name == "spirals":
+            text = cli("train", out, "--steps", "3", "--weights", out[:-4] + ".safetensors")
+            check("loss" in text, "round trip spirals: the imported project trains a few steps")
 
 
 def refused(tmp, name, source, wanted, python=sys.executable):
