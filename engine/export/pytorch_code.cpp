@@ -579,7 +579,10 @@ std::string export_readme(const Project& project, bool with_weights) {
          "  keys, in the order, of the model NN Studio builds, so the weight files NN Studio "
          "saves (`.pt`)\n  load into it with `strict=True`.\n"
          "- `train.py`: trains it with the project's settings on `data.pt`, the project's data "
-         "with its\n  exact train/test split.\n";
+         "with its\n  exact train/test split, recording the run into `runs/` "
+         "(`nnstudio-cli runs runs/`).\n"
+         "- `nnstudio_runs.py`: the recorder, for any training loop: "
+         "`nnstudio_runs.Recorder(\"runs\", model, probes=[...])`.\n";
   if (with_weights) out += "- `weights.pt`: the weights NN Studio had when it exported.\n";
   out += "\n## Use the model\n\n```python\nimport torch\nfrom model import " + name +
          "\n\nmodel = " + name + "()\n";
@@ -637,6 +640,18 @@ std::string pytorch_train_code(const Project& project, bool classification) {
   out = replace_all(out, "{{OPTIMIZER}}",
                     call("torch.optim." + t.optimizer, {"parameters"}, t.optimizer_options));
   out = replace_all(out, "{{SCHEDULER}}", scheduler);
+  // The project's probes, by their modules' names in the model (the same in model.py), for
+  // the run's recorder (nnstudio_runs.py); the densest probe's interval for all.
+  const std::shared_ptr<graph::GraphModule> model = graph::build_model(project);
+  Json probes = Json::array();
+  int64_t every = 0;
+  for (const graph::ProbeSpec& spec : project.probes) {
+    if (!model->node_module(spec.node)) continue;  // a node without a module has no probe
+    probes.push_back(model->module_name(spec.node));
+    every = every ? std::min(every, spec.every) : spec.every;
+  }
+  out = replace_all(out, "{{PROBES}}", probes.dump());
+  out = replace_all(out, "{{PROBE_EVERY}}", std::to_string(every > 0 ? every : 10));
   return out;
 }
 
@@ -674,6 +689,7 @@ void write_pytorch_export(const Project& project, const std::string& dir,
     };
     write("model.py", model_py);
     write("train.py", train_py);
+    write("nnstudio_runs.py", kRecorderModule);
     write("README.md", readme);
     serialize::save_state_dict_file(data, (staging / "data.pt").string());
     if (weights) serialize::save_state_dict_file(*weights, (staging / "weights.pt").string());

@@ -16,6 +16,9 @@ split), loss, optimizer, scheduler, batch size, epochs, seed and gradient clippi
 --steps N stops after N steps, --epochs N runs N epochs, --weights FILE.pt starts from a
 state dict, --save CKPT.pt writes a checkpoint in NN Studio's layout (`nnstudio-cli train
 --resume CKPT.pt` and the window's Load Checkpoint continue from it), --device cpu|cuda|cuda:N.
+The run is recorded into the run store --runs DIR (default runs/ beside train.py) by
+nnstudio_runs.py: its curves, the project's probes and snapshots, for `nnstudio-cli runs DIR`;
+--no-record turns that off.
 Under DDP each of the N processes takes BATCH_SIZE / N samples of every batch, so a step sees
 the batch one process would.
 """
@@ -28,6 +31,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+import nnstudio_runs
 from model import {{CLASS}}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +41,8 @@ SEED = {{SEED}}
 CLIP_GRAD_NORM = {{CLIP}}  # 0: off
 CLASSIFICATION = {{CLASSIFICATION}}  # the targets are class indices (else real values)
 SCHEDULER_PER_STEP = {{PER_STEP}}  # OneCycleLR steps after every batch, the others per epoch
+PROBES = {{PROBES}}  # the modules the project's probes watch
+PROBE_EVERY = {{PROBE_EVERY}}  # a probe sample every this many steps
 
 
 def make_loss():
@@ -59,6 +65,9 @@ def parse_args():
     parser.add_argument("--weights", help="start from this state dict (.pt)")
     parser.add_argument("--save", help="write a checkpoint here at the end (.pt)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--runs", default=os.path.join(HERE, "runs"),
+                        help="record the run into this run store (default runs/ beside train.py)")
+    parser.add_argument("--no-record", action="store_true", help="do not record the run")
     return parser.parse_args()
 
 
@@ -79,19 +88,24 @@ def count_correct(out, y):
 
 
 def evaluate(model, loss_fn, x, y):
-    """The loss and accuracy on (x, y) in eval mode, as NN Studio's test figures."""
+    """The loss and accuracy (None for regression) on (x, y) in eval mode, as NN Studio's test
+    figures."""
     model.eval()
     with torch.no_grad():
         out = model(x)
         loss = loss_fn(*loss_inputs(out, y)).item()
         correct, counted = count_correct(out, y)
     model.train()
-    return describe(loss, correct / max(counted, 1))
+    return loss, (correct / max(counted, 1) if CLASSIFICATION else None)
 
 
 def describe(loss, accuracy):
     text = f"loss {loss:.4f}"
     return text + (f" accuracy {100 * accuracy:.1f}%" if CLASSIFICATION else "")
+
+
+def describe_test(figures):
+    return describe(figures[0], figures[1] or 0)
 
 
 def main():
@@ -125,6 +139,9 @@ def main():
     loss_fn = make_loss()
     optimizer = make_optimizer(model.parameters())
     scheduler = make_scheduler(optimizer, args.epochs, len(loader))
+    # Every process records (the step metrics are averaged over them); rank 0 writes.
+    recorder = None if args.no_record else nnstudio_runs.Recorder(
+        args.runs, trained, probes=PROBES, every=PROBE_EVERY)
 
     # An epoch's train figures are its batches' running means, as NN Studio reports them.
     step, epoch, done = 0, 0, False
@@ -146,6 +163,11 @@ def main():
             correct, counted = count_correct(out.detach(), y)
             totals += torch.tensor([loss.item() * len(y), correct, counted, len(y)],
                                    dtype=torch.float64)
+            if recorder is not None:
+                recorder.step(loss=loss.item(),
+                              accuracy=correct / max(counted, 1) if CLASSIFICATION else None,
+                              lr=optimizer.param_groups[0]["lr"])
+                recorder.snapshot(optimizer)
             if args.steps and step >= args.steps:
                 done = True
                 break
@@ -155,16 +177,23 @@ def main():
                 scheduler.step()
             if distributed:
                 dist.all_reduce(totals)  # every process's share of the epoch
+            test = evaluate(model, loss_fn, x_test, y_test) if rank == 0 else (None, None)
+            if recorder is not None:
+                recorder.epoch(test_loss=test[0], test_accuracy=test[1])
             if rank == 0:
                 total = f"/{args.epochs}" if not args.steps else ""
                 train = describe(totals[0].item() / totals[3].item(),
                                  totals[1].item() / max(totals[2].item(), 1))
                 print(f"epoch {epoch:3d}{total}  train {train}"
-                      f"  test {evaluate(model, loss_fn, x_test, y_test)}", flush=True)
+                      f"  test {describe_test(test)}", flush=True)
 
+    if recorder is not None:
+        recorder.close(optimizer)
     if rank == 0:
-        print(f"test: {evaluate(model, loss_fn, x_test, y_test)}")
+        print(f"test: {describe_test(evaluate(model, loss_fn, x_test, y_test))}")
         print(f"{step} steps")
+        if recorder is not None:
+            print(f"recorded run {recorder.run} in {args.runs}")
         if args.save:
             torch.save({"model_state_dict": model.state_dict(),
                         "optimizer_state_dict": optimizer.state_dict(),

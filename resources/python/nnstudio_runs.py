@@ -19,8 +19,9 @@ schema version 3, step metrics and probe samples packed into BLOBs, snapshots as
 (the weights) and .pt (the optimizer's state) files written atomically before their row. Only
 the standard library and torch are used.
 
-Under DDP (torch.distributed initialized) every process calls the same methods: the metrics
-are averaged over the processes (an all-reduce), and only rank 0 hooks the probes and writes.
+Under DDP (torch.distributed initialized) every process calls the same methods: the step
+metrics are averaged over the processes (an all-reduce), and only rank 0 hooks the probes and
+writes.
 """
 
 import json
@@ -411,10 +412,10 @@ class Recorder:
             self.flush()
 
     def epoch(self, test_loss=None, test_accuracy=None):
-        """At an epoch's end: its test figures (None when not evaluated)."""
-        m = self._reduce({"test_loss": NAN if test_loss is None else float(test_loss),
-                          "test_accuracy": NAN if test_accuracy is None else
-                          float(test_accuracy)})
+        """At an epoch's end: its test figures (None when not evaluated). Under DDP they are
+        rank 0's (a test set is commonly evaluated there alone), not averaged."""
+        m = {"test_loss": NAN if test_loss is None else float(test_loss),
+             "test_accuracy": NAN if test_accuracy is None else float(test_accuracy)}
         self.epoch_count += 1
         if self.rank != 0:
             return

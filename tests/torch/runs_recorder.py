@@ -12,6 +12,8 @@
   5. Two processes with DistributedDataParallel over gloo record one run (rank 0 writes):
      listed as "pytorch x2", its step losses the mean of the two processes' losses.
   6. A store of a newer schema is refused, by the CLI and by the recorder, with a message.
+  7. The exported train.py records with the project's probes into runs/ beside it (the
+     export carries nnstudio_runs.py); --no-record writes no store.
 
     /usr/bin/python3 tests/torch/runs_recorder.py path/to/nnstudio-cli
 """
@@ -26,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from torch_checks import ROOT, check, cli, engine_eval, load_module, main, torch
+from torch_checks import ROOT, check, cli, engine_eval, load_module, main, run, torch
 
 sys.path.insert(0, os.path.join(ROOT, "resources", "python"))
 import nnstudio_runs  # noqa: E402
@@ -95,6 +97,28 @@ def ddp_run(tmp, folder):
     mean = [(a + b) / 2 for a, b in zip(*per_rank)]
     check(len(recorded) == 5 and all(abs(r - m) <= 1e-12 for r, m in zip(recorded, mean)),
           f"the recorded losses {recorded} are the processes' means {mean}")
+
+
+def train_py_records(tmp, folder):
+    train_py = os.path.join(folder, "train.py")
+    out = run([sys.executable, train_py, "--steps", "12"])
+    store = os.path.join(folder, "runs")
+    check(f"recorded run 1 in {store}" in out, f"train.py says where it recorded: {out.strip()}")
+    listing = cli("runs", store)
+    row = next((line for line in listing.splitlines() if line.split()[:1] == ["1"]), "")
+    check(" pytorch x1 " in row and " 12 " in row,
+          f"runs lists train.py's run as pytorch x1 with 12 steps:\n{listing}")
+    probes = os.path.join(tmp, "train_py_probes.csv")
+    cli("runs", store, "--probes", "1", "--out", probes)
+    project = json.load(open(SPIRALS))
+    names = {n["id"]: n["name"] for n in project["graph"]["nodes"]}
+    wanted = {names[p["node"]] for p in project["probes"]}
+    modules = {r["module"] for r in csv.DictReader(open(probes))}
+    check(modules == wanted, f"train.py probes the project's probed modules {sorted(wanted)}: "
+          f"{sorted(modules)}")
+    none = os.path.join(tmp, "not_recorded")
+    run([sys.executable, train_py, "--steps", "2", "--runs", none, "--no-record"])
+    check(not os.path.exists(none), "train.py --no-record writes no store")
 
 
 def checks():
@@ -167,6 +191,7 @@ def checks():
                   f"step 1 activation {column} {first_act[column]} is PyTorch's {value.item():.9g}")
 
         ddp_run(tmp, folder)
+        train_py_records(tmp, folder)
 
         # A store a newer NN Studio wrote: refused by both, with a message, and left as it was.
         db = sqlite3.connect(os.path.join(store, "runs.db"))
