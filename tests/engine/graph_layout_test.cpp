@@ -59,6 +59,52 @@ TEST(GraphLayout, CollapsedGroupsAreOneBoxAndTheirMembersAreLeftOut) {
             l.boxes.at(p.graph.find_by_name("stem")->id).x);
 }
 
+bool overlap(const LayoutBox& a, const LayoutBox& b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+// A level of over 400 boxes (the top level here holds 250 blocks and their Adds) is laid out
+// directly by ranks rather than by dot (issue 31): the same rules hold, both ways.
+TEST(GraphLayout, ALargeLevelKeepsTheRules) {
+  for (const char* direction : {"TB", "LR"}) {
+    SCOPED_TRACE(direction);
+    const Project p = test::residual_tower(250, 3);
+    const Layout l = layout_graph(p, direction);
+    const Graph& g = p.graph;
+    const bool tb = std::string(direction) == "TB";
+    std::vector<const Node*> boxes;
+    for (const Node& n : g.nodes) {
+      ASSERT_TRUE(l.boxes.count(n.id)) << n.name;
+      if (n.members.empty()) boxes.push_back(&n);
+      for (NodeId m : n.members)
+        EXPECT_TRUE(inside(l.boxes.at(n.id), l.boxes.at(m))) << g.at(m).name;
+      for (size_t i = 1; i < n.members.size(); ++i) {
+        const LayoutBox& a = l.boxes.at(n.members[i - 1]);
+        const LayoutBox& b = l.boxes.at(n.members[i]);
+        EXPECT_GT(tb ? b.y : b.x, tb ? a.y + a.height : a.x + a.width) << g.at(n.members[i]).name;
+      }
+    }
+    for (size_t i = 0; i < boxes.size(); ++i) {
+      for (size_t j = i + 1; j < boxes.size(); ++j) {
+        EXPECT_FALSE(overlap(l.boxes.at(boxes[i]->id), l.boxes.at(boxes[j]->id)))
+            << boxes[i]->name << " overlaps " << boxes[j]->name;
+      }
+    }
+    // The Adds stand outside the ModuleList's frame, each after its block along the flow.
+    const LayoutBox layers = l.boxes.at(g.find_by_name("layers")->id);
+    for (int b = 0; b < 250; ++b) {
+      const LayoutBox add = l.boxes.at(g.find_by_name("add" + std::to_string(b))->id);
+      const LayoutBox block = l.boxes.at(g.find_by_name("block" + std::to_string(b))->id);
+      EXPECT_FALSE(overlap(add, layers)) << b;
+      EXPECT_GT(tb ? add.y : add.x, tb ? block.y + block.height : block.x + block.width) << b;
+    }
+    for (const Edge& e : g.edges) EXPECT_NE(l.route(e), nullptr);
+    // The same project again is the same drawing (each level from the cache).
+    const Layout again = layout_graph(p, direction);
+    EXPECT_EQ(again.boxes, l.boxes);
+  }
+}
+
 TEST(GraphLayout, ABadDirectionIsRefused) {
   EXPECT_THROW(layout_graph(test::residual_tower(1, 1), "BT"), ValueError);
 }
