@@ -266,14 +266,23 @@ class Recorder:
     modules named in `probes` (names as in model.named_modules()), snapshots on NN Studio's
     schedule. Every process of a DDP job makes one and calls the same methods."""
 
-    def __init__(self, folder, model, probes=(), every=10, name="", settings=None):
+    def __init__(self, folder, model, probes=(), every=10, name="", settings=None,
+                 max_overhead=0.03):
         if every < 1:
             raise ValueError("every must be at least 1 (a probe sample every that many steps)")
+        if not 0 <= max_overhead <= 1:
+            raise ValueError("max_overhead is a fraction of the training time, in [0, 1]")
         self.rank, self.processes = _distributed()
         # DistributedDataParallel's module is the model: its names have no "module." prefix.
         self.model = model.module if isinstance(
             model, torch.nn.parallel.DistributedDataParallel) else model
         self.every = every
+        # As the engine's probes (ProbeOptions::max_overhead): a sampled step is skipped while
+        # the recorder has taken more than this fraction of the time since it started.
+        self.max_overhead = max_overhead
+        self._spent, self._started = 0.0, time.perf_counter()
+        self._sample_now = True  # step 1 is sampled
+        self._backward_handles = []
         self.step_count = 0
         self.epoch_count = 0
         self.smoothed, self.smoothed_count = 0.0, 0
@@ -310,14 +319,33 @@ class Recorder:
         self.run = cur.lastrowid
         for probe in probes:
             self._hook(probe, modules[probe])
+        self._attach_backward()
 
     # ---- Probes ---------------------------------------------------------------------------
 
     def _sampling(self):
-        # The step being computed now is step_count + 1; the first step is sampled, then
-        # every `every`-th.
+        # Decided once for the step being computed now (step_count + 1) by _decide().
+        return self._sample_now
+
+    def _decide(self):
+        """Whether the next step is sampled: the first, then every `every`-th while within
+        the overhead budget. The full backward hooks are on the modules only for a sampled
+        step (they cost every step they are on)."""
         s = self.step_count + 1
-        return s == 1 or s % self.every == 0
+        due = s == 1 or s % self.every == 0
+        elapsed = time.perf_counter() - self._started
+        self._sample_now = due and (elapsed <= 0 or self._spent <= self.max_overhead * elapsed)
+        self._attach_backward()
+
+    def _attach_backward(self):
+        want = self._sample_now and self.rank == 0
+        if want and not self._backward_handles:
+            self._backward_handles = [module.register_full_backward_hook(hook)
+                                      for module, hook in getattr(self, "_backward", [])]
+        elif not want and self._backward_handles:
+            for h in self._backward_handles:
+                h.remove()
+            self._backward_handles = []
 
     def _interval(self):
         s = self.step_count + 1
@@ -338,25 +366,31 @@ class Recorder:
 
         def pre(mod, inputs):
             if self.model.training and self._sampling():
+                t = time.perf_counter()
                 # The weights before the optimizer's step, for param_grad's update ratio.
                 self._weights_before[name] = {
                     p_name: p.detach().clone() for p_name, p in mod.named_parameters()}
+                self._spent += time.perf_counter() - t
 
         def forward(mod, inputs, output):
             if self.model.training and self._sampling():
+                t = time.perf_counter()
                 for tensor, value in named(output, "output"):
                     self._add("activation", name, tensor, value, saturation)
+                self._spent += time.perf_counter() - t
 
         def backward(mod, grad_input, grad_output):
             if self._sampling():
+                t = time.perf_counter()
                 for tensor, value in named(grad_output, "output"):
                     self._add("grad_output", name, tensor, value)
                 for tensor, value in named(grad_input, "input"):
                     self._add("grad_input", name, tensor, value)
+                self._spent += time.perf_counter() - t
 
         self._handles += [module.register_forward_pre_hook(pre),
-                          module.register_forward_hook(forward),
-                          module.register_full_backward_hook(backward)]
+                          module.register_forward_hook(forward)]
+        self._backward = getattr(self, "_backward", []) + [(module, backward)]
         self._probed = getattr(self, "_probed", []) + [(name, module)]
 
     def _param_grads(self):
@@ -389,6 +423,7 @@ class Recorder:
     def step(self, loss, accuracy=None, lr=None):
         """After a training step (its backward and optimizer.step()): its loss, its accuracy
         (a fraction), the learning rate. Losses and accuracies are averaged over processes."""
+        t = time.perf_counter()
         loss = loss.item() if isinstance(loss, torch.Tensor) else loss
         accuracy = accuracy.item() if isinstance(accuracy, torch.Tensor) else accuracy
         m = self._reduce({"loss": loss, "accuracy": NAN if accuracy is None else accuracy})
@@ -410,6 +445,8 @@ class Recorder:
             self._epoch_accuracies.append(m["accuracy"])
         if time.monotonic() - self._last_write >= WRITE_EVERY_SECONDS:
             self.flush()
+        self._spent += time.perf_counter() - t
+        self._decide()
 
     def epoch(self, test_loss=None, test_accuracy=None):
         """At an epoch's end: its test figures (None when not evaluated). Under DDP they are
@@ -444,6 +481,7 @@ class Recorder:
         NN Studio's schedule has it due (or `force`); True when it wrote. Call it every step."""
         if self.rank != 0 or not (force or snapshot_due(self.step_count)):
             return False
+        t = time.perf_counter()
         self.flush()
         relative = "run-%d/step-%09d" % (self.run, self.step_count)
         base = os.path.join(self.store.folder, relative)
@@ -461,6 +499,7 @@ class Recorder:
             (self.run, self.step_count, self.epoch_count, relative + ".safetensors",
              relative + ".pt", size))])
         self._last_snapshot_step = self.step_count
+        self._spent += time.perf_counter() - t
         return True
 
     def flush(self, more=()):
@@ -494,8 +533,9 @@ class Recorder:
         if self.closed:
             return
         self.closed = True
-        for h in self._handles:
+        for h in self._handles + self._backward_handles:
             h.remove()
+        self._backward_handles = []
         if self.rank != 0:
             return
         if self.step_count > 0 and getattr(self, "_last_snapshot_step", None) != self.step_count:
