@@ -67,8 +67,8 @@ void list_runs(const train::RunStore& store) {
                 store.folder().c_str());
     return;
   }
-  std::printf("%4s  %-10s %-12s %8s  %10s %9s  %10s %9s  %5s  %-19s  %s\n", "run", "parent",
-              "source", "steps", "train loss", "train acc", "test loss", "test acc", "snaps",
+  std::printf("%4s  %-10s %8s  %-12s %10s %9s  %10s %9s  %5s  %-19s  %s\n", "run", "parent",
+              "steps", "source", "train loss", "train acc", "test loss", "test acc", "snaps",
               "started", "changes from parent");
   size_t snapshots = 0;
   for (const train::RunInfo& r : runs) {
@@ -82,9 +82,9 @@ void list_runs(const train::RunStore& store) {
     // "pytorch x2": a run nnstudio_runs.py recorded from a DDP job of two processes.
     std::string source = r.source;
     if (r.source != "nnstudio") source += " x" + std::to_string(r.processes);
-    std::printf("%4lld  %-10s %-12s %8lld  %10s %9s  %10s %9s  %5zu  %-19s  %s\n",
-                static_cast<long long>(r.id), parent.c_str(), source.c_str(),
-                static_cast<long long>(r.steps), number(r.train_loss, "%.4f").c_str(),
+    std::printf("%4lld  %-10s %8lld  %-12s %10s %9s  %10s %9s  %5zu  %-19s  %s\n",
+                static_cast<long long>(r.id), parent.c_str(), static_cast<long long>(r.steps),
+                source.c_str(), number(r.train_loss, "%.4f").c_str(),
                 percent(r.train_accuracy).c_str(), number(r.test_loss, "%.4f").c_str(),
                 percent(r.test_accuracy).c_str(), count, r.started.c_str(), changes.c_str());
   }
