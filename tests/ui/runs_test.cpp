@@ -383,13 +383,18 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   // samples up to 300, then run 2's (once the last poll took them).
   const std::string module = controller->moduleNameOf(probed).toStdString();
   const NodeHealthModel::SeriesKey output{train::ProbeKind::Activation, "output"};
+  // The store marks the run finished before the recorder's thread has written the samples of
+  // the last poll: wait until run 2's own samples are there.
   std::vector<int64_t> expectedSteps;
-  for (const train::ProbeSample& p : store.probe_history(2)) {
-    if (p.module == module && p.kind == output.first && p.tensor == output.second) {
-      expectedSteps.push_back(p.step);
+  ASSERT_TRUE(test::waitFor([&] {
+    expectedSteps.clear();
+    for (const train::ProbeSample& p : store.probe_history(2)) {
+      if (p.module == module && p.kind == output.first && p.tensor == output.second) {
+        expectedSteps.push_back(p.step);
+      }
     }
-  }
-  ASSERT_GT(expectedSteps.back(), 300);
+    return !expectedSteps.empty() && expectedSteps.back() > 300;
+  }));
   const auto shownSteps = [&] {
     std::vector<int64_t> steps;
     if (const NodeHealthModel::SeriesMap* series = health->series(probed)) {
