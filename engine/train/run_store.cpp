@@ -389,7 +389,7 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
     exec("PRAGMA synchronous=NORMAL");
     Statement version(db_, "PRAGMA user_version");
     version.step();
-    const int64_t found = version.integer(0);
+    int64_t found = version.integer(0);
     version.reset();
     if (found > kSchemaVersion) {
       throw NewerSchema("run store '" + db_path + "' was written by a newer NN Studio (schema " +
@@ -397,8 +397,17 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
                         std::to_string(kSchemaVersion) +
                         "): open it with that version; nothing in it was changed");
     }
-    if (found < kSchemaVersion) {
-      Transaction t(db_);
+    // Read again inside the write transaction: a second process (the window's test reading
+    // beside a CLI run) may have made or upgraded the schema since, and ALTER TABLE is not
+    // idempotent (a second upgrade failed with "duplicate column name" and read as damaged).
+    const auto version_now = [&] {
+      Statement v(db_, "PRAGMA user_version");
+      v.step();
+      return v.integer(0);
+    };
+    std::optional<Transaction> t;
+    if (found < kSchemaVersion) t.emplace(db_);
+    if (found < kSchemaVersion && (found = version_now()) < kSchemaVersion) {
       exec(R"(
       CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS runs(
@@ -442,8 +451,8 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
       )");
       }
       exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
-      t.commit();
     }
+    if (t) t->commit();
   } catch (const NewerSchema& e) {
     // Not damaged: a store this version cannot read, left as it is.
     sqlite3_close(db_);

@@ -232,6 +232,12 @@ class _Store:
         if found < SCHEMA_VERSION:
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                # Read again under the write lock: another process may have made or migrated
+                # the store since, and ALTER TABLE is not idempotent (as run_store.cpp does).
+                found = self.db.execute("PRAGMA user_version").fetchone()[0]
+                if found >= SCHEMA_VERSION:
+                    self.db.execute("COMMIT")
+                    return
                 # Made or migrated as the engine's RunStore does (run_store.cpp).
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():

@@ -6,11 +6,14 @@
 // first and last) and reports a damaged database without touching anything else.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "engine/data/generators.h"
 #include "engine/graph/project.h"
@@ -281,6 +284,32 @@ TEST_F(RunStoreTest, ADamagedDatabaseIsReportedAndLeftAsItIs) {
   const std::filesystem::path other_db = std::filesystem::path(other) / "runs.db";
   std::filesystem::resize_file(other_db, std::filesystem::file_size(other_db) / 2);
   test::expect_error<RunStoreError>([&] { RunStore store(other); }, {"runs.db"});
+}
+
+// The window and a CLI run open one store at the same moment: the second to make the schema
+// finds it made (it read the version before the first committed, and ALTER TABLE's second
+// upgrade failed with "duplicate column name", a healthy store reported as damaged).
+TEST_F(RunStoreTest, TwoOpeningANewStoreAtOnceBothOpenIt) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string store = (dir_ / ("race" + std::to_string(round) + ".runs")).string();
+    std::atomic<int> ready{0};
+    std::array<std::string, 2> errors;
+    std::vector<std::thread> openers;
+    for (size_t i = 0; i < errors.size(); ++i) {
+      openers.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < 2) {
+        }
+        try {
+          RunStore opened(store);
+        } catch (const RunStoreError& e) {
+          errors[i] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : openers) t.join();
+    for (const std::string& e : errors) ASSERT_EQ(e, "") << "round " << round;
+  }
 }
 
 TEST(RunRecorderTest, SnapshotScheduleIsLogSpacedOrEveryN) {

@@ -8,29 +8,6 @@
 namespace nns::graph {
 namespace {
 
-// Broadcast of two shapes where -1 (the batch) matches anything.
-SymShape broadcast(const SymShape& a, const SymShape& b, const std::string& port_b) {
-  const size_t n = std::max(a.size(), b.size());
-  SymShape out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x == y || y == 1) {
-      out[i] = x;
-    } else if (x == 1) {
-      out[i] = y;
-    } else if (x == -1 || y == -1) {
-      out[i] = -1;
-    } else {
-      throw ShapeError("input '" + port_b + "' has shape " + shape_str(b) +
-                       ", which does not broadcast with " + shape_str(a) + " (dim " +
-                       std::to_string(i) + ": " + std::to_string(y) + " vs " + std::to_string(x) +
-                       ")");
-    }
-  }
-  return out;
-}
-
 Tensor sum_all(const std::vector<Tensor>& inputs, bool multiply) {
   Tensor acc = inputs.at(0);
   for (size_t i = 1; i < inputs.size(); ++i) acc = multiply ? acc * inputs[i] : acc + inputs[i];

@@ -6,22 +6,6 @@
 namespace nns::graph {
 namespace {
 
-Shapes infer_flatten(const Json& o, const Shapes& in) {
-  const SymShape& x = one_input(in);
-  if (x.empty()) return {{1}};
-  const int64_t start = wrap(get_int(o, "start_dim"), x.size(), "start_dim", x);
-  const int64_t end = wrap(get_int(o, "end_dim"), x.size(), "end_dim", x);
-  if (start > end)
-    throw ShapeError("option start_dim=" + std::to_string(start) + " comes after end_dim=" +
-                     std::to_string(end) + " for input 'in' of shape " + shape_str(x));
-  SymShape out(x.begin(), x.begin() + start);
-  int64_t size = 1;
-  for (int64_t i = start; i <= end; ++i) size = (x[i] == -1 || size == -1) ? -1 : size * x[i];
-  out.push_back(size);
-  out.insert(out.end(), x.begin() + end + 1, x.end());
-  return {out};
-}
-
 Shapes infer_unflatten(const Json& o, const Shapes& in) {
   const SymShape& x = one_input(in);
   const int64_t dim = wrap(get_int(o, "dim"), x.size(), "dim", x);

@@ -29,4 +29,12 @@ int64_t window_out(int64_t size, int64_t kernel, int64_t stride, int64_t padding
 // The name of a variadic node's i-th input port: "in0", "in1", ...
 std::string variadic_port(size_t i);
 
+// Broadcast of two shapes where -1 (the batch) matches anything; port_b names the second
+// input in the error.
+SymShape broadcast(const SymShape& a, const SymShape& b, const std::string& port_b);
+
+// torch.flatten's output shape (the options start_dim and end_dim), for nn.Flatten and the
+// functional torch.flatten alike.
+Shapes infer_flatten(const Json& options, const Shapes& in);
+
 }  // namespace nns::graph

@@ -35,45 +35,14 @@ std::vector<PortSpec> two_ports() {
   return {{"in0", "the left operand"}, {"in1", "the right operand"}};
 }
 
-// Broadcast of two shapes where -1 (the batch) matches anything.
 Shapes infer_binary(const Json&, const Shapes& in) {
-  const SymShape &a = in.at(0), &b = in.at(1);
-  const size_t n = std::max(a.size(), b.size());
-  SymShape out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x == y || y == 1) {
-      out[i] = x;
-    } else if (x == 1) {
-      out[i] = y;
-    } else if (x == -1 || y == -1) {
-      out[i] = -1;
-    } else {
-      bad_input("in1", b, "a shape that broadcasts with in0's " + shape_str(a));
-    }
-  }
-  return {out};
+  return {broadcast(in.at(0), in.at(1), "in1")};
 }
 
 int64_t product(const SymShape& s, size_t from, size_t to) {
   int64_t size = 1;
   for (size_t i = from; i < to; ++i) size = (s[i] == -1 || size == -1) ? -1 : size * s[i];
   return size;
-}
-
-Shapes infer_flatten(const Json& o, const Shapes& in) {
-  const SymShape& x = one_input(in);
-  if (x.empty()) return {{1}};
-  const int64_t start = wrap(get_int(o, "start_dim"), x.size(), "start_dim", x);
-  const int64_t end = wrap(get_int(o, "end_dim"), x.size(), "end_dim", x);
-  if (start > end)
-    throw ShapeError("option start_dim=" + std::to_string(start) + " comes after end_dim=" +
-                     std::to_string(end) + " for input 'in' of shape " + shape_str(x));
-  SymShape out(x.begin(), x.begin() + start);
-  out.push_back(product(x, static_cast<size_t>(start), static_cast<size_t>(end) + 1));
-  out.insert(out.end(), x.begin() + end + 1, x.end());
-  return {out};
 }
 
 Shapes infer_mean(const Json& o, const Shapes& in) {
