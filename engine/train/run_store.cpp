@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <thread>
 
 #include "engine/graph/project.h"
 #include "engine/serialize/serialize.h"
@@ -35,12 +37,26 @@ class NewerSchema : public RunStoreError {
   using RunStoreError::RunStoreError;
 };
 
+// SQLite's "database is locked": another connection holds a lock SQLite would not wait for
+// (changing the journal mode, recovering the WAL index of a store another process is making).
+class StoreBusy : public RunStoreError {
+ public:
+  using RunStoreError::RunStoreError;
+};
+
+// Throws the error of the last call on `db`, as StoreBusy when it was busy or locked.
+[[noreturn]] void throw_sqlite_error(sqlite3* db, const std::string& message) {
+  const int code = sqlite3_errcode(db) & 0xff;
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) throw StoreBusy("run store: " + message);
+  throw RunStoreError("run store: " + message);
+}
+
 // One prepared statement; bind with 1-based indices, step, read with 0-based columns.
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql) : db_(db) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw RunStoreError(std::string("run store: ") + sqlite3_errmsg(db) + " (in: " + sql + ")");
+      throw_sqlite_error(db, std::string(sqlite3_errmsg(db)) + " (in: " + sql + ")");
     }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
@@ -69,7 +85,7 @@ class Statement {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw RunStoreError(std::string("run store: ") + sqlite3_errmsg(db_));
+    throw_sqlite_error(db_, sqlite3_errmsg(db_));
   }
   void run() {
     while (step()) {
@@ -102,7 +118,7 @@ void exec_sql(sqlite3* db, const std::string& sql) {
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
     const std::string message = error ? error : "unknown error";
     sqlite3_free(error);
-    throw RunStoreError("run store: " + message);
+    throw_sqlite_error(db, message);
   }
 }
 
@@ -371,44 +387,47 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
     throw RunStoreError("run store '" + db_path + "' cannot be opened: " + message);
   }
   sqlite3_busy_timeout(db_, 5000);
-  try {
-    // A file that is not a database fails here ("file is not a database").
-    {
-      Statement check(db_, "PRAGMA quick_check");
-      std::string verdict;
-      while (check.step()) verdict += (verdict.empty() ? "" : "; ") + check.text(0);
-      if (verdict != "ok") throw RunStoreError(verdict);
-    }
-    // Another process (the window, a CLI run) may be opening or writing the same store: the
-    // journal mode is set once for the file, the schema made once, in a write transaction.
-    Statement journal(db_, "PRAGMA journal_mode");
-    journal.step();
-    const std::string mode = journal.text(0);
-    journal.reset();
-    if (mode != "wal") exec("PRAGMA journal_mode=WAL");
-    exec("PRAGMA synchronous=NORMAL");
-    Statement version(db_, "PRAGMA user_version");
-    version.step();
-    int64_t found = version.integer(0);
-    version.reset();
-    if (found > kSchemaVersion) {
-      throw NewerSchema("run store '" + db_path + "' was written by a newer NN Studio (schema " +
-                        std::to_string(found) + ", this one reads " +
-                        std::to_string(kSchemaVersion) +
-                        "): open it with that version; nothing in it was changed");
-    }
-    // Read again inside the write transaction: a second process (the window's test reading
-    // beside a CLI run) may have made or upgraded the schema since, and ALTER TABLE is not
-    // idempotent (a second upgrade failed with "duplicate column name" and read as damaged).
-    const auto version_now = [&] {
-      Statement v(db_, "PRAGMA user_version");
-      v.step();
-      return v.integer(0);
-    };
-    std::optional<Transaction> t;
-    if (found < kSchemaVersion) t.emplace(db_);
-    if (found < kSchemaVersion && (found = version_now()) < kSchemaVersion) {
-      exec(R"(
+  // Two processes making a new store at once: where SQLite answers "locked" without waiting,
+  // the opening is tried again, for as long as the busy timeout, before it counts as a fault.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (bool opened = false; !opened;) try {
+      // A file that is not a database fails here ("file is not a database").
+      {
+        Statement check(db_, "PRAGMA quick_check");
+        std::string verdict;
+        while (check.step()) verdict += (verdict.empty() ? "" : "; ") + check.text(0);
+        if (verdict != "ok") throw RunStoreError(verdict);
+      }
+      // Another process (the window, a CLI run) may be opening or writing the same store: the
+      // journal mode is set once for the file, the schema made once, in a write transaction.
+      Statement journal(db_, "PRAGMA journal_mode");
+      journal.step();
+      const std::string mode = journal.text(0);
+      journal.reset();
+      if (mode != "wal") exec("PRAGMA journal_mode=WAL");
+      exec("PRAGMA synchronous=NORMAL");
+      Statement version(db_, "PRAGMA user_version");
+      version.step();
+      int64_t found = version.integer(0);
+      version.reset();
+      if (found > kSchemaVersion) {
+        throw NewerSchema("run store '" + db_path + "' was written by a newer NN Studio (schema " +
+                          std::to_string(found) + ", this one reads " +
+                          std::to_string(kSchemaVersion) +
+                          "): open it with that version; nothing in it was changed");
+      }
+      // Read again inside the write transaction: a second process (the window's test reading
+      // beside a CLI run) may have made or upgraded the schema since, and ALTER TABLE is not
+      // idempotent (a second upgrade failed with "duplicate column name" and read as damaged).
+      const auto version_now = [&] {
+        Statement v(db_, "PRAGMA user_version");
+        v.step();
+        return v.integer(0);
+      };
+      std::optional<Transaction> t;
+      if (found < kSchemaVersion) t.emplace(db_);
+      if (found < kSchemaVersion && (found = version_now()) < kSchemaVersion) {
+        exec(R"(
       CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS runs(
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -441,30 +460,39 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
         samples BLOB NOT NULL);
       CREATE INDEX IF NOT EXISTS probe_samples_by_run ON probe_samples(run, first_step);
     )");
-      // Version 3's columns, added to a store of an earlier version (and a new one).
-      if (found < 3) {
-        exec(R"(
+        // Version 3's columns, added to a store of an earlier version (and a new one).
+        if (found < 3) {
+          exec(R"(
         ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'nnstudio';
         ALTER TABLE runs ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
         ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
         ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT '';
       )");
+        }
+        exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
       }
-      exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+      if (t) t->commit();
+      opened = true;
+    } catch (const NewerSchema& e) {
+      // Not damaged: a store this version cannot read, left as it is.
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw RunStoreError(e.what());
+    } catch (const StoreBusy&) {
+      if (std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw RunStoreError("run store '" + db_path + "' stays locked by another process; try again");
+    } catch (const Error& e) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw RunStoreError("run store '" + db_path + "' is damaged or not a run store: " + e.what() +
+                          "; the project is unaffected: move the folder '" + folder_ +
+                          "' aside to start a new one");
     }
-    if (t) t->commit();
-  } catch (const NewerSchema& e) {
-    // Not damaged: a store this version cannot read, left as it is.
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw RunStoreError(e.what());
-  } catch (const Error& e) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw RunStoreError("run store '" + db_path + "' is damaged or not a run store: " + e.what() +
-                        "; the project is unaffected: move the folder '" + folder_ +
-                        "' aside to start a new one");
-  }
 }
 
 RunStore::~RunStore() {
