@@ -166,41 +166,40 @@ bool backend_device_properties(int index, char* name, size_t name_size, size_t* 
   return true;
 }
 
-void backend_copy_host_to_device(void* dst, const void* src, size_t nbytes, int index) {
+namespace {
+// One host <-> device copy on the device's stream. A small one goes through the device's pinned
+// buffer (a pageable copy is staged by the driver anyway); the buffer is reused by the next
+// copy, so each copy waits until it is done.
+void copy_with_host(void* dst, const void* src, size_t nbytes, int index, bool to_device) {
   if (nbytes == 0) return;
   set_device(index);
   cudaStream_t s = stream(index);
+  const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  const char* what = to_device ? "to(cuda)" : "to(cpu)";
   Pinned& buf = pinned(index);
   if (nbytes <= kPinnedLimit) {
     std::lock_guard<std::mutex> lock(buf.mutex);
     if (reserve_pinned(buf, nbytes)) {
-      std::memcpy(buf.data, src, nbytes);
-      check(cudaMemcpyAsync(dst, buf.data, nbytes, cudaMemcpyHostToDevice, s), "to(cuda)");
-      // The buffer is reused by the next copy: wait until this one has read it.
-      check(cudaStreamSynchronize(s), "to(cuda)");
+      if (to_device) std::memcpy(buf.data, src, nbytes);
+      check(
+          cudaMemcpyAsync(to_device ? dst : buf.data, to_device ? buf.data : src, nbytes, kind, s),
+          what);
+      check(cudaStreamSynchronize(s), what);
+      if (!to_device) std::memcpy(dst, buf.data, nbytes);
       return;
     }
   }
-  check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, s), "to(cuda)");
-  check(cudaStreamSynchronize(s), "to(cuda)");
+  check(cudaMemcpyAsync(dst, src, nbytes, kind, s), what);
+  check(cudaStreamSynchronize(s), what);
+}
+}  // namespace
+
+void backend_copy_host_to_device(void* dst, const void* src, size_t nbytes, int index) {
+  copy_with_host(dst, src, nbytes, index, true);
 }
 
 void backend_copy_device_to_host(void* dst, const void* src, size_t nbytes, int index) {
-  if (nbytes == 0) return;
-  set_device(index);
-  cudaStream_t s = stream(index);
-  Pinned& buf = pinned(index);
-  if (nbytes <= kPinnedLimit) {
-    std::lock_guard<std::mutex> lock(buf.mutex);
-    if (reserve_pinned(buf, nbytes)) {
-      check(cudaMemcpyAsync(buf.data, src, nbytes, cudaMemcpyDeviceToHost, s), "to(cpu)");
-      check(cudaStreamSynchronize(s), "to(cpu)");
-      std::memcpy(dst, buf.data, nbytes);
-      return;
-    }
-  }
-  check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, s), "to(cpu)");
-  check(cudaStreamSynchronize(s), "to(cpu)");
+  copy_with_host(dst, src, nbytes, index, false);
 }
 
 void backend_synchronize(int index) {
