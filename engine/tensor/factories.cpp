@@ -32,10 +32,13 @@ Tensor from_data(const T* data, size_t count, const Shape& shape, const TensorOp
     throw ShapeError("from_vector: " + std::to_string(count) + " values do not fill shape " +
                      shape_str(shape) + " (" + std::to_string(shape_numel(shape)) + " elements)");
   }
-  Tensor out = empty(shape, TensorOptions(options.dtype()).device(options.device()));
+  // The values are host memory: convert them on the CPU, then move the tensor (a device's copy
+  // kernel cannot read a host pointer; on a GPU it was an illegal address).
+  Tensor out = empty(shape, TensorOptions(options.dtype()));
   Shape strides = contiguous_strides(shape);
   TensorView src{const_cast<T*>(data), source_dtype, shape, strides};
   kernels<CopyKernels>(out.device(), "from_vector").copy(view_of(out), src);
+  if (!options.device().is_cpu()) out = out.to(options.device());
   return finish(out, options);
 }
 }  // namespace
