@@ -200,6 +200,11 @@ def main():
                         "epoch": epoch, "step": step}, args.save)
             print(f"saved {args.save}")
     if distributed:
+        # Every process waits here for the others first: a collective's tensors are let go by
+        # gloo's worker thread after the caller has resumed, and torch 1.13 deadlocks when the
+        # main thread destroys the process group (at exit, holding the GIL) while that worker
+        # still needs the GIL to free one. The barrier's wait releases the GIL and lets it.
+        dist.barrier()
         dist.destroy_process_group()
 
 

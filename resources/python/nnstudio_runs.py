@@ -301,6 +301,7 @@ class Recorder:
         self._last_epoch = {}
         self.closed = False
         self.run = None
+        self._reduce_buffer = None
         if self.rank != 0:
             return
         modules = dict(self.model.named_modules())
@@ -420,11 +421,19 @@ class Recorder:
         if self.processes == 1:
             return values
         keys = sorted(values)
-        device = "cuda" if torch.distributed.get_backend() == "nccl" else "cpu"
-        t = torch.tensor([NAN if values[k] is None else float(values[k]) for k in keys],
-                         dtype=torch.float64, device=device)
-        torch.distributed.all_reduce(t)
-        return dict(zip(keys, (t / self.processes).tolist()))
+        host = torch.tensor([NAN if values[k] is None else float(values[k]) for k in keys],
+                            dtype=torch.float64)
+        # One buffer for the recorder's life, not a new tensor a call: gloo's worker thread
+        # lets go of a collective's tensors after the caller has resumed, and a tensor whose
+        # Python object died first then needs the GIL to be freed. With torch 1.13 that
+        # deadlocks a process whose main thread, holding the GIL, destroys the process group
+        # at exit and waits for that worker (seen as a DDP rank hanging in ~ProcessGroupGloo).
+        if self._reduce_buffer is None or self._reduce_buffer.numel() != len(keys):
+            device = "cuda" if torch.distributed.get_backend() == "nccl" else "cpu"
+            self._reduce_buffer = torch.empty(len(keys), dtype=torch.float64, device=device)
+        self._reduce_buffer.copy_(host)
+        torch.distributed.all_reduce(self._reduce_buffer)
+        return dict(zip(keys, (self._reduce_buffer / self.processes).tolist()))
 
     def step(self, loss, accuracy=None, lr=None):
         """After a training step (its backward and optimizer.step()): its loss, its accuracy

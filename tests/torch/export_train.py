@@ -21,10 +21,12 @@ Skipped without torch (exit 77), except in CI, where it fails (torch_checks.py).
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 from torch_checks import ROOT, check, cli, load_module, main, run, torch
 
@@ -41,6 +43,39 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def ddp_run(train_py, args, tries=2):
+    """Runs train.py as two DDP processes (rank 0 and 1) and returns them with their outputs.
+    When one fails the other would wait in a collective for gloo's 30-minute timeout: it is
+    stopped, and both outputs are reported. A port another process took between free_port()
+    and rank 0's bind is tried again with a new one."""
+    for attempt in range(tries):
+        port = str(free_port())
+        procs = []
+        for rank in range(2):
+            env = dict(os.environ, PYTHONFAULTHANDLER="1", RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            procs.append(subprocess.Popen(
+                [sys.executable, train_py, *args], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True))
+        # Both normally end in seconds. One that failed leaves the other waiting: it is
+        # stopped at once. Two still running at the deadline are stopped with SIGABRT, which
+        # makes Python's fault handler print where each one waits.
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            codes = [p.poll() for p in procs]
+            if None not in codes or any(c not in (None, 0) for c in codes):
+                break
+            time.sleep(0.1)
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGABRT)
+        outputs = [p.communicate()[0] for p in procs]
+        if attempt + 1 < tries and any("Address already in use" in o for o in outputs):
+            continue
+        return procs, outputs
+    return procs, outputs
 
 
 def same_training(tmp, name, project, loss_fn, train_args, what):
@@ -87,18 +122,11 @@ def checks():
 
         # 2. Two processes, DDP over gloo.
         ckpt = os.path.join(tmp, "ddp.pt")
-        port = str(free_port())
-        procs = []
-        for rank in range(2):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
-                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-            procs.append(subprocess.Popen(
-                [sys.executable, train_py, "--steps", "5", "--save", ckpt], env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        outputs = [p.communicate(timeout=300)[0] for p in procs]
+        procs, outputs = ddp_run(train_py, ["--steps", "5", "--save", ckpt])
         check(all(p.returncode == 0 for p in procs),
-              "both DDP processes exit 0" + "".join("\n" + o for o in outputs
-                                                    if procs[outputs.index(o)].returncode))
+              "both DDP processes exit 0" + "".join(
+                  f"\n--- rank {r} (exit {p.returncode}):\n{o}"
+                  for r, (p, o) in enumerate(zip(procs, outputs)) if p.returncode))
         check("DDP: 2 processes, gloo, cpu" in outputs[0], "rank 0 says how it trains")
         check("DDP:" not in outputs[1] and "steps" not in outputs[1], "rank 1 prints nothing")
         out = cli("train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet")
