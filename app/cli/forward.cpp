@@ -20,7 +20,9 @@ int run_forward(const Options& o) {
   const graph::Project project = graph::load_project(o.positional(0));
   // On a GPU: model and input go there, results come back to the CPU to be written.
   const Device device = train::training_device(o.has("device") ? o.text("device") : "cpu");
-  const std::shared_ptr<graph::GraphModule> model = graph::build_model(project);
+  // Without --weights, the weights a training run starts from (as the ONNX export writes).
+  const std::shared_ptr<graph::GraphModule> model =
+      o.has("weights") ? graph::build_model(project) : graph::build_initial_model(project);
   if (o.has("weights"))
     serialize::load_into(*model, serialize::load_state_dict_file(o.text("weights")),
                          /*strict=*/true);
@@ -63,7 +65,9 @@ Command forward_command() {
   return {"forward",
           "run a project's model on a tensor from a file and write the output",
           {{"PROJECT", "the project file (.nns)"}},
-          {{"weights", "FILE", "", "load these weights first (.pt, .pth or .safetensors)"},
+          {{"weights", "FILE", "",
+            "run with these weights (.pt, .pth or .safetensors); without it, those training starts "
+            "from (the project's seed)"},
            {"input", "FILE", "", "a state-dict file holding the tensor 'input'"},
            {"output", "FILE", "", "write 'output' (and the gradients) to this file"},
            {"grad", "", "",

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/nn/nn.h"
+#include "engine/tensor/generator.h"
 
 namespace nns::graph {
 namespace {
@@ -916,6 +917,11 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
     throw GraphError(message, std::move(problems.list));
   }
   return b.build(project.name);
+}
+
+std::shared_ptr<GraphModule> build_initial_model(const Project& project) {
+  manual_seed(static_cast<uint64_t>(project.training.seed));
+  return build_model(project);
 }
 
 Json resolved_options(const Project& project, const Node& node, const Json& arguments) {

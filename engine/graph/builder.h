@@ -84,6 +84,12 @@ class GraphModule : public nn::Module {
 
 std::shared_ptr<GraphModule> build_model(const Project& project);
 
+// The model with the weights a training run of the project starts from (TrainingSession's
+// reset): drawn from the default generator after manual_seed(project.training.seed). Every
+// command that shows or writes "the project's initial weights" uses these, so that an ONNX
+// export, a forward pass and step 0 of training agree. Reseeds the default generator.
+std::shared_ptr<GraphModule> build_initial_model(const Project& project);
+
 // The nodes of `graph` (the project's own, or one of its blocks' graphs) that forward runs, in
 // the order it runs them: topological, ties in node order. Group members that their group runs
 // (a Sequential's) and portless groups are not among them. For a graph that builds.

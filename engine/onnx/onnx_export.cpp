@@ -697,8 +697,8 @@ class Exporter {
 std::string export_model(const Project& project, const nn::StateDict* weights, int64_t opset) {
   check_opset(opset, "ONNX export");
   // Without weights, those a training run starts from: drawn after the project's seed.
-  if (!weights) manual_seed(static_cast<uint64_t>(project.training.seed));
-  const std::shared_ptr<GraphModule> model = graph::build_model(project);
+  const std::shared_ptr<GraphModule> model =
+      weights ? graph::build_model(project) : graph::build_initial_model(project);
   if (weights) serialize::load_into(*model, *weights, /*strict=*/true);
   ::onnx::ModelProto proto = Exporter(project, *model, opset).run();
   // What onnx.checker.check_model(model, full_check=True) does, on a copy (inference adds

@@ -42,7 +42,10 @@ def run_checks():
             got = torch.from_numpy(session.run(None, feed)[0])
             ok = got.shape == expected.shape and torch.allclose(
                 got.to(expected.dtype), expected, rtol=1e-4, atol=1e-5)
-            check(ok, f"{name}: onnxruntime equals nnstudio-cli forward --eval")
+            diff = ((got.to(expected.dtype) - expected).abs().max().item()
+                    if got.shape == expected.shape else float("nan"))
+            check(ok, f"{name}: onnxruntime equals nnstudio-cli forward --eval "
+                      f"(shapes {list(got.shape)} {list(expected.shape)}, max diff {diff:.2e})")
 
 
 if __name__ == "__main__":

@@ -223,6 +223,13 @@ def check_project(tmp, path):
         check(torch.allclose(y, ours_initial, rtol=1e-4, atol=1e-5),
               f"{what}: the model computes nnstudio-cli forward's output with these weights "
               f"(max diff {(y - ours_initial).abs().max().item():.2e})")
+        # And they are the project's initial weights everywhere: forward without --weights
+        # (onnxruntime found the two apart when forward drew them without the project's seed).
+        if opset == "17":
+            unweighted = engine_eval(tmp, path, x)
+            check(torch.equal(unweighted, ours_initial),
+                  f"{name}: nnstudio-cli forward without --weights uses the weights the export "
+                  f"writes (max diff {(unweighted - ours_initial).abs().max().item():.2e})")
 
 
 # Chains of the layers the examples lack, written as projects here: every other built-in
