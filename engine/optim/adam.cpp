@@ -48,6 +48,14 @@ bool set_common(const char* optimizer, AdamOptions& o, const std::string& name,
     o.foreach = detail::foreach_from(value);
   } else if (name == "capturable") {
     o.capturable = detail::false_only(optimizer, name, value);
+  } else if (name == "decoupled_weight_decay") {
+    // torch 2.x's groups have it: false for Adam, true for AdamW (which is Adam with it on).
+    const bool adamw = std::string(optimizer) == "AdamW";
+    if (option_flag(name, value) != adamw) {
+      throw ValueError(
+          std::string(optimizer) + ": decoupled_weight_decay=" + (adamw ? "False" : "True") +
+          " is " + (adamw ? "Adam" : "AdamW") + "'s update; choose " + (adamw ? "Adam" : "AdamW"));
+    }
   } else {
     return false;
   }
@@ -147,7 +155,7 @@ void AdamOptions::set(const std::string& name, const OptionValue& value) {
   } else {
     throw KeyError("Adam has no option '" + name +
                    "' (it has lr, betas, eps, weight_decay, amsgrad, maximize, foreach, "
-                   "capturable, differentiable, fused)");
+                   "capturable, differentiable, fused, decoupled_weight_decay)");
   }
 }
 
@@ -164,9 +172,13 @@ OptionList AdamWOptions::items() const {
 
 void AdamWOptions::set(const std::string& name, const OptionValue& value) {
   if (set_common("AdamW", *this, name, value)) return;
+  if (name == "differentiable" || name == "fused") {
+    detail::false_only("AdamW", name, value);  // torch 2.x's keys
+    return;
+  }
   throw KeyError("AdamW has no option '" + name +
                  "' (it has lr, betas, eps, weight_decay, amsgrad, foreach, maximize, "
-                 "capturable)");
+                 "capturable, differentiable, fused, decoupled_weight_decay)");
 }
 
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)

@@ -137,10 +137,12 @@ void RMSpropOptions::set(const std::string& name, const OptionValue& value) {
     maximize = option_flag(name, value);
   } else if (name == "differentiable") {
     differentiable = detail::false_only("RMSprop", name, value);
+  } else if (name == "capturable") {
+    detail::false_only("RMSprop", name, value);  // torch 2.x's key
   } else {
     throw KeyError("RMSprop has no option '" + name +
                    "' (it has lr, momentum, alpha, eps, centered, weight_decay, foreach, "
-                   "maximize, differentiable)");
+                   "maximize, differentiable, capturable)");
   }
 }
 

@@ -117,10 +117,12 @@ void SGDOptions::set(const std::string& name, const OptionValue& value) {
       = detail::foreach_from(value);
   } else if (name == "differentiable") {
     differentiable = detail::false_only("SGD", name, value);
+  } else if (name == "fused") {
+    detail::false_only("SGD", name, value);  // torch 2.x's key
   } else {
     throw KeyError("SGD has no option '" + name +
                    "' (it has lr, momentum, dampening, weight_decay, nesterov, maximize, "
-                   "foreach, differentiable)");
+                   "foreach, differentiable, fused)");
   }
 }
 

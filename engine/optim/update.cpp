@@ -27,6 +27,8 @@ std::optional<bool> foreach_from(const OptionValue& value) {
 }
 
 bool false_only(const char* optimizer, const std::string& name, const OptionValue& value) {
+  // torch 2.x saves fused=None, its default (a fused kernel only where one exists): not fused.
+  if (std::holds_alternative<std::monostate>(value)) return false;
   if (option_flag(name, value)) {
     throw ValueError(std::string(optimizer) + ": " + name +
                      "=True is not supported (it needs CUDA graphs or autograd through the "

@@ -23,7 +23,11 @@ inline void check_not_negative(const char* optimizer, const std::string& what, d
 OptionValue foreach_value(const std::optional<bool>& foreach);
 std::optional<bool> foreach_from(const OptionValue& value);
 // For capturable, differentiable and fused, which select what this engine does not have
-// (CUDA graphs, autograd through the step): false, or a ValueError naming the option.
+// (CUDA graphs, autograd through the step): false (or None, torch 2.x's default for fused),
+// or a ValueError naming the option. The optimizers take these keys from the groups of torch
+// 2.x's checkpoints too where torch 1.13's groups lack them (SGD's fused, RMSprop's
+// capturable, AdamW's differentiable and fused), so that a train.py run by a newer PyTorch
+// resumes here.
 bool false_only(const char* optimizer, const std::string& name, const OptionValue& value);
 
 // Checks every parameter of every group that has a gradient: a float32/float64 tensor on

@@ -338,8 +338,8 @@ TEST(OptimAdaptiveTest, FactoryNamesAndUnknownOptionsAreKeyErrors) {
             }).find("unknown optimizer 'Adagrad' (known: SGD, Adam, AdamW, RMSprop)"),
             std::string::npos);
   EXPECT_NE(error_of<KeyError>([&] {
-              optim::make_optimizer("AdamW", {ParamGroup({w})}, {{"differentiable", false}});
-            }).find("AdamW has no option 'differentiable' (it has lr, betas,"),
+              optim::make_optimizer("AdamW", {ParamGroup({w})}, {{"lr_decay", 0.1}});
+            }).find("AdamW has no option 'lr_decay' (it has lr, betas,"),
             std::string::npos);
   EXPECT_NE(error_of<KeyError>([&] {
               optim::make_optimizer("rmsprop", {ParamGroup({w})}, {{"nesterov", true}});
@@ -411,6 +411,58 @@ TEST(OptimAdaptiveTest, NonContiguousParameterIsUpdatedInPlace) {
   EXPECT_EQ(values(t), values(c));
   EXPECT_GT(t.version(), version);
   EXPECT_FALSE(t.is_contiguous());
+}
+
+// The groups train.py writes under torch 2.x (torch 2.11's defaults, keys 1.13 lacks: fused=None,
+// decoupled_weight_decay, AdamW's differentiable and fused, SGD's fused, RMSprop's capturable)
+// resume here; what would change the update is refused by name.
+TEST(OptimAdaptiveTest, TorchTwoGroupKeysAreTaken) {
+  Tensor w = ones({2}, TensorOptions().requires_grad(true));
+  const optim::OptionValue none = std::monostate{};
+  const optim::OptionList adam = {{"lr", 0.01},
+                                  {"betas", std::vector<double>{0.9, 0.999}},
+                                  {"eps", 1e-8},
+                                  {"weight_decay", 0.0},
+                                  {"amsgrad", false},
+                                  {"maximize", false},
+                                  {"foreach", none},
+                                  {"capturable", false},
+                                  {"differentiable", false},
+                                  {"fused", none},
+                                  {"decoupled_weight_decay", false}};
+  EXPECT_NO_THROW(optim::make_optimizer("Adam", {ParamGroup({w})}, adam));
+  optim::OptionList adamw = adam;
+  adamw.back().second = true;
+  EXPECT_NO_THROW(optim::make_optimizer("AdamW", {ParamGroup({w})}, adamw));
+  EXPECT_NE(error_of<ValueError>([&] {
+              optim::make_optimizer("Adam", {ParamGroup({w})}, adamw);
+            }).find("Adam: decoupled_weight_decay=True is AdamW's update; choose AdamW"),
+            std::string::npos);
+  EXPECT_NE(error_of<ValueError>([&] {
+              optim::make_optimizer("AdamW", {ParamGroup({w})}, {{"fused", true}});
+            }).find("fused=True is not supported"),
+            std::string::npos);
+  EXPECT_NO_THROW(optim::make_optimizer("SGD", {ParamGroup({w})},
+                                        {{"lr", 0.1},
+                                         {"momentum", 0.0},
+                                         {"dampening", 0.0},
+                                         {"weight_decay", 0.0},
+                                         {"nesterov", false},
+                                         {"maximize", false},
+                                         {"foreach", none},
+                                         {"differentiable", false},
+                                         {"fused", none}}));
+  EXPECT_NO_THROW(optim::make_optimizer("RMSprop", {ParamGroup({w})},
+                                        {{"lr", 0.01},
+                                         {"momentum", 0.0},
+                                         {"alpha", 0.99},
+                                         {"eps", 1e-8},
+                                         {"centered", false},
+                                         {"weight_decay", 0.0},
+                                         {"capturable", false},
+                                         {"foreach", none},
+                                         {"maximize", false},
+                                         {"differentiable", false}}));
 }
 
 }  // namespace

@@ -27,10 +27,15 @@ else
   exit 1
 fi
 # The checkpoint resumes in the CLI.
-if "$cli" train "$root/resources/examples/spirals.nns" --resume "$tmp/ckpt.pt" --steps 2 \
-    --no-record --quiet; then
+if resumed=$("$cli" train "$root/resources/examples/spirals.nns" --resume "$tmp/ckpt.pt" \
+    --steps 2 --no-record --quiet 2>&1); then
   echo "ok   the DDP checkpoint resumes in nnstudio-cli"
 else
-  echo "FAIL the DDP checkpoint does not resume in nnstudio-cli"
+  echo "$resumed"
+  echo "FAIL the DDP checkpoint does not resume in nnstudio-cli: $(tail -1 <<<"$resumed")"
+  # What the checkpoint holds, for the message above.
+  python3 -c 'import sys, torch; c = torch.load(sys.argv[1], weights_only=False)
+print({k: (type(v).__name__ if not isinstance(v, dict) else sorted(v)) for k, v in c.items()})
+print(c["optimizer_state_dict"]["param_groups"])' "$tmp/ckpt.pt" || true
   exit 1
 fi

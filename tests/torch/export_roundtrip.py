@@ -69,10 +69,19 @@ def check_project(tmp, path):
               f"{name}: the input's gradient matches")
     else:
         check("grad.input" not in ours, f"{name}: token inputs have no gradient")
-    grads = [k for k, p in model.named_parameters() if p.grad is not None]
-    check(all(torch.allclose(dict(model.named_parameters())[k].grad, ours["grad." + k],
-                             rtol=1e-5, atol=1e-6) for k in grads) and len(grads) > 0,
-          f"{name}: the gradients of {len(grads)} parameters match")
+    params = dict(model.named_parameters())
+    grads = [k for k, p in params.items() if p.grad is not None]
+    apart = [k for k in grads
+             if not torch.allclose(params[k].grad, ours["grad." + k], rtol=1e-5, atol=1e-6)]
+    # The parameter furthest apart (relative to its gradient's size), for a failure's message.
+    worst = max(apart, default=None, key=lambda k: (
+        (params[k].grad - ours["grad." + k]).abs().max() / params[k].grad.abs().max().clamp_min(
+            1e-30)).item())
+    check(not apart and len(grads) > 0,
+          f"{name}: the gradients of {len(grads)} parameters match" + (
+              f" ({len(apart)} apart; the worst, {worst}: max diff "
+              f"{(params[worst].grad - ours['grad.' + worst]).abs().max().item():.3e} of "
+              f"max |grad| {params[worst].grad.abs().max().item():.3e})" if worst else ""))
 
 
 def check_refusals(tmp):

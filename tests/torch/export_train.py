@@ -132,6 +132,17 @@ def checks():
         out = cli("train", SPIRALS, "--resume", ckpt, "--steps", "3", "--quiet")
         check(steps_run(out) == 8, "the DDP checkpoint resumes in nnstudio-cli (step 5 to 8)")
 
+        # The same checkpoint as torch 2.x writes its optimizer groups (its new keys, with
+        # their defaults: fused=None, decoupled_weight_decay): it resumes too (torchrun under
+        # torch 2.11 on the GPU machine found 'fused' None refused).
+        newer = torch.load(ckpt)
+        for group in newer["optimizer_state_dict"]["param_groups"]:
+            group.update(fused=None, foreach=None, decoupled_weight_decay=False)
+        ckpt2 = os.path.join(tmp, "ddp_torch2.pt")
+        torch.save(newer, ckpt2)
+        out = cli("train", SPIRALS, "--resume", ckpt2, "--steps", "3", "--quiet")
+        check(steps_run(out) == 8, "a checkpoint with torch 2.x's optimizer keys resumes")
+
         # 3. Full batch, the same start: the same loss after 50 steps.
         project = json.load(open(SPIRALS))
         # Every batch is the whole training set.
