@@ -25,7 +25,7 @@
 
 namespace nns {
 
-inline constexpr uint32_t kCudaBackendAbi = 1;
+inline constexpr uint32_t kCudaBackendAbi = 2;  // 2: LinalgKernels has the batched GEMM
 
 struct CudaDeviceProperties {
   int index = 0;

@@ -22,9 +22,20 @@ using GemmFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
                         const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
                         int64_t ldc);
 
+// `batch` GEMMs at once: the i-th reads A at a + i * stride_a and B at b + i * stride_b and
+// writes C at c + i * stride_c (a stride of 0 shares one matrix). bmm and batched matmul go
+// through it, so that a device runs a batch of small products as one launch.
+template <class T>
+using GemmBatchedFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                               const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
+                               int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                               int64_t batch);
+
 struct LinalgKernels {
   GemmFn<float> gemm_f32;
   GemmFn<double> gemm_f64;
+  GemmBatchedFn<float> gemm_batched_f32;
+  GemmBatchedFn<double> gemm_batched_f64;
 
   template <class T>
   GemmFn<T> gemm() const {
@@ -32,6 +43,14 @@ struct LinalgKernels {
       return gemm_f32;
     } else {
       return gemm_f64;
+    }
+  }
+  template <class T>
+  GemmBatchedFn<T> gemm_batched() const {
+    if constexpr (std::is_same_v<T, float>) {
+      return gemm_batched_f32;
+    } else {
+      return gemm_batched_f64;
     }
   }
   static const LinalgKernels* for_device(DeviceType type);

@@ -112,8 +112,20 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   }
 }
 
+// On the CPU a batch is the GEMMs one after another (each large enough to use the cores).
+template <class T>
+void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T beta,
+                  T* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  for (int64_t i = 0; i < batch; ++i) {
+    gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+            c + i * stride_c, ldc);
+  }
+}
+
 }  // namespace
 
-const LinalgKernels linalg_kernels{&gemm<float>, &gemm<double>};
+const LinalgKernels linalg_kernels{&gemm<float>, &gemm<double>, &gemm_batched<float>,
+                                   &gemm_batched<double>};
 
 }  // namespace nns::cpu

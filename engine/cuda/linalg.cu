@@ -126,6 +126,47 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   }
 }
 
+// cuBLAS's strided batch: one launch for the batch (attention's per-head products).
+template <class T>
+void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T beta,
+                  T* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (batch == 1 || m == 0 || n == 0 || k == 0 || batch > INT_MAX) {
+    for (int64_t i = 0; i < batch; ++i) {
+      gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+              c + i * stride_c, ldc);
+    }
+    return;
+  }
+  if (batch == 0) return;
+  const int device = device_of(c);
+  set_device(device);
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+    throw DeviceError("gemm (CUDA): a side of " + std::to_string(std::max({m, n, k})) +
+                      " is beyond cuBLAS's 32-bit sizes");
+  std::lock_guard<std::mutex> lock(handle_mutex());
+  cublasHandle_t h = handle_for(device);
+  // Column-major, as gemm(): the operands swap places.
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ld_a = static_cast<int>(std::max<int64_t>(lda, 1));
+  const int ld_b = static_cast<int>(std::max<int64_t>(ldb, 1));
+  const int ld_c = static_cast<int>(std::max<int64_t>(ldc, 1));
+  if constexpr (std::is_same_v<T, float>) {
+    check_cublas(
+        cublasSgemmStridedBatched(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                  static_cast<int>(k), &alpha, b, ld_b, stride_b, a, ld_a, stride_a,
+                                  &beta, c, ld_c, stride_c, static_cast<int>(batch)),
+        "gemm (batched)");
+  } else {
+    check_cublas(
+        cublasDgemmStridedBatched(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                  static_cast<int>(k), &alpha, b, ld_b, stride_b, a, ld_a, stride_a,
+                                  &beta, c, ld_c, stride_c, static_cast<int>(batch)),
+        "gemm (batched)");
+  }
+}
+
 }  // namespace
 
 void backend_set_allow_tf32(bool allow) {
@@ -135,6 +176,7 @@ bool backend_allow_tf32() {
   return g_allow_tf32.load();
 }
 
-const LinalgKernels linalg_kernels{&gemm<float>, &gemm<double>};
+const LinalgKernels linalg_kernels{&gemm<float>, &gemm<double>, &gemm_batched<float>,
+                                   &gemm_batched<double>};
 
 }  // namespace nns::cuda

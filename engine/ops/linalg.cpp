@@ -73,14 +73,12 @@ Tensor multiply(const Mat& a, const Mat& b, const Shape& shape, int64_t batch, d
   const int64_t m = a.rows, n = b.cols, depth = a.cols;
   cpu::dispatch_floating(ref.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    const GemmFn<T> gemm = k.gemm<T>();
     const T* pa = static_cast<const T*>(a.data.raw_data());
     const T* pb = static_cast<const T*>(b.data.raw_data());
     T* pc = static_cast<T*>(out.raw_data());
-    for (int64_t i = 0; i < batch; ++i) {
-      gemm(a.trans, b.trans, m, n, depth, static_cast<T>(alpha), pa + i * a.batch_stride, a.ld,
-           pb + i * b.batch_stride, b.ld, T(0), pc + i * m * n, std::max<int64_t>(n, 1));
-    }
+    k.gemm_batched<T>()(a.trans, b.trans, m, n, depth, static_cast<T>(alpha), pa, a.ld,
+                        a.batch_stride, pb, b.ld, b.batch_stride, T(0), pc, std::max<int64_t>(n, 1),
+                        m * n, batch);
   });
   return out;
 }

@@ -74,6 +74,56 @@ def steps_per_second(widths, batch, lr, seconds, clock):
     return best
 
 
+class ReverseTransformer(torch.nn.Module):
+    """resources/examples/reverse_transformer.nns in PyTorch: Embedding(10, 32), learned
+    positions (max_len 16), two TransformerEncoderLayer(32, 4, 64, dropout 0, batch_first),
+    Linear(32, 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 32)
+        self.pos = torch.nn.Parameter(torch.randn(16, 32) * 0.02)
+        self.encoder = torch.nn.Sequential(*[
+            torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+            for _ in range(2)])
+        self.head = torch.nn.Linear(32, 10)
+
+    def forward(self, tokens):
+        x = self.embed(tokens) + self.pos[:tokens.shape[1]]
+        return self.head(self.encoder(x))
+
+
+def transformer_rate(seconds, device):
+    """The reverse transformer's training steps per second (batch 64 of 8 tokens, Adam, the
+    loss over the positions), as bench_train's transformer row."""
+    torch.manual_seed(0)
+    net = ReverseTransformer().to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batches = 16
+    xs = [torch.randint(0, 10, (64, 8), device=device) for _ in range(batches)]
+    ys = [torch.randint(0, 10, (64 * 8,), device=device) for _ in range(batches)]
+
+    def step(i):
+        b = i % batches
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(xs[b]).reshape(-1, 10), ys[b]).backward()
+        opt.step()
+
+    for i in range(20):
+        step(i)
+    torch.cuda.synchronize()
+    best = 0.0
+    for _ in range(3):
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            step(n)
+            n += 1
+        torch.cuda.synchronize()
+        best = max(best, n / (time.perf_counter() - start))
+    return best
+
+
 def device_rates(seconds, device):
     """The MLPs and the CNN on a GPU (float32, TF32 off as PyTorch's default), and a 4096 x 4096
     float32 product's rate in TFLOP/s ("gemm4096"); each window ends with a synchronize."""
@@ -112,6 +162,7 @@ def device_rates(seconds, device):
             torch.cuda.synchronize()
             best = max(best, n / (time.perf_counter() - start))
         print(f"{name} {best:.1f}", flush=True)
+    print(f"transformer {transformer_rate(seconds, device):.1f}", flush=True)
     a = torch.randn(4096, 4096, device=device)
     b = torch.randn(4096, 4096, device=device)
     for _ in range(3):

@@ -107,6 +107,11 @@ std::vector<OpCase> op_table() {
        1e-4,
        1e-5},
       {"bmm", {{3, 5, 6}, {3, 6, 2}}, [](auto& x) { return bmm(x[0], x[1]); }, 1e-4, 1e-5},
+      {"matmul broadcast batch",
+       {{5, 6}, {3, 6, 2}},
+       [](auto& x) { return matmul(x[0], x[1]); },
+       1e-4,
+       1e-5},
       {"linear",
        {{7, 5}, {3, 5}, {3}},
        [](auto& x) { return linear(x[0], x[1], x[2]); },
@@ -123,6 +128,15 @@ std::vector<OpCase> op_table() {
        {{2, 4, 9, 9}, {6, 2, 3, 3}},
        [](auto& x) {
          return conv2d(x[0], x[1], Tensor(), {2, 2}, {0, 0}, {1, 1}, 2);
+       },
+       1e-4,
+       1e-5},
+      // Patches of 31 MB an image (float32): the images go through the product in chunks
+      // (two, then one), with dilation.
+      {"conv2d chunked dilated",
+       {{3, 1, 400, 400}, {2, 1, 7, 7}, {2}},
+       [](auto& x) {
+         return conv2d(x[0], x[1], x[2], {1, 1}, {6, 6}, {2, 2});
        },
        1e-4,
        1e-5},
