@@ -21,11 +21,13 @@
 #include "engine/backend/kernel_types.h"
 #include "engine/backend/linalg_kernels.h"
 #include "engine/backend/nn_kernels.h"
+#include "engine/backend/optimizer_kernels.h"
 #include "engine/backend/reduction_kernels.h"
 
 namespace nns {
 
-inline constexpr uint32_t kCudaBackendAbi = 2;  // 2: LinalgKernels has the batched GEMM
+// 2: LinalgKernels has the batched GEMM, and the tables the optimizers' kernels.
+inline constexpr uint32_t kCudaBackendAbi = 2;
 
 struct CudaDeviceProperties {
   int index = 0;
@@ -54,8 +56,9 @@ struct CudaBackendTables {
   const ElementwiseKernels* elementwise;
   const ReductionKernels* reduction;
   const LinalgKernels* linalg;
-  const IndexingKernels* indexing;  // nullptr where the library has no such kernels yet
-  const NNKernels* nn;              // likewise
+  const IndexingKernels* indexing;    // nullptr where the library has no such kernels yet
+  const NNKernels* nn;                // likewise
+  const OptimizerKernels* optimizer;  // likewise
 
   // The number of devices, or -1 with the reason written to reason (the driver is missing
   // or too old, no GPU, ...).

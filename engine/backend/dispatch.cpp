@@ -64,6 +64,9 @@ const IndexingKernels* IndexingKernels::for_device(DeviceType type) {
 const NNKernels* NNKernels::for_device(DeviceType type) {
   return table_for(type, &cpu::nn_kernels, &CudaBackendTables::nn);
 }
+const OptimizerKernels* OptimizerKernels::for_device(DeviceType type) {
+  return table_for(type, &cpu::optimizer_kernels, &CudaBackendTables::optimizer);
+}
 
 bool device_available(Device device) {
   if (device.is_cpu()) return true;

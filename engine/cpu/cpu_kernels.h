@@ -8,6 +8,7 @@
 #include "engine/backend/kernel_types.h"
 #include "engine/backend/linalg_kernels.h"
 #include "engine/backend/nn_kernels.h"
+#include "engine/backend/optimizer_kernels.h"
 #include "engine/backend/reduction_kernels.h"
 
 namespace nns::cpu {
@@ -19,5 +20,6 @@ extern const NNKernels nn_kernels;                    // nn.cpp
 extern const IndexingKernels indexing_kernels;        // indexing.cpp
 extern const ElementwiseKernels elementwise_kernels;  // elementwise.cpp
 extern const ReductionKernels reduction_kernels;      // reduction.cpp
+extern const OptimizerKernels optimizer_kernels;      // optimizer.cpp
 
 }  // namespace nns::cpu

@@ -22,6 +22,7 @@ const CudaBackendTables kTables{
     &linalg_kernels,
     &indexing_kernels,
     &nn_kernels,
+    &optimizer_kernels,
     &backend_device_count,
     &backend_device_properties,
     &backend_copy_host_to_device,

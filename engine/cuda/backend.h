@@ -13,6 +13,7 @@ extern const ReductionKernels reduction_kernels;      // reduction.cu
 extern const LinalgKernels linalg_kernels;            // linalg.cu
 extern const IndexingKernels indexing_kernels;        // indexing.cu
 extern const NNKernels nn_kernels;                    // nn.cu
+extern const OptimizerKernels optimizer_kernels;      // optimizer.cu
 
 // runtime.cpp
 int backend_device_count(char* reason, size_t reason_size);

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/backend/dispatch.h"
+#include "engine/backend/optimizer_kernels.h"
 #include "engine/ops/elementwise.h"
 #include "engine/optim/update.h"
 #include "engine/tensor/error.h"
@@ -60,75 +62,6 @@ bool set_common(const char* optimizer, AdamOptions& o, const std::string& name,
     return false;
   }
   return true;
-}
-
-// The scalars of one parameter's update, in float64 as PyTorch's Python code computes them.
-struct AdamStep {
-  double beta1, beta2, eps, weight_decay;
-  double step_size;  // lr / (1 - beta1^t)
-  double bias_correction2_sqrt;
-  double param_scale;  // AdamW: 1 - lr * weight_decay
-  bool maximize, decoupled;
-};
-
-// One pass over a parameter: the scalars are cast to T as PyTorch's kernels cast them, and
-// each operation rounds where PyTorch's does. Its add(other, alpha) and addcmul are fused
-// multiply-adds in the vectorized CPU kernels (and in their scalar tails, which GCC contracts
-// with the kernels' -mfma), so those are std::fma here.
-template <class T>
-void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
-                 const AdamStep& s) {
-  const T beta1 = static_cast<T>(s.beta1);
-  const T one_minus_beta1 = static_cast<T>(1.0 - s.beta1);
-  const T beta2 = static_cast<T>(s.beta2);
-  const T one_minus_beta2 = static_cast<T>(1.0 - s.beta2);
-  const T weight_decay = static_cast<T>(s.weight_decay);
-  const T bias_correction2_sqrt = static_cast<T>(s.bias_correction2_sqrt);
-  const T eps = static_cast<T>(s.eps);
-  const T neg_step_size = static_cast<T>(-s.step_size);
-  const T param_scale = static_cast<T>(s.param_scale);
-  const bool coupled_decay = !s.decoupled && s.weight_decay != 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    T g = s.maximize ? -grad[i] : grad[i];
-    T p = param[i];
-    if (s.decoupled) p *= param_scale;
-    if (coupled_decay) g = std::fma(p, weight_decay, g);
-    const T m = std::fma(g, one_minus_beta1, exp_avg[i] * beta1);
-    const T v = std::fma(one_minus_beta2 * g, g, exp_avg_sq[i] * beta2);
-    exp_avg[i] = m;
-    exp_avg_sq[i] = v;
-    T v_used = v;
-    if (max_exp_avg_sq != nullptr) {
-      // torch.maximum: NaN wins.
-      const T old = max_exp_avg_sq[i];
-      v_used = (old < v || std::isnan(v)) ? v : old;
-      max_exp_avg_sq[i] = v_used;
-    }
-    const T denom = std::sqrt(v_used) / bias_correction2_sqrt + eps;
-    param[i] = p + neg_step_size * m / denom;
-  }
-}
-
-// The same step in tensor ops, for parameters on a GPU (each op a kernel of the device's
-// elementwise family): PyTorch's single-tensor Adam, term by term.
-void step_with_tensor_ops(const Tensor& p, const Tensor& grad_in, Tensor& exp_avg,
-                          Tensor& exp_avg_sq, Tensor* max_exp_avg_sq, const AdamStep& s) {
-  Tensor param = p;
-  Tensor grad = s.maximize ? grad_in.neg() : grad_in;
-  if (s.decoupled) {
-    if (s.weight_decay != 0.0) param.mul_(s.param_scale);
-  } else if (s.weight_decay != 0.0) {
-    grad = grad.add(p, s.weight_decay);
-  }
-  exp_avg.mul_(s.beta1).add_(grad, 1.0 - s.beta1);
-  exp_avg_sq.mul_(s.beta2).addcmul_(grad, grad, 1.0 - s.beta2);
-  Tensor second = exp_avg_sq;
-  if (max_exp_avg_sq != nullptr) {
-    max_exp_avg_sq->copy_(where(gt(*max_exp_avg_sq, exp_avg_sq), *max_exp_avg_sq, exp_avg_sq));
-    second = *max_exp_avg_sq;
-  }
-  const Tensor denom = second.sqrt().div_(s.bias_correction2_sqrt).add_(s.eps);
-  param.addcdiv_(exp_avg, denom, -s.step_size);
 }
 
 }  // namespace
@@ -233,19 +166,20 @@ void Adam::step() {
                        1.0 - o.lr * o.weight_decay,
                        o.maximize,
                        decoupled_};
-      if (!p.device().is_cpu()) {
-        step_with_tensor_ops(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, s);
-        continue;
-      }
+      // One pass over the parameter on its device (one launch on a GPU). The dtypes were
+      // checked above (check_parameters, state_entry), so the memory is read as T directly.
+      const OptimizerKernels& k = kernels<OptimizerKernels>(p.device(), name());
       detail::Writable param(p);
+      const auto update = [&](auto tag) {
+        using T = decltype(tag);
+        const auto at = [](const Tensor& t) { return static_cast<T*>(t.raw_data()); };
+        k.adam<T>()(param.data<T>(), at(grad), at(exp_avg), at(exp_avg_sq),
+                    max_exp_avg_sq ? at(*max_exp_avg_sq) : nullptr, p.numel(), s);
+      };
       if (p.dtype() == kFloat32) {
-        adam_kernel(param.data<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(),
-                    exp_avg_sq.data_ptr<float>(),
-                    max_exp_avg_sq ? max_exp_avg_sq->data_ptr<float>() : nullptr, p.numel(), s);
+        update(float());
       } else {
-        adam_kernel(param.data<double>(), grad.data_ptr<double>(), exp_avg.data_ptr<double>(),
-                    exp_avg_sq.data_ptr<double>(),
-                    max_exp_avg_sq ? max_exp_avg_sq->data_ptr<double>() : nullptr, p.numel(), s);
+        update(double());
       }
       param.finish();
     }

@@ -57,9 +57,11 @@ double increment_step(Tensor& step);
 class Writable {
  public:
   explicit Writable(const Tensor& param);
+  // The contiguous memory to update, on the parameter's device (a GPU's memory too: the
+  // kernel given it runs there); the parameter's dtype is T (checked by check_parameters).
   template <class T>
   T* data() const {
-    return work_.data_ptr<T>();
+    return static_cast<T*>(work_.raw_data());
   }
   void finish();
 
