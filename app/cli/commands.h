@@ -36,6 +36,13 @@ Command devices_command();
 // (a UsageError naming it otherwise), and the recorded snapshot of RUN nearest at or before
 // STEP (a RunStoreError saying what is missing).
 std::pair<int64_t, int64_t> run_and_step(const Options& o, const std::string& option);
+// train --from's STORE:RUN:STEP: a run of the store folder STORE (a PyTorch job's runs/), or
+// with RUN:STEP alone (store "") one of the project's own.
+struct RunReference {
+  std::string store;
+  int64_t run = 0, step = 0;
+};
+RunReference run_reference(const Options& o, const std::string& option);
 train::SnapshotInfo recorded_snapshot(const train::RunStore& store, int64_t run, int64_t step);
 
 }  // namespace nns::cli

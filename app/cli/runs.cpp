@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "app/cli/commands.h"
 #include "engine/serialize/bytes.h"
@@ -17,8 +18,11 @@
 
 namespace nns::cli {
 
-std::pair<int64_t, int64_t> run_and_step(const Options& o, const std::string& option) {
-  const std::string& text = o.text(option);
+namespace {
+
+// "RUN:STEP" from `text`, the value of `option` (a UsageError naming it, with `form`, when not).
+std::pair<int64_t, int64_t> parse_run_step(const Options& o, const std::string& option,
+                                           const std::string& text, const char* form) {
   const size_t colon = text.find(':');
   try {
     size_t used = 0;
@@ -30,8 +34,32 @@ std::pair<int64_t, int64_t> run_and_step(const Options& o, const std::string& op
     if (used != step_text.size() || step < 0) throw std::invalid_argument("step");
     return {run, step};
   } catch (const std::logic_error&) {
-    o.bad(option, text, "RUN:STEP, e.g. 3:300 (a run id from 'nnstudio-cli runs' and a step)");
+    o.bad(option, text, form);
   }
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> run_and_step(const Options& o, const std::string& option) {
+  return parse_run_step(o, option, o.text(option),
+                        "RUN:STEP, e.g. 3:300 (a run id from 'nnstudio-cli runs' and a step)");
+}
+
+RunReference run_reference(const Options& o, const std::string& option) {
+  const std::string& text = o.text(option);
+  // RUN and STEP are the last two fields: a folder may hold colons of its own.
+  const size_t last = text.rfind(':');
+  const size_t before =
+      last == std::string::npos || last == 0 ? std::string::npos : text.rfind(':', last - 1);
+  RunReference ref;
+  if (before != std::string::npos) ref.store = text.substr(0, before);
+  const char* form =
+      "RUN:STEP or STORE:RUN:STEP, e.g. 3:300, or runs:1:500 for run 1 of the store folder "
+      "runs/ (a run id from 'nnstudio-cli runs' and a step)";
+  if (before != std::string::npos && ref.store.empty()) o.bad(option, text, form);
+  std::tie(ref.run, ref.step) =
+      parse_run_step(o, option, ref.store.empty() ? text : text.substr(before + 1), form);
+  return ref;
 }
 
 train::SnapshotInfo recorded_snapshot(const train::RunStore& store, int64_t run, int64_t step) {
@@ -76,7 +104,8 @@ void list_runs(const train::RunStore& store) {
     snapshots += count;
     const std::string parent =
         r.parent ? std::to_string(r.parent) + ":" + std::to_string(r.parent_step) : "-";
-    std::string changes = r.parent ? (r.changes.empty() ? "(none)" : r.changes) : "";
+    // A root run's changes say where it came from when it branched from another store's run.
+    std::string changes = r.parent ? (r.changes.empty() ? "(none)" : r.changes) : r.changes;
     if (!r.name.empty()) changes = "\"" + r.name + "\" " + changes;
     if (!r.finished) changes += changes.empty() ? "(unfinished)" : " (unfinished)";
     // "pytorch x2": a run nnstudio_runs.py recorded from a DDP job of two processes.

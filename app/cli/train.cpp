@@ -166,19 +166,40 @@ int run_train(const Options& o) {
   if (o.has("resume")) session->restore(train::load_checkpoint(o.text("resume")));
   std::optional<train::RunInfo> parent;
   int64_t parent_step = 0;
+  // A branch from another store's run (a PyTorch job's runs/): recorded here as a run of its
+  // own that starts at that step and says where it came from.
+  std::string from_elsewhere;
   if (o.has("from")) {
-    const auto [run, step] = run_and_step(o, "from");
-    const train::SnapshotInfo snapshot = recorded_snapshot(*store, run, step);
-    parent = store->run(run);
-    parent_step = snapshot.step;
+    const RunReference from = run_reference(o, "from");
+    std::shared_ptr<train::RunStore> source = store;
+    std::error_code ec;
+    if (!from.store.empty() && !std::filesystem::equivalent(from.store, store->folder(), ec)) {
+      if (!std::filesystem::exists(std::filesystem::path(from.store) / "runs.db")) {
+        throw train::RunStoreError("there is no run store in " + from.store +
+                                   " (no runs.db; 'nnstudio-cli runs FOLDER' lists a store)");
+      }
+      source = std::make_shared<train::RunStore>(from.store);
+    }
+    const train::SnapshotInfo snapshot = recorded_snapshot(*source, from.run, from.step);
+    const std::optional<train::RunInfo> from_run = source->run(from.run);
     train::BranchStart branch =
-        train::branch_start(*store, *parent, snapshot, project, *session->model());
+        train::branch_start(*source, *from_run, snapshot, project, *session->model());
     session->restore(std::move(branch.state));
     if (branch.lr) session->set_lr(*branch.lr);
+    parent_step = snapshot.step;
+    if (source == store) {
+      parent = from_run;
+    } else {
+      from_elsewhere = "from " + std::string(from_run->source == "pytorch" ? "PyTorch " : "") +
+                       "run " + std::to_string(from.run) + " of " + source->folder() + " at step " +
+                       std::to_string(snapshot.step);
+    }
     if (!quiet) {
-      std::printf("branch of run %lld from its snapshot at step %lld%s%s\n",
-                  static_cast<long long>(run), static_cast<long long>(snapshot.step),
-                  branch.note.empty() ? "" : ": ", branch.note.c_str());
+      std::printf("branch of run %lld%s from its snapshot at step %lld%s%s\n",
+                  static_cast<long long>(from.run),
+                  source == store ? "" : (" of " + source->folder()).c_str(),
+                  static_cast<long long>(snapshot.step), branch.note.empty() ? "" : ": ",
+                  branch.note.c_str());
     }
   }
   if (o.has("resume") || o.has("from")) {
@@ -191,7 +212,12 @@ int run_train(const Options& o) {
   }
   std::shared_ptr<train::RunRecorder> recorder;
   if (record && store) {
-    const int64_t run = store->begin_run(train::new_run_info(project, parent, parent_step));
+    train::RunInfo info = train::new_run_info(project, parent, parent_step);
+    if (!from_elsewhere.empty()) {
+      info.parent_step = parent_step;  // its first step; no parent in this store
+      info.changes = from_elsewhere;
+    }
+    const int64_t run = store->begin_run(info);
     train::SnapshotSchedule schedule;
     if (o.has("snapshot-every")) schedule.every = o.integer("snapshot-every", 1, INT64_MAX);
     recorder = std::make_shared<train::RunRecorder>(store, run, schedule);
@@ -363,9 +389,10 @@ Command train_command() {
               {"resume", "FILE", "",
                "continue from a checkpoint (.pt: model, optimizer, step; one --save wrote "
                "continues bit for bit)"},
-              {"from", "RUN:STEP", "",
+              {"from", "[STORE:]RUN:STEP", "",
                "branch from a recorded run: its snapshot nearest at or before STEP, with the "
-               "settings given here (the new run is recorded under it)"},
+               "settings given here (the new run is recorded under it); STORE: a run of that "
+               "store folder (a PyTorch job's runs/), recorded here as a run starting there"},
               {"no-record", "", "", "do not record the run in the project's run store"},
               {"snapshot-every", "N", "",
                "snapshot the training state every N steps (default: log-spaced, dense early)"},

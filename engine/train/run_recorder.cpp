@@ -78,6 +78,23 @@ BranchStart branch_start(const RunStore& store, const RunInfo& parent, const Sna
   BranchStart out;
   out.state = store.load(snapshot);
   TrainingState& s = out.state;
+  if (parent.source != "nnstudio") {
+    // A run another program recorded (nnstudio_runs.py in a project's exported train.py): its
+    // weights carry the export's names, which are the project's, and its settings and
+    // architecture are not NN Studio's to compare. The weights go in as they are (the
+    // session's restore checks them strictly against the project) and the optimizer's state
+    // goes on, as when train --resume continues train.py's checkpoint.
+    out.note = "a " + parent.source + " run of " + std::to_string(parent.processes) +
+               (parent.processes == 1 ? " process" : " processes") +
+               (parent.device.empty() ? "" : " on " + parent.device);
+    // The project's learning rate, not the one the optimizer's state carries: the branch
+    // trains with the settings given now.
+    const graph::Json lr = graph::Json::parse(run_settings(project))["training"]
+                               .value("optimizer_options", graph::Json::object())
+                               .value("lr", graph::Json());
+    if (lr.is_number()) out.lr = lr.get<double>();
+    return out;
+  }
   const graph::Json before = graph::Json::parse(parent.settings);
   const graph::Json now = graph::Json::parse(run_settings(project));
   const graph::Json& t0 = before["training"];

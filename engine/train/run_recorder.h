@@ -53,11 +53,13 @@ RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>
 // weights carry over node by node (graph::carry_state, by node id, as an edit keeps them) into
 // `model` (the new session's, idle), with a fresh optimizer. Another optimizer or scheduler
 // starts fresh; other data starts at the next epoch. `lr`: the project's learning rate when
-// it differs from the parent's (apply it with set_lr after restore()).
+// it differs from the parent's (apply it with set_lr after restore()). A parent another program
+// recorded (source "pytorch") hands over its state as it is: weights by the export's names
+// and its optimizer's state, nothing compared; the project's learning rate applies.
 struct BranchStart {
   TrainingState state;
   std::optional<double> lr;
-  std::string note;  // what did not carry over, for the user ("" when everything did)
+  std::string note;  // what did not carry over, or where a PyTorch run came from, for the user
 };
 BranchStart branch_start(const RunStore& store, const RunInfo& parent, const SnapshotInfo& snapshot,
                          const graph::Project& project, nn::Module& model);

@@ -21,6 +21,8 @@
 import csv
 import json
 import os
+import re
+import shutil
 import socket
 import sqlite3
 import struct
@@ -116,6 +118,29 @@ def train_py_records(tmp, folder):
     modules = {r["module"] for r in csv.DictReader(open(probes))}
     check(modules == wanted, f"train.py probes the project's probed modules {sorted(wanted)}: "
           f"{sorted(modules)}")
+    # train --from STORE:RUN:STEP: NN Studio trains on from the PyTorch run's step 12 (with a
+    # learning rate of 0, so the weights it saves are the snapshot's, bit for bit), and records
+    # the branch in the project's own store as a run starting at step 12.
+    project_copy = os.path.join(tmp, "branch", "spirals.nns")
+    os.makedirs(os.path.dirname(project_copy))
+    shutil.copy(SPIRALS, project_copy)
+    saved = os.path.join(tmp, "branch.pt")
+    said = cli("train", project_copy, "--from", f"{store}:1:12", "--steps", "2", "--lr", "0",
+               "--save", saved)
+    check(f"branch of run 1 of {store} from its snapshot at step 12: a pytorch run of 1 "
+          "process on cpu" in said and re.search(r"^14 steps", said, re.M),
+          f"train --from STORE:1:12 branches from the PyTorch run and goes on to step 14:\n{said}")
+    snapshot = os.path.join(tmp, "pytorch_12.safetensors")
+    cli("runs", store, "--export", "1:12", "--out", snapshot)
+    cli("convert", snapshot, snapshot + ".pt")
+    theirs = torch.load(snapshot + ".pt", weights_only=True)
+    ours = torch.load(saved)["model_state_dict"]
+    check(theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in theirs),
+          "the branch starts from the PyTorch run's weights (lr 0: it saves them unchanged)")
+    listing = cli("runs", project_copy)
+    row = next((line for line in listing.splitlines() if line.split()[:1] == ["1"]), "")
+    check(f"from PyTorch run 1 of {store} at step 12" in row and " 14 " in row,
+          f"the project's store records the branch and where it came from:\n{listing}")
     none = os.path.join(tmp, "not_recorded")
     run([sys.executable, train_py, "--steps", "2", "--runs", none, "--no-record"])
     check(not os.path.exists(none), "train.py --no-record writes no store")
