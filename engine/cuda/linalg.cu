@@ -93,78 +93,59 @@ __global__ void scale_kernel(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
   }
 }
 
+// `batch` products C_i = alpha op(A_i) op(B_i) + beta C_i, the i-th at a + i * stride_a (and
+// b, c likewise): one cublasXgemm, or one strided-batched launch for several (attention's
+// per-head products, bmm).
 template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T beta,
+                  T* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (m == 0 || n == 0 || batch == 0) return;
   const int device = device_of(c);
   set_device(device);
   if (k == 0) {
-    scale_kernel<T><<<blocks_for(m * n), kThreads, 0, stream(device)>>>(c, m, n, ldc, beta);
-    check_launch("gemm");
+    for (int64_t i = 0; i < batch; ++i) {
+      scale_kernel<T>
+          <<<blocks_for(m * n), kThreads, 0, stream(device)>>>(c + i * stride_c, m, n, ldc, beta);
+      check_launch("gemm");
+    }
     return;
   }
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
-    throw DeviceError("gemm (CUDA): a side of " + std::to_string(std::max({m, n, k})) +
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX ||
+      ldc > INT_MAX || batch > INT_MAX)
+    throw DeviceError("gemm (CUDA): a side of " + std::to_string(std::max({m, n, k, batch})) +
                       " is beyond cuBLAS's 32-bit sizes");
   std::lock_guard<std::mutex> lock(handle_mutex());
   cublasHandle_t h = handle_for(device);
   // Column-major: C^T (n x m) = op(B)^T (n x k) op(A)^T (k x m).
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int rows = static_cast<int>(n), cols = static_cast<int>(m), depth = static_cast<int>(k);
   const int ld_a = static_cast<int>(std::max<int64_t>(lda, 1));
   const int ld_b = static_cast<int>(std::max<int64_t>(ldb, 1));
   const int ld_c = static_cast<int>(std::max<int64_t>(ldc, 1));
+  const int count = static_cast<int>(batch);
   if constexpr (std::is_same_v<T, float>) {
-    check_cublas(cublasSgemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                             static_cast<int>(k), &alpha, b, ld_b, a, ld_a, &beta, c, ld_c),
+    check_cublas(batch == 1 ? cublasSgemm(h, op_b, op_a, rows, cols, depth, &alpha, b, ld_b, a,
+                                          ld_a, &beta, c, ld_c)
+                            : cublasSgemmStridedBatched(h, op_b, op_a, rows, cols, depth, &alpha, b,
+                                                        ld_b, stride_b, a, ld_a, stride_a, &beta, c,
+                                                        ld_c, stride_c, count),
                  "gemm");
   } else {
-    check_cublas(cublasDgemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                             static_cast<int>(k), &alpha, b, ld_b, a, ld_a, &beta, c, ld_c),
+    check_cublas(batch == 1 ? cublasDgemm(h, op_b, op_a, rows, cols, depth, &alpha, b, ld_b, a,
+                                          ld_a, &beta, c, ld_c)
+                            : cublasDgemmStridedBatched(h, op_b, op_a, rows, cols, depth, &alpha, b,
+                                                        ld_b, stride_b, a, ld_a, stride_a, &beta, c,
+                                                        ld_c, stride_c, count),
                  "gemm");
   }
 }
 
-// cuBLAS's strided batch: one launch for the batch (attention's per-head products).
 template <class T>
-void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, T beta,
-                  T* c, int64_t ldc, int64_t stride_c, int64_t batch) {
-  if (batch == 1 || m == 0 || n == 0 || k == 0 || batch > INT_MAX) {
-    for (int64_t i = 0; i < batch; ++i) {
-      gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-              c + i * stride_c, ldc);
-    }
-    return;
-  }
-  if (batch == 0) return;
-  const int device = device_of(c);
-  set_device(device);
-  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
-    throw DeviceError("gemm (CUDA): a side of " + std::to_string(std::max({m, n, k})) +
-                      " is beyond cuBLAS's 32-bit sizes");
-  std::lock_guard<std::mutex> lock(handle_mutex());
-  cublasHandle_t h = handle_for(device);
-  // Column-major, as gemm(): the operands swap places.
-  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ld_a = static_cast<int>(std::max<int64_t>(lda, 1));
-  const int ld_b = static_cast<int>(std::max<int64_t>(ldb, 1));
-  const int ld_c = static_cast<int>(std::max<int64_t>(ldc, 1));
-  if constexpr (std::is_same_v<T, float>) {
-    check_cublas(
-        cublasSgemmStridedBatched(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                  static_cast<int>(k), &alpha, b, ld_b, stride_b, a, ld_a, stride_a,
-                                  &beta, c, ld_c, stride_c, static_cast<int>(batch)),
-        "gemm (batched)");
-  } else {
-    check_cublas(
-        cublasDgemmStridedBatched(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                  static_cast<int>(k), &alpha, b, ld_b, stride_b, a, ld_a, stride_a,
-                                  &beta, c, ld_c, stride_c, static_cast<int>(batch)),
-        "gemm (batched)");
-  }
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  gemm_batched<T>(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
 }
 
 }  // namespace

@@ -74,6 +74,23 @@ def steps_per_second(widths, batch, lr, seconds, clock):
     return best
 
 
+def gpu_rate(step, seconds):
+    """Steps per second of step(i) on the GPU: 20 to warm up, then the best of three windows,
+    each ending with a synchronize (kernels are queued)."""
+    for i in range(20):
+        step(i)
+    torch.cuda.synchronize()
+    best = 0.0
+    for _ in range(3):
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            step(n)
+            n += 1
+        torch.cuda.synchronize()
+        best = max(best, n / (time.perf_counter() - start))
+    return best
+
+
 class ReverseTransformer(torch.nn.Module):
     """resources/examples/reverse_transformer.nns in PyTorch: Embedding(10, 32), learned
     positions (max_len 16), two TransformerEncoderLayer(32, 4, 64, dropout 0, batch_first),
@@ -110,18 +127,7 @@ def transformer_rate(seconds, device):
         loss_fn(net(xs[b]).reshape(-1, 10), ys[b]).backward()
         opt.step()
 
-    for i in range(20):
-        step(i)
-    torch.cuda.synchronize()
-    best = 0.0
-    for _ in range(3):
-        n, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            step(n)
-            n += 1
-        torch.cuda.synchronize()
-        best = max(best, n / (time.perf_counter() - start))
-    return best
+    return gpu_rate(step, seconds)
 
 
 def device_rates(seconds, device):
@@ -150,18 +156,7 @@ def device_rates(seconds, device):
             loss_fn(net(x[b * batch:(b + 1) * batch]), y[b * batch:(b + 1) * batch]).backward()
             opt.step()
 
-        for i in range(20):
-            step(i)
-        torch.cuda.synchronize()
-        best = 0.0
-        for _ in range(3):
-            n, start = 0, time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                step(n)
-                n += 1
-            torch.cuda.synchronize()
-            best = max(best, n / (time.perf_counter() - start))
-        print(f"{name} {best:.1f}", flush=True)
+        print(f"{name} {gpu_rate(step, seconds):.1f}", flush=True)
     print(f"transformer {transformer_rate(seconds, device):.1f}", flush=True)
     a = torch.randn(4096, 4096, device=device)
     b = torch.randn(4096, 4096, device=device)
