@@ -121,7 +121,8 @@ def train_py_records(tmp, folder):
     # train --from STORE:RUN:STEP: NN Studio trains on from the PyTorch run's step 12 (with a
     # learning rate of 0, so the weights it saves are the snapshot's, bit for bit), and records
     # the branch in the project's own store as a run starting at step 12.
-    project_copy = os.path.join(tmp, "branch", "spirals.nns")
+    # A name of its own: the suite's NNSTUDIO_RUNS_DIR gathers every project's store by name.
+    project_copy = os.path.join(tmp, "branch", "branch_from_pytorch.nns")
     os.makedirs(os.path.dirname(project_copy))
     shutil.copy(SPIRALS, project_copy)
     saved = os.path.join(tmp, "branch.pt")
@@ -138,8 +139,9 @@ def train_py_records(tmp, folder):
     check(theirs.keys() == ours.keys() and all(torch.equal(theirs[k], ours[k]) for k in theirs),
           "the branch starts from the PyTorch run's weights (lr 0: it saves them unchanged)")
     listing = cli("runs", project_copy)
-    row = next((line for line in listing.splitlines() if line.split()[:1] == ["1"]), "")
-    check(f"from PyTorch run 1 of {store} at step 12" in row and " 14 " in row,
+    row = next((line for line in listing.splitlines()
+                if f"from PyTorch run 1 of {store} at step 12" in line), "")
+    check(" 14 " in row and re.match(r"\s*[0-9]+\s+-\s", row) is not None,
           f"the project's store records the branch and where it came from:\n{listing}")
     none = os.path.join(tmp, "not_recorded")
     run([sys.executable, train_py, "--steps", "2", "--runs", none, "--no-record"])
