@@ -6,7 +6,6 @@
 #include "engine/autograd/grad_mode.h"
 #include "engine/backend/dispatch.h"
 #include "engine/backend/optimizer_kernels.h"
-#include "engine/ops/elementwise.h"
 #include "engine/optim/update.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"

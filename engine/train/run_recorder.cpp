@@ -78,6 +78,13 @@ BranchStart branch_start(const RunStore& store, const RunInfo& parent, const Sna
   BranchStart out;
   out.state = store.load(snapshot);
   TrainingState& s = out.state;
+  const graph::Json now = graph::Json::parse(run_settings(project));
+  const graph::Json& t1 = now["training"];
+  // A run's training settings' learning rate (null where they name none).
+  const auto lr_of = [](const graph::Json& training) {
+    return training.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
+  };
+  const graph::Json lr1 = lr_of(t1);
   if (parent.source != "nnstudio") {
     // A run another program recorded (nnstudio_runs.py in a project's exported train.py): its
     // weights carry the export's names, which are the project's, and its settings and
@@ -89,16 +96,11 @@ BranchStart branch_start(const RunStore& store, const RunInfo& parent, const Sna
                (parent.device.empty() ? "" : " on " + parent.device);
     // The project's learning rate, not the one the optimizer's state carries: the branch
     // trains with the settings given now.
-    const graph::Json lr = graph::Json::parse(run_settings(project))["training"]
-                               .value("optimizer_options", graph::Json::object())
-                               .value("lr", graph::Json());
-    if (lr.is_number()) out.lr = lr.get<double>();
+    if (lr1.is_number()) out.lr = lr1.get<double>();
     return out;
   }
   const graph::Json before = graph::Json::parse(parent.settings);
-  const graph::Json now = graph::Json::parse(run_settings(project));
   const graph::Json& t0 = before["training"];
-  const graph::Json& t1 = now["training"];
   std::vector<std::string> notes;
   if (parent.architecture != architecture_hash(project)) {
     auto* to = dynamic_cast<graph::GraphModule*>(&model);
@@ -136,11 +138,7 @@ BranchStart branch_start(const RunStore& store, const RunInfo& parent, const Sna
     s.epoch_accuracy = Accuracy();
     notes.push_back("other data: the branch starts at epoch " + std::to_string(s.epoch + 1));
   }
-  const graph::Json lr0 =
-      t0.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
-  const graph::Json lr1 =
-      t1.value("optimizer_options", graph::Json::object()).value("lr", graph::Json());
-  if (lr1.is_number() && lr0 != lr1) out.lr = lr1.get<double>();
+  if (lr1.is_number() && lr_of(t0) != lr1) out.lr = lr1.get<double>();
   for (const std::string& n : notes) out.note += (out.note.empty() ? "" : "; ") + n;
   return out;
 }
