@@ -407,17 +407,17 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   const std::string module = controller->moduleNameOf(probed).toStdString();
   const NodeHealthModel::SeriesKey output{train::ProbeKind::Activation, "output"};
   // The store marks the run finished before the recorder's thread has written the samples of
-  // the last poll: wait until run 2's own samples are there.
-  std::vector<int64_t> expectedSteps;
-  ASSERT_TRUE(test::waitFor([&] {
-    expectedSteps.clear();
+  // the last poll, and the window may take them before the store has them all: compare what is
+  // shown with what the store holds, both read again each time, until they agree.
+  const auto recordedSteps = [&] {
+    std::vector<int64_t> steps;
     for (const train::ProbeSample& p : store.probe_history(2)) {
       if (p.module == module && p.kind == output.first && p.tensor == output.second) {
-        expectedSteps.push_back(p.step);
+        steps.push_back(p.step);
       }
     }
-    return !expectedSteps.empty() && expectedSteps.back() > 300;
-  }));
+    return steps;
+  };
   const auto shownSteps = [&] {
     std::vector<int64_t> steps;
     if (const NodeHealthModel::SeriesMap* series = health->series(probed)) {
@@ -425,8 +425,12 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
     }
     return steps;
   };
-  EXPECT_TRUE(test::waitFor([&] { return shownSteps() == expectedSteps; }))
-      << shownSteps().size() << " steps shown, " << expectedSteps.size() << " recorded";
+  std::vector<int64_t> expectedSteps;
+  EXPECT_TRUE(test::waitFor([&] {
+    expectedSteps = recordedSteps();
+    return !expectedSteps.empty() && expectedSteps.back() > 300 && shownSteps() == expectedSteps;
+  })) << shownSteps().size() << " steps shown, " << expectedSteps.size() << " recorded";
+  ASSERT_FALSE(expectedSteps.empty());
   EXPECT_EQ(expectedSteps.front(), 1);
   ASSERT_EQ(store.snapshot_at(1, 760)->step, 760);  // the last one is written before the end
   ASSERT_EQ(store.snapshot_at(2, 760)->step, 760);
