@@ -6,6 +6,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <set>
@@ -64,6 +65,14 @@ ElemType elem_type(Dtype dtype) {
   t.set_data_type(::onnx::TensorProto::INT64);
   t.add_dims(static_cast<int64_t>(values.size()));
   for (int64_t v : values) t.add_int64_data(v);
+  return t;
+}
+
+// A 0-dim int64 Constant's tensor (a Gather's one index, which drops the dim).
+::onnx::TensorProto int64_scalar(int64_t value) {
+  ::onnx::TensorProto t;
+  t.set_data_type(::onnx::TensorProto::INT64);
+  t.add_int64_data(value);
   return t;
 }
 
@@ -388,7 +397,96 @@ class Exporter {
     const Json options = graph::resolved_options(project_, n, level.arguments);
     if (type.kind == NodeKind::Ref)
       return call(level, level.graph.at(options.at("target").get<NodeId>()), in);
+    if (type.name == "MultiheadAttention")
+      return attention(level, n, options, qualified(level, n.id), in);
+    if (in.size() != 1)
+      throw ValueError("node '" + n.name + "': the type " + type.name + " has no ONNX form");
     return {layer(n, type, options, qualified(level, n.id), in.at(0))};
+  }
+
+  // nn.MultiheadAttention in eval mode as torch.onnx.export writes it in substance, so that the
+  // import's attention pattern reads it back: [N, L, E] to [L, N, E] when batch_first, the
+  // in-projection, the heads in the batch, softmax(q k^T / sqrt(head_dim) + causal mask) v,
+  // the out-projection and back. Self-attention only (query, key and value one tensor).
+  std::vector<Value> attention(const Level& level, const Node& n, const Json& o,
+                               const std::string& q, const std::vector<Value>& in) {
+    if (in.size() != 3 || in[0].name != in[1].name || in[0].name != in[2].name)
+      throw ValueError("node '" + n.name +
+                       "': MultiheadAttention has an ONNX form for self-attention only (one "
+                       "tensor as query, key and value)");
+    const std::string s = scope_of(q);
+    const int64_t e = graph::get_int(o, "embed_dim"), heads = graph::get_int(o, "num_heads");
+    const int64_t hd = e / heads;
+    const bool batch_first = graph::get_bool(o, "batch_first");
+    const bool bias = graph::get_bool(o, "bias");
+    const SymShape& shape = in[0].shape;
+    if (shape.size() != 3)
+      throw ValueError("node '" + n.name + "': MultiheadAttention's ONNX form takes 3-D inputs");
+    const int64_t len = shape[batch_first ? 1 : 0];
+    auto transpose = [&](const std::string& x, std::vector<int64_t> perm) {
+      ::onnx::NodeProto& node = add(s, "Transpose", {x});
+      set_ints(node, "perm", perm);
+      return node.output(0);
+    };
+    auto reshape = [&](const std::string& x, const std::vector<int64_t>& sizes) {
+      return binary(s, "Reshape", x, constant(s, int64_tensor(sizes)));
+    };
+    auto slice = [&](const std::string& x, int64_t from, int64_t to) {
+      return add(s, "Slice",
+                 {x, constant(s, int64_tensor({from})), constant(s, int64_tensor({to})),
+                  constant(s, int64_tensor({2}))})
+          .output(0);
+    };
+    std::string x = batch_first ? transpose(in[0].name, {1, 0, 2}) : in[0].name;  // [L, N, E]
+    std::string qkv = binary(s, "MatMul", x, transpose(tensor(q + ".in_proj_weight").name, {1, 0}));
+    if (bias) qkv = binary(s, "Add", qkv, tensor(q + ".in_proj_bias").name);
+    // [L, N, E] -> [N * heads, L, head_dim] for q, k and v.
+    auto heads_of = [&](int64_t part) {
+      return transpose(reshape(slice(qkv, part * e, (part + 1) * e), {0, -1, hd}), {1, 0, 2});
+    };
+    const std::string query =
+        binary(s, "Div", heads_of(0), scalar(s, static_cast<float>(std::sqrt(double(hd)))));
+    std::string scores = binary(s, "MatMul", query, transpose(heads_of(1), {0, 2, 1}));
+    if (graph::get_bool(o, "is_causal")) {
+      if (len < 1)
+        throw ValueError("node '" + n.name + "': a causal mask needs a fixed sequence length");
+      std::vector<float> mask(static_cast<size_t>(len * len), 0.0f);
+      for (int64_t i = 0; i < len; ++i) {
+        for (int64_t j = i + 1; j < len; ++j)
+          mask[i * len + j] = -std::numeric_limits<float>::infinity();
+      }
+      scores = binary(s, "Add", scores, constant(s, float_tensor({len, len}, mask)));
+    }
+    ::onnx::NodeProto& softmax = add(s, "Softmax", {scores});
+    set_int(softmax, "axis", -1);
+    const std::string weights = softmax.output(0);  // [N * heads, L, L]
+    std::string y = reshape(transpose(binary(s, "MatMul", weights, heads_of(2)), {1, 0, 2}),
+                            {0, -1, e});  // [L, N, E]
+    y = binary(s, "MatMul", y, transpose(tensor(q + ".out_proj.weight").name, {1, 0}));
+    if (bias) y = binary(s, "Add", y, tensor(q + ".out_proj.bias").name);
+    if (batch_first) y = transpose(y, {1, 0, 2});
+    std::vector<Value> out{{y, shape, in[0].type}};
+    // The weights averaged over the heads, [N, L, L], only where a wire reads them (the
+    // import's pattern is attention with one output).
+    bool weights_read = false;
+    for (const graph::Edge& edge : level.graph.edges) {
+      const Node& from = level.graph.at(edge.from.node);
+      weights_read = weights_read ||
+                     (edge.from.port == "weights" &&
+                      (from.id == n.id ||
+                       (from.type == "Ref" && from.options.value("target", NodeId{0}) == n.id)));
+    }
+    if (weights_read) {
+      if (len < 1)
+        throw ValueError("node '" + n.name + "': its weights output needs a fixed sequence length");
+      ::onnx::NodeProto& mean = add(s, "ReduceMean", {reshape(weights, {-1, heads, len, len})});
+      set_ints(mean, "axes", {1});
+      set_int(mean, "keepdims", 0);
+      out.push_back({mean.output(0), SymShape{-1, len, len}, in[0].type});
+    } else {
+      out.push_back({"", SymShape{-1, len, len}, in[0].type});
+    }
+    return out;
   }
 
   // One built-in layer, in eval mode.
@@ -470,21 +568,7 @@ class Exporter {
     } else if (t == "MaxPool2d" || t == "AvgPool2d") {
       y.name = pool(n, s, o, x, out_shape, t == "MaxPool2d");
     } else if (t == "AdaptiveAvgPool2d") {
-      const int64_t oh = out_shape[2], ow = out_shape[3], h = x.shape[2], w = x.shape[3];
-      if (oh == 1 && ow == 1) {
-        y.name = unary_op("GlobalAveragePool");
-      } else if (h % oh == 0 && w % ow == 0) {
-        ::onnx::NodeProto& node = add(s, "AveragePool", {x.name});
-        set_ints(node, "kernel_shape", {h / oh, w / ow});
-        set_ints(node, "strides", {h / oh, w / ow});
-        y.name = node.output(0);
-      } else {
-        throw ValueError("node '" + n.name + "': AdaptiveAvgPool2d from " + std::to_string(h) +
-                         "x" + std::to_string(w) + " to " + std::to_string(oh) + "x" +
-                         std::to_string(ow) +
-                         " has uneven windows, which no ONNX operator computes; choose an "
-                         "output_size that divides the input's size");
-      }
+      y.name = adaptive_avg_pool(s, "node '" + n.name + "'", x, out_shape);
     } else if (t == "Flatten" || t == "Unflatten") {
       y.type = x.type;
       // ONNX's Flatten always makes a matrix: torch.flatten(x, 1) only.
@@ -652,15 +736,105 @@ class Exporter {
     return node.output(0);
   }
 
+  // AdaptiveAvgPool2d and F.adaptive_avg_pool2d: windows that divide the input evenly.
+  std::string adaptive_avg_pool(const std::string& s, const std::string& what, const Value& x,
+                                const SymShape& out_shape) {
+    const int64_t oh = out_shape[2], ow = out_shape[3], h = x.shape[2], w = x.shape[3];
+    if (oh == 1 && ow == 1) return unary(s, "GlobalAveragePool", x.name);
+    if (h % oh != 0 || w % ow != 0)
+      throw ValueError(what + ": adaptive average pooling from " + std::to_string(h) + "x" +
+                       std::to_string(w) + " to " + std::to_string(oh) + "x" + std::to_string(ow) +
+                       " has uneven windows, which no ONNX operator computes; choose an "
+                       "output_size that divides the input's size");
+    ::onnx::NodeProto& node = add(s, "AveragePool", {x.name});
+    set_ints(node, "kernel_shape", {h / oh, w / ow});
+    set_ints(node, "strides", {h / oh, w / ow});
+    return node.output(0);
+  }
+
   // ---- Functions ----------------------------------------------------------------------------
 
   Value function(const std::string& s, const NodeType& type, const Json& o,
                  const std::vector<Value>& in) {
     std::vector<SymShape> shapes;
     for (const Value& v : in) shapes.push_back(v.shape);
-    Value y{"", type.infer_shapes(o, shapes).at(0), in.at(0).type};
+    Value y{"", type.infer_shapes(o, shapes).at(0),
+            in.empty() ? ::onnx::TensorProto::FLOAT : in[0].type};
     const std::string& t = type.name;
-    if (t == "Add" || t == "Mul") {
+    const std::string x = in.empty() ? std::string() : in[0].name;
+    const size_t rank = in.empty() ? 0 : in[0].shape.size();
+    // A dim option as ONNX's axis (PyTorch's negative dims count from the end, as ONNX's do).
+    auto dim = [&o](const char* name) { return graph::get_int(o, name); };
+    if (t == "Sub" || t == "Div") {
+      y.name = binary(s, t, in[0].name, in[1].name);
+    } else if (t == "Constant") {
+      y.name = scalar(s, static_cast<float>(graph::get_float(o, "value")));
+    } else if (t == "torch.sigmoid" || t == "torch.tanh") {
+      y.name = unary(s, t == "torch.sigmoid" ? "Sigmoid" : "Tanh", x);
+    } else if (t == "F.silu") {
+      y.name = binary(s, "Mul", x, unary(s, "Sigmoid", x));
+    } else if (t == "F.gelu") {
+      y.name = gelu(s, graph::get_string(o, "approximate") == "tanh", x);
+    } else if (t == "F.hardtanh") {
+      y.name = add(s, "Clip",
+                   {x, scalar(s, static_cast<float>(graph::get_float(o, "min_val"))),
+                    scalar(s, static_cast<float>(graph::get_float(o, "max_val")))})
+                   .output(0);
+    } else if (t == "F.hardsigmoid" || (t == "F.hardswish" && opset_ < 14)) {
+      // HardSwish is an operator from opset 14; before, x * hardsigmoid(x) (as torch writes).
+      ::onnx::NodeProto& node = add(s, "HardSigmoid", {x});
+      set_float(node, "alpha", 1.0 / 6);
+      set_float(node, "beta", 0.5);
+      y.name = t == "F.hardswish" ? binary(s, "Mul", x, node.output(0)) : node.output(0);
+    } else if (t == "F.hardswish") {
+      y.name = unary(s, "HardSwish", x);
+    } else if (t == "F.adaptive_avg_pool2d") {
+      y.name = adaptive_avg_pool(s, "F.adaptive_avg_pool2d", in[0], y.shape);
+    } else if (t == "torch.flatten" || t == "Reshape") {
+      y.name =
+          binary(s, "Reshape", x, constant(s, int64_tensor(reshape_target(in[0].shape, y.shape))));
+    } else if (t == "Transpose" || t == "Permute") {
+      std::vector<int64_t> perm;
+      for (size_t k = 0; k < rank; ++k) perm.push_back(static_cast<int64_t>(k));
+      if (t == "Permute") {
+        const Shape dims = graph::get_list(o, "dims");
+        for (size_t k = 0; k < rank; ++k) perm[k] = dims[k] < 0 ? dims[k] + rank : dims[k];
+      } else {
+        const int64_t r = static_cast<int64_t>(rank), a = dim("dim0"), b = dim("dim1");
+        std::swap(perm[a < 0 ? a + r : a], perm[b < 0 ? b + r : b]);
+      }
+      ::onnx::NodeProto& node = add(s, "Transpose", {x});
+      set_ints(node, "perm", perm);
+      y.name = node.output(0);
+    } else if (t == "Select") {
+      ::onnx::NodeProto& node =
+          add(s, "Gather", {x, constant(s, int64_scalar(graph::get_int(o, "index")))});
+      set_int(node, "axis", dim("dim"));
+      y.name = node.output(0);
+    } else if (t == "Narrow") {
+      const int64_t start = graph::get_int(o, "start");
+      y.name = add(s, "Slice",
+                   {x, constant(s, int64_tensor({start})),
+                    constant(s, int64_tensor({start + graph::get_int(o, "length")})),
+                    constant(s, int64_tensor({dim("dim")}))})
+                   .output(0);
+    } else if (t == "Expand") {
+      // in0 [1, ...] broadcast to [N, 1, ...]: N read from in1's shape.
+      const std::string n = add(s, "Slice",
+                                {unary(s, "Shape", in[1].name), constant(s, int64_tensor({0})),
+                                 constant(s, int64_tensor({1}))})
+                                .output(0);
+      const std::vector<int64_t> ones(rank - 1, 1);
+      ::onnx::NodeProto& sizes = add(s, "Concat", {n, constant(s, int64_tensor(ones))});
+      set_int(sizes, "axis", 0);
+      y.name = binary(s, "Expand", x, sizes.output(0));
+    } else if (t == "Mean") {
+      const Shape dims = graph::get_list(o, "dim");
+      ::onnx::NodeProto& node = add(s, "ReduceMean", {x});
+      set_ints(node, "axes", std::vector<int64_t>(dims.begin(), dims.end()));
+      set_int(node, "keepdims", graph::get_bool(o, "keepdim") ? 1 : 0);
+      y.name = node.output(0);
+    } else if (t == "Add" || t == "Mul") {
       y.name = in[0].name;
       for (size_t i = 1; i < in.size(); ++i) y.name = binary(s, t, y.name, in[i].name);
     } else if (t == "Concat") {

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -32,7 +33,8 @@ using ::onnx::AttributeProto;
 using ::onnx::NodeProto;
 
 // The operators the importer maps, alone or as part of a pattern (layer_norm's and GELU's
-// decompositions use Sub, Pow, Sqrt, Div, Erf, ReduceMean).
+// decompositions also use Pow, Sqrt and Erf; ConstantOfShape, Equal and Where are read as
+// shape arithmetic only).
 const std::set<std::string>& supported_ops() {
   static const std::set<std::string> ops = {"Gemm",
                                             "MatMul",
@@ -64,7 +66,19 @@ const std::set<std::string>& supported_ops() {
                                             "Pad",
                                             "Transpose",
                                             "Shape",
-                                            "Cast"};
+                                            "Cast",
+                                            "Clip",
+                                            "HardSigmoid",
+                                            "HardSwish",
+                                            "ReduceMean",
+                                            "Sub",
+                                            "Div",
+                                            "Slice",
+                                            "Split",
+                                            "Expand",
+                                            "ConstantOfShape",
+                                            "Equal",
+                                            "Where"};
   return ops;
 }
 
@@ -247,6 +261,7 @@ struct Unit {
   std::string type;  // a NodeType name
   Json options = Json::object();
   std::vector<std::string> inputs;  // values, in port order
+  std::vector<std::string> ports;   // the input ports, when not in (one) or in0, in1, ...
   std::string output;
   // The module's state by entry ("weight" -> tensor), and the initializers it came from.
   std::vector<std::pair<std::string, Tensor>> state;
@@ -342,6 +357,8 @@ class Importer {
       }
       if (n.op_type() == "Constant") read_constant(i);
       if (n.op_type() == "Transpose") fold_transpose(i);
+      if (n.op_type() == "Reshape" || n.op_type() == "Unsqueeze" || n.op_type() == "Squeeze")
+        fold_reshape(i);
       if (n.op_type() == "Identity" && n.input_size() == 1 && constants_.contains(n.input(0))) {
         // torch.onnx.export writes equal initializers once, and the others as its Identity.
         const std::string& out = n.output(0);
@@ -396,7 +413,16 @@ class Importer {
                                                       {"Erf", 1},
                                                       {"Transpose", 1},
                                                       {"Shape", 1},
-                                                      {"Cast", 1}};
+                                                      {"Cast", 1},
+                                                      {"Clip", 1},
+                                                      {"HardSigmoid", 1},
+                                                      {"HardSwish", 1},
+                                                      {"Slice", 3},
+                                                      {"Split", 1},
+                                                      {"Expand", 2},
+                                                      {"ConstantOfShape", 1},
+                                                      {"Equal", 2},
+                                                      {"Where", 3}};
     const NodeProto& n = node(i);
     if (n.output_size() < 1 || n.output(0).empty()) fail(label(i) + " has no output");
     auto it = needed.find(n.op_type());
@@ -461,9 +487,67 @@ class Importer {
     const std::vector<int64_t> perm = attr_ints(n, "perm").value_or(std::vector<int64_t>{1, 0});
     if (t.dim() != 2 || perm != std::vector<int64_t>{1, 0}) return;
     constants_.emplace(n.output(0), t.transpose(0, 1).contiguous());
-    if (initializers_.contains(n.input(0))) transposed_[n.output(0)] = n.input(0);
+    if (initializers_.contains(n.input(0))) folded_[n.output(0)] = n.input(0);
     known_.erase(n.output(0));
     done_.insert(i);
+  }
+
+  // A constant reshaped by constant sizes is a constant (NN Studio's own export views PReLU's
+  // slope [C] as [C, 1, 1] so); its name stays the initializer's for naming the module.
+  void fold_reshape(int i) {
+    const NodeProto& n = node(i);
+    if (!constants_.contains(n.input(0))) return;
+    const Tensor& t = constants_.at(n.input(0));
+    std::vector<int64_t> sizes;
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      auto c = constants_.find(n.input(1));
+      if (c == constants_.end() || c->second.dtype() != kInt64) return;
+      const Tensor v = c->second.contiguous();
+      sizes.assign(v.data_ptr<int64_t>(), v.data_ptr<int64_t>() + v.numel());
+    } else if (auto axes = attr_ints(n, "axes")) {
+      sizes = *axes;
+    }
+    Shape shape;
+    const int64_t rank = t.dim();
+    if (n.op_type() == "Reshape") {
+      for (size_t k = 0; k < sizes.size(); ++k)
+        shape.push_back(sizes[k] == 0 && static_cast<int64_t>(k) < rank ? t.shape()[k] : sizes[k]);
+    } else {
+      const bool unsqueeze = n.op_type() == "Unsqueeze";
+      const int64_t out_rank = rank + (unsqueeze ? static_cast<int64_t>(sizes.size()) : 0);
+      std::set<int64_t> axes;
+      for (int64_t a : sizes) {
+        if (a < -out_rank || a >= out_rank) return;
+        axes.insert(a < 0 ? a + out_rank : a);
+      }
+      if (axes.size() != sizes.size()) return;  // an axis twice
+      for (int64_t k = 0, from = 0; k < (unsqueeze ? out_rank : rank); ++k) {
+        if (unsqueeze) {
+          shape.push_back(axes.contains(k) ? 1 : t.shape()[from++]);
+        } else if (!(axes.empty() ? t.shape()[k] == 1 : axes.contains(k))) {
+          shape.push_back(t.shape()[k]);
+        }
+      }
+    }
+    Tensor folded;
+    try {
+      folded = t.reshape(shape);
+    } catch (const Error&) {
+      return;  // sizes that do not fit: left to the node's own conversion, which names it
+    }
+    constants_.emplace(n.output(0), folded);
+    if (initializers_.contains(n.input(0))) {
+      initializers_.insert(n.output(0));
+      folded_[n.output(0)] = source_of(n.input(0));
+    }
+    known_.erase(n.output(0));
+    done_.insert(i);
+  }
+
+  // The initializer a folded constant came from (itself when it is one).
+  std::string source_of(const std::string& value) const {
+    auto it = folded_.find(value);
+    return it == folded_.end() ? value : it->second;
   }
 
   void read_constant(int i) {
@@ -497,7 +581,7 @@ class Importer {
     std::map<std::string, std::vector<std::string>> unsupported;
     for (int i = 0; i < graph_.node_size(); ++i) {
       const NodeProto& n = graph_.node(i);
-      // Sub, Div, Erf, ... are read only as parts of layer_norm's and GELU's decompositions.
+      // Pow, Sqrt, Erf, ... are read only as parts of layer_norm's and GELU's decompositions.
       if (done_.contains(i) || supported_ops().contains(n.op_type())) continue;
       unsupported[n.op_type()].push_back(n.name().empty() ? "#" + std::to_string(i) : n.name());
     }
@@ -517,8 +601,11 @@ class Importer {
   struct Pattern {
     std::string type;
     Json options = Json::object();
-    std::string input, output;
-    std::vector<std::pair<std::string, std::string>> state;  // entry -> initializer
+    std::vector<std::string> inputs;
+    std::vector<std::string> ports;  // the node's input ports, when not in/in0, in1, ...
+    std::string output;
+    // entry -> constant; an entry ending in ^T takes the constant transposed.
+    std::vector<std::pair<std::string, std::string>> state;
     std::vector<int> nodes;
   };
 
@@ -561,22 +648,195 @@ class Importer {
     return v && std::abs(*v - want) <= 1e-4 * std::max(1.0, std::abs(want));
   }
 
+  // Attention first: its projections would otherwise be taken as Linears.
   void match_patterns() {
-    for (int i = 0; i < graph_.node_size(); ++i) {
-      if (done_.contains(i)) continue;
-      const std::string& op = node(i).op_type();
-      std::optional<Pattern> p;
-      if (op == "ReduceMean") p = match_layer_norm(i);
-      if (op == "Erf") p = match_gelu(i);
-      if (op == "Tanh") p = match_gelu_tanh(i);
-      if (op == "Sigmoid") p = match_silu(i);
-      if (op == "MatMul") p = match_linear(i);
-      if (!p || std::any_of(p->nodes.begin(), p->nodes.end(),
-                            [this](int k) { return done_.contains(k); }))
-        continue;
-      for (int k : p->nodes) done_.insert(k);
-      patterns_[*std::max_element(p->nodes.begin(), p->nodes.end())] = *p;
+    for (bool attention : {true, false}) {
+      for (int i = 0; i < graph_.node_size(); ++i) {
+        if (done_.contains(i)) continue;
+        const std::string& op = node(i).op_type();
+        std::optional<Pattern> p;
+        if (attention) {
+          if (op == "Softmax") p = match_attention(i);
+        } else if (op == "ReduceMean") {
+          p = match_layer_norm(i);
+        } else if (op == "Erf") {
+          p = match_gelu(i);
+        } else if (op == "Tanh") {
+          p = match_gelu_tanh(i);
+        } else if (op == "Sigmoid") {
+          p = match_silu(i);
+        } else if (op == "MatMul") {
+          p = match_linear(i);
+        } else if (op == "HardSigmoid") {
+          p = match_hardswish(i);
+        }
+        if (!p || std::any_of(p->nodes.begin(), p->nodes.end(),
+                              [this](int k) { return done_.contains(k); }))
+          continue;
+        for (int k : p->nodes) done_.insert(k);
+        patterns_[*std::max_element(p->nodes.begin(), p->nodes.end())] = *p;
+      }
     }
+  }
+
+  // x * hardsigmoid(x): hardswish, as torch.onnx.export writes it before opset 14.
+  std::optional<Pattern> match_hardswish(int hard_sigmoid) {
+    if (!is_torch_hardsigmoid(node(hard_sigmoid))) return std::nullopt;
+    std::optional<Pattern> p = match_silu(hard_sigmoid);
+    if (p) p->type = "F.hardswish";
+    return p;
+  }
+
+  // HardSigmoid with PyTorch's hardsigmoid constants (relu6(x + 3) / 6).
+  static bool is_torch_hardsigmoid(const NodeProto& n) {
+    return near(attr_float(n, "alpha", 0.2), 1.0 / 6) && near(attr_float(n, "beta", 0.5), 0.5);
+  }
+
+  // nn.MultiheadAttention's forward as torch.onnx.export writes it (self-attention, as
+  // nn.TransformerEncoderLayer and torchvision's VisionTransformer call it): every node in the
+  // module's scope around one Softmax, reading one value and making one. The in-projection is a
+  // MatMul by [E, 3E] (+ [3E]), the out-projection a Gemm or MatMul by [E, E] (+ [E]); the
+  // query's scale 1/sqrt(head_dim) gives the heads. It moves the batch inside (to dim 1 and into
+  // the heads), which no node by node import can keep: it comes back as the layer.
+  std::optional<Pattern> match_attention(int softmax) {
+    const std::string scope = scope_of_node(node(softmax));
+    if (scope.empty()) return std::nullopt;
+    static const std::set<std::string> parts = {
+        "Transpose", "Shape", "Gather", "Div",     "Cast",      "MatMul", "Add",
+        "Mul",       "Slice", "Split",  "Squeeze", "Unsqueeze", "Concat", "Reshape",
+        "Softmax",   "Gemm",  "Sqrt",   "Dropout", "Identity"};
+    std::vector<int> region;
+    std::set<std::string> made;
+    for (int j = 0; j < graph_.node_size(); ++j) {
+      if (done_.contains(j) || scope_of_node(node(j)) != scope) continue;
+      if (!parts.contains(node(j).op_type())) return std::nullopt;
+      if (node(j).op_type() == "Softmax" && j != softmax) return std::nullopt;
+      region.push_back(j);
+      for (const std::string& o : node(j).output()) made.insert(o);
+    }
+    // What the region reads from outside (not constants) and what is read of it outside.
+    std::vector<std::string> reads;
+    for (int j : region) {
+      for (const std::string& v : node(j).input()) {
+        if (v.empty() || made.contains(v) || constants_.contains(v)) continue;
+        if (std::find(reads.begin(), reads.end(), v) == reads.end()) reads.push_back(v);
+      }
+    }
+    std::vector<std::string> outputs;
+    for (const std::string& v : made) {
+      bool outside = is_graph_output(v);
+      for (int c : consumers_[v])
+        outside = outside || !std::binary_search(region.begin(), region.end(), c);
+      if (outside) outputs.push_back(v);
+    }
+    if (reads.size() != 1 || outputs.size() != 1) return std::nullopt;
+    const std::string x = reads[0];
+    // The projections and the scale.
+    std::string in_w, in_b, out_w, out_b;
+    bool out_transposed = false;
+    std::vector<double> scales;
+    std::vector<std::string> float_adds;  // constants added (biases; anything else is a mask)
+    for (int j : region) {
+      const NodeProto& n = node(j);
+      const std::string& op = n.op_type();
+      const auto c = split_constant(n);
+      const bool float_constant = c && constants_.at(c->second).dtype() != kInt64;
+      if (op == "MatMul" && c) {
+        const Shape& w = constants_.at(c->second).shape();
+        if (w.size() != 2) return std::nullopt;
+        if (w[1] == 3 * w[0] && in_w.empty()) {
+          in_w = c->second;
+        } else if (w[1] == w[0] && out_w.empty()) {
+          out_w = c->second;
+          out_transposed = true;
+        } else {
+          return std::nullopt;
+        }
+      } else if (op == "Gemm") {
+        if (n.input_size() < 2 || !constants_.contains(n.input(1)) || !out_w.empty() ||
+            attr_int(n, "transA", 0) != 0 || attr_float(n, "alpha", 1) != 1 ||
+            attr_float(n, "beta", 1) != 1)
+          return std::nullopt;
+        out_w = n.input(1);
+        out_transposed = attr_int(n, "transB", 0) == 0;
+        if (n.input_size() > 2 && !n.input(2).empty()) {
+          if (!constants_.contains(n.input(2))) return std::nullopt;
+          out_b = n.input(2);
+        }
+      } else if (op == "Add" && float_constant) {
+        float_adds.push_back(c->second);
+      } else if ((op == "Div" || op == "Mul") && float_constant) {
+        const std::optional<double> v = scalar(c->second);
+        if (!v || *v <= 0) return std::nullopt;
+        scales.push_back(op == "Div" ? 1 / *v : *v);
+      }
+    }
+    if (in_w.empty() || out_w.empty()) return std::nullopt;
+    const int64_t e = constants_.at(in_w).shape()[0];
+    if (constants_.at(out_w).shape() != Shape{e, e}) return std::nullopt;
+    bool causal = false;
+    for (const std::string& b : float_adds) {
+      const int64_t numel = constants_.at(b).numel();
+      if (constants_.at(b).dim() == 2 && is_causal_mask(constants_.at(b)) && !causal) {
+        causal = true;
+      } else if (numel == 3 * e && in_b.empty()) {
+        in_b = b;
+      } else if (numel == e && out_b.empty() && out_transposed) {
+        out_b = b;
+      } else {
+        return std::nullopt;  // a mask, or another term: not nn.MultiheadAttention's forward
+      }
+    }
+    if (in_b.empty() != out_b.empty()) return std::nullopt;
+    // q * s (torch 1.13), or q * sqrt(s) and k * sqrt(s) (scaled_dot_product_attention's).
+    double scale = 0;
+    if (scales.size() == 1) scale = scales[0];
+    if (scales.size() == 2 && near(scales[0], scales[1])) scale = scales[0] * scales[1];
+    if (scale <= 0) return std::nullopt;
+    const double head_dim = 1 / (scale * scale);
+    const int64_t hd = std::llround(head_dim);
+    if (hd < 1 || std::abs(head_dim - static_cast<double>(hd)) > 1e-3 * head_dim || e % hd != 0)
+      return std::nullopt;
+    // batch_first: the module moves [N, L, E] to [L, N, E] before anything else.
+    bool batch_first = true;
+    for (int c : consumers_[x]) {
+      if (!std::binary_search(region.begin(), region.end(), c)) continue;  // a residual's Add
+      if (node(c).op_type() != "Transpose" ||
+          attr_ints(node(c), "perm") != std::vector<int64_t>{1, 0, 2})
+        batch_first = false;
+    }
+    Pattern p;
+    p.type = "MultiheadAttention";
+    p.inputs = {x, x, x};
+    p.ports = {"query", "key", "value"};
+    p.output = outputs[0];
+    p.nodes = region;
+    p.options = {{"embed_dim", e},
+                 {"num_heads", e / hd},
+                 {"bias", !in_b.empty()},
+                 {"batch_first", batch_first},
+                 {"is_causal", causal}};
+    p.state = {{"in_proj_weight^T", in_w}};
+    if (!in_b.empty()) p.state.emplace_back("in_proj_bias", in_b);
+    p.state.emplace_back(out_transposed ? "out_proj.weight^T" : "out_proj.weight", out_w);
+    if (!out_b.empty()) p.state.emplace_back("out_proj.bias", out_b);
+    return p;
+  }
+
+  // [L, L] with 0 on and below the diagonal and -inf above: each query sees the keys up to its
+  // own position.
+  static bool is_causal_mask(const Tensor& mask) {
+    if (mask.dim() != 2 || mask.shape()[0] != mask.shape()[1]) return false;
+    const Tensor m = mask.to(kFloat64).contiguous();
+    const double* v = m.data_ptr<double>();
+    const int64_t len = mask.shape()[0];
+    for (int64_t i = 0; i < len; ++i) {
+      for (int64_t j = 0; j < len; ++j) {
+        const double x = v[i * len + j];
+        if (j <= i ? x != 0 : !(std::isinf(x) && x < 0)) return false;
+      }
+    }
+    return true;
   }
 
   // x - mean(x), / sqrt(mean((x - mean)^2) + eps), * weight, + bias: torch's layer_norm at
@@ -615,7 +875,7 @@ class Importer {
       return std::nullopt;
     Pattern p;
     p.type = "LayerNorm";
-    p.input = x;
+    p.inputs = {x};
     p.nodes = {mean1, sub, pow, mean2, add, sqrt, div};
     p.output = node(div).output(0);
     p.options = {{"normalized_shape", json_list(*axes)},  // axes for now: made sizes below
@@ -651,7 +911,7 @@ class Importer {
       return std::nullopt;
     Pattern p;
     p.type = "SiLU";
-    p.input = x;
+    p.inputs = {x};
     p.output = m.output(0);
     p.nodes = {sigmoid, mul};
     return p;
@@ -728,7 +988,7 @@ class Importer {
     Pattern p;
     p.type = "GELU";
     p.options = {{"approximate", approximate}};
-    p.input = x;
+    p.inputs = {x};
     nodes.insert(nodes.end(), {add, mul});
     if (other == x) {
       const int half = only_consumer(m.output(0));
@@ -765,7 +1025,7 @@ class Importer {
       return std::nullopt;
     Pattern p;
     p.type = "Linear";
-    p.input = m.input(0);
+    p.inputs = {m.input(0)};
     p.output = m.output(0);
     p.nodes = {matmul};
     p.state = {{"weight^T", m.input(1)}};
@@ -815,6 +1075,18 @@ class Importer {
     const Tensor& t = constants_.at(name);
     Unit u;
     const bool initializer = initializers_.contains(name);
+    const int p = producer_of(name);
+    u.scope = p >= 0 ? scope_of_node(node(p)) : "";
+    // A number in the code (x / 2, x - 1) is a Constant node, not a tensor of the state dict.
+    if (!initializer && t.numel() == 1 && t.dim() <= 1 && is_floating_point(t.dtype())) {
+      u.type = "Constant";
+      u.options = {{"value", shortest(t.to(kFloat64).contiguous().data_ptr<double>()[0])}};
+      u.output = name;
+      u.label = "the constant '" + name + "'";
+      units_.push_back(u);
+      shapes_[name] = SymShape{};
+      return name;
+    }
     u.type = initializer ? "Parameter" : "Buffer";
     u.constant = !initializer;
     Shape shape = t.shape();
@@ -824,8 +1096,6 @@ class Importer {
     u.sources = {name};
     u.output = name;
     u.label = "the constant '" + name + "'";
-    const int p = producer_of(name);
-    u.scope = p >= 0 ? scope_of_node(node(p)) : "";
     units_.push_back(u);
     shapes_[name] = SymShape(shape.begin(), shape.end());
     return name;
@@ -886,26 +1156,28 @@ class Importer {
     Unit u = unit_for(last, p.type);
     u.label =
         p.type + " (ONNX nodes " + node(p.nodes.front()).name() + " .. " + node(last).name() + ")";
-    u.inputs = {p.input};
+    u.inputs = p.inputs;
+    u.ports = p.ports;
     u.output = p.output;
     u.options = p.options;
     for (const auto& [entry, init] : p.state) {
       Tensor t = constant(init);
-      if (entry == "weight^T") {
-        u.state.emplace_back("weight", t.transpose(0, 1).contiguous());
-        u.options["in_features"] = t.shape()[0];
-        u.options["out_features"] = t.shape()[1];
-        u.options["bias"] = false;
+      if (entry.ends_with("^T")) {
+        u.state.emplace_back(entry.substr(0, entry.size() - 2), t.transpose(0, 1).contiguous());
+        if (p.type == "Linear") {
+          u.options["in_features"] = t.shape()[0];
+          u.options["out_features"] = t.shape()[1];
+          u.options["bias"] = false;
+        }
       } else {
         u.state.emplace_back(entry, t);
         if (p.type == "Linear") u.options["bias"] = true;
       }
-      auto origin = transposed_.find(init);
-      u.sources.push_back(origin == transposed_.end() ? init : origin->second);
+      u.sources.push_back(source_of(init));
     }
     if (p.type == "LayerNorm") {
       // The reduced axes must be the trailing ones; their sizes are normalized_shape.
-      const SymShape& x = shape_of(p.input);
+      const SymShape& x = shape_of(p.inputs[0]);
       std::vector<int64_t> dims;
       for (const Json& a : p.options["normalized_shape"])
         dims.push_back(axis_dim(last, a.get<int64_t>(), x.size()));
@@ -926,13 +1198,13 @@ class Importer {
     // name): a block instance keeps its keys and the weight's shape.
     const std::string& w = p.state.empty() ? std::string() : p.state[0].second;
     if (p.type == "Linear" && initializers_.contains(w) && !module_of_initializer(w).empty() &&
-        shape_of(p.input).size() == 2) {
+        shape_of(p.inputs[0]).size() == 2) {
       const Tensor weight = constant(w);
       u.block = true;
       u.type = u.state.size() == 2 ? kWeightBiasBlock : kWeightBlock;
       u.options = {{"in_features", weight.shape()[0]}, {"out_features", weight.shape()[1]}};
       u.state[0].second = weight;
-      const SymShape& x = shape_of(p.input);
+      const SymShape& x = shape_of(p.inputs[0]);
       if (x.back() != weight.shape()[0])
         fail(u.label + ": its input has " + std::to_string(x.back()) + " features; its weight '" +
              w + "' takes " + std::to_string(weight.shape()[0]));
@@ -959,6 +1231,10 @@ class Importer {
                          what + " must be an initializer (NN Studio's layers own their weights)");
       return constant(input(k));
     };
+    if (op == "Split") {
+      convert_split(i);
+      return;
+    }
     for (int k = 1; k < n.output_size(); ++k) {
       if (!n.output(k).empty() && consumers_.contains(n.output(k)))
         unsupported_form(i, "its output " + std::to_string(k) + " ('" + n.output(k) +
@@ -972,11 +1248,78 @@ class Importer {
       convert_pad(i);
       return;
     }
-    if (op == "Transpose") {
-      // read_values folded every transpose of a constant matrix.
-      unsupported_form(i, "only a constant matrix's transpose has a node (folded into its layer)");
-    }
     if (convert_shape_arithmetic(i)) return;
+    if (op == "Transpose") {
+      convert_transpose(i);
+      return;
+    }
+    if (op == "Slice") {
+      convert_slice(i);
+      return;
+    }
+    if (op == "Expand") {
+      convert_expand(i);
+      return;
+    }
+    if (op == "Equal" || op == "Where" || op == "ConstantOfShape")
+      unsupported_form(i, "only sizes read from a shape are computed so (an Expand's sizes)");
+    if (op == "Clip") {
+      // torch writes relu6 and hardtanh so, with both bounds; min 0 alone is a ReLU.
+      const bool has_lo = !input(1).empty(), has_hi = !input(2).empty();
+      const double lo = has_lo ? scalar(resolve(input(1))).value_or(NAN) : 0;
+      const double hi = has_hi ? scalar(resolve(input(2))).value_or(NAN) : 0;
+      if (std::isnan(lo) || std::isnan(hi))
+        unsupported_form(i, "its bounds are computed; NN Studio needs them fixed");
+      Unit u = unit_for(i, has_hi ? "F.hardtanh" : "ReLU");
+      u.inputs = {input(0)};
+      if (has_lo && has_hi) {
+        u.options = {{"min_val", shortest(lo)}, {"max_val", shortest(hi)}};
+      } else if (has_hi || !has_lo || lo != 0) {
+        unsupported_form(i, "a Clip with one bound has a node only as a ReLU (min 0)");
+      }
+      add_unit(std::move(u));
+      return;
+    }
+    if (op == "HardSigmoid") {
+      if (!is_torch_hardsigmoid(n))
+        unsupported_form(i, "only PyTorch's hardsigmoid (alpha 1/6, beta 0.5) has a node");
+      Unit u = unit_for(i, "F.hardsigmoid");
+      u.inputs = {input(0)};
+      add_unit(std::move(u));
+      return;
+    }
+    if (op == "HardSwish") {
+      Unit u = unit_for(i, "F.hardswish");
+      u.inputs = {input(0)};
+      add_unit(std::move(u));
+      return;
+    }
+    if (op == "ReduceMean") {
+      // Axes as an attribute up to opset 17, as an input from 18.
+      std::vector<int64_t> axes = attr_ints(n, "axes").value_or(std::vector<int64_t>{});
+      if (!input(1).empty()) {
+        const std::optional<std::vector<int64_t>> a = int_values(input(1));
+        if (!a) unsupported_form(i, "its axes are computed; NN Studio needs them fixed");
+        axes = *a;
+      }
+      const size_t rank = shape_of(input(0)).size();
+      if (axes.empty()) unsupported_form(i, "it averages over every dim, the batch's too");
+      for (int64_t& a : axes) {
+        a = axis_dim(i, a, rank);
+        if (a == 0) unsupported_form(i, "it averages over the batch (dim 0)");
+      }
+      Unit u = unit_for(i, "Mean");
+      u.inputs = {input(0)};
+      u.options = {{"dim", json_list(axes)}, {"keepdim", attr_int(n, "keepdims", 1) != 0}};
+      add_unit(std::move(u));
+      return;
+    }
+    if (op == "Sub" || op == "Div") {
+      Unit u = unit_for(i, op);
+      u.inputs = {input(0), input(1)};
+      add_unit(std::move(u));
+      return;
+    }
     if (op == "Dropout") {
       Unit u = unit_for(i, "Dropout");
       u.inputs = {input(0)};
@@ -1153,7 +1496,7 @@ class Importer {
       u.inputs = {input(0)};
       u.options = {{"num_parameters", slope.numel()}};
       u.state = {{"weight", slope.reshape({-1})}};
-      u.sources = {input(1)};
+      u.sources = {source_of(resolve(input(1)))};
       add_unit(std::move(u));
       return;
     }
@@ -1211,6 +1554,10 @@ class Importer {
       add_unit(std::move(u));
       return;
     }
+    if (op == "Gather" && !constants_.contains(resolve(input(0)))) {
+      convert_select(i);
+      return;
+    }
     if (op == "Gather") {
       const Tensor w = need_constant(0, "its data (the embedding table)");
       if (w.dim() != 2 || attr_int(n, "axis", 0) != 0)
@@ -1228,6 +1575,186 @@ class Importer {
       return;
     }
     unsupported_form(i, "this form of " + op + " has no node in NN Studio");
+  }
+
+  // x.transpose(a, b) and x.permute(0, ...): the batch stays dim 0.
+  void convert_transpose(int i) {
+    const NodeProto& n = node(i);
+    const size_t rank = shape_of(n.input(0)).size();
+    std::vector<int64_t> perm = attr_ints(n, "perm").value_or(std::vector<int64_t>{});
+    if (perm.empty()) {
+      for (size_t k = rank; k-- > 0;) perm.push_back(static_cast<int64_t>(k));
+    }
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k) {
+      if (sorted.size() != rank || sorted[k] != static_cast<int64_t>(k))
+        unsupported_form(i, "its perm is not a permutation of its input's dims");
+    }
+    if (rank == 0 || perm[0] != 0)
+      unsupported_form(i, "it moves the batch (dim 0); NN Studio's graphs keep it first");
+    std::vector<int64_t> moved;
+    for (size_t k = 0; k < rank; ++k) {
+      if (perm[k] != static_cast<int64_t>(k)) moved.push_back(static_cast<int64_t>(k));
+    }
+    if (moved.empty()) {
+      aliases_[n.output(0)] = n.input(0);
+      return;
+    }
+    Unit u = unit_for(i, moved.size() == 2 ? "Transpose" : "Permute");
+    u.inputs = {n.input(0)};
+    u.options = moved.size() == 2 ? Json{{"dim0", moved[0]}, {"dim1", moved[1]}}
+                                  : Json{{"dims", json_list(perm)}};
+    add_unit(std::move(u));
+  }
+
+  // x[:, a:b] and chunks of it: a Narrow for each dim sliced (step 1).
+  void convert_slice(int i) {
+    const NodeProto& n = node(i);
+    auto ints = [&](int k, const char* what) -> std::optional<std::vector<int64_t>> {
+      if (k >= n.input_size() || n.input(k).empty()) return std::nullopt;
+      std::optional<std::vector<int64_t>> v = int_values(n.input(k));
+      if (!v)
+        unsupported_form(i,
+                         std::string("its ") + what + " are computed; NN Studio needs them fixed");
+      return v;
+    };
+    const std::vector<int64_t> starts = *ints(1, "starts"), ends = *ints(2, "ends");
+    const SymShape x = shape_of(n.input(0));
+    std::vector<int64_t> axes;
+    if (auto a = ints(3, "axes")) {
+      axes = *a;
+    } else {
+      for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+    }
+    const std::vector<int64_t> steps =
+        ints(4, "steps").value_or(std::vector<int64_t>(axes.size(), 1));
+    if (starts.size() != axes.size() || ends.size() != axes.size() || steps.size() != axes.size())
+      unsupported_form(i, "its starts, ends, axes and steps differ in length");
+    std::vector<std::array<int64_t, 3>> cuts;  // dim, start, length
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t dim = axis_dim(i, axes[k], x.size());
+      if (steps[k] != 1) unsupported_form(i, "a step other than 1 has no node");
+      if (dim == 0) {
+        if (starts[k] == 0 && ends[k] >= std::numeric_limits<int32_t>::max()) continue;
+        unsupported_form(i, "it slices the batch (dim 0)");
+      }
+      const int64_t size = x[dim];
+      if (size < 0) unsupported_form(i, "it slices a dim of unknown size");
+      auto clamp = [size](int64_t v) {
+        if (v == kBatch) return size;
+        return std::clamp(v < 0 ? v + size : v, int64_t{0}, size);
+      };
+      const int64_t start = clamp(starts[k]), end = std::max(clamp(ends[k]), start);
+      if (start == 0 && end == size) continue;
+      if (end == start) unsupported_form(i, "it takes nothing (an empty slice)");
+      cuts.push_back({dim, start, end - start});
+    }
+    narrow(i, n.input(0), cuts, n.output(0));
+  }
+
+  // torch.chunk and torch.split as ONNX's Split: a Narrow for each output read.
+  void convert_split(int i) {
+    const NodeProto& n = node(i);
+    const SymShape x = shape_of(n.input(0));
+    const int64_t dim = axis_dim(i, attr_int(n, "axis", 0), x.size());
+    if (dim == 0) unsupported_form(i, "it splits the batch (dim 0)");
+    if (x[dim] < 0) unsupported_form(i, "it splits a dim of unknown size");
+    std::vector<int64_t> sizes;
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      const std::optional<std::vector<int64_t>> v = int_values(n.input(1));
+      if (!v) unsupported_form(i, "its sizes are computed; NN Studio needs them fixed");
+      sizes = *v;
+    } else if (auto v = attr_ints(n, "split")) {
+      sizes = *v;
+    } else {
+      const int64_t parts = attr_int(n, "num_outputs", n.output_size());
+      if (parts != n.output_size()) unsupported_form(i, "its num_outputs is not its outputs'");
+      const int64_t each = parts > 0 ? (x[dim] + parts - 1) / parts : 0;
+      for (int64_t k = 0, left = x[dim]; k < parts; ++k, left -= each)
+        sizes.push_back(std::min(each, std::max<int64_t>(left, 0)));
+    }
+    if (static_cast<int>(sizes.size()) != n.output_size())
+      unsupported_form(i, "its sizes do not fit its outputs");
+    int64_t start = 0;
+    for (int k = 0; k < n.output_size(); ++k) {
+      if (sizes[k] < 0 || sizes[k] > x[dim] - start)
+        unsupported_form(i, "its sizes do not fit its input");
+      if (!n.output(k).empty() &&
+          (consumers_.contains(n.output(k)) || is_graph_output(n.output(k))))
+        narrow(i, n.input(0), {{dim, start, sizes[k]}}, n.output(k));
+      start += sizes[k];
+    }
+  }
+
+  // One Narrow per cut, in a chain from `value` to `output` (an alias when nothing is cut).
+  void narrow(int i, const std::string& value, const std::vector<std::array<int64_t, 3>>& cuts,
+              const std::string& output) {
+    std::string from = value;
+    for (size_t k = 0; k < cuts.size(); ++k) {
+      Unit u = unit_for(i, "Narrow");
+      u.inputs = {from};
+      u.output = k + 1 == cuts.size() ? output : output + "#" + std::to_string(k);
+      u.options = {{"dim", cuts[k][0]}, {"start", cuts[k][1]}, {"length", cuts[k][2]}};
+      from = u.output;
+      add_unit(std::move(u));
+    }
+    if (cuts.empty()) aliases_[output] = value;
+  }
+
+  // x[:, k] (a scalar index: Select) and x[:, k:k+1] as a Gather of one index (Narrow).
+  void convert_select(int i) {
+    const NodeProto& n = node(i);
+    const SymShape x = shape_of(n.input(0));
+    const int64_t dim = axis_dim(i, attr_int(n, "axis", 0), x.size());
+    if (dim == 0) unsupported_form(i, "it picks entries of the batch (dim 0)");
+    auto c = constants_.find(resolve(n.input(1)));
+    if (c == constants_.end() || c->second.numel() != 1 || c->second.dim() > 1 ||
+        c->second.dtype() != kInt64 || x[dim] < 0)
+      unsupported_form(i, "only one fixed index (x[:, k]) has a node");
+    int64_t index = c->second.contiguous().data_ptr<int64_t>()[0];
+    if (index < -x[dim] || index >= x[dim]) unsupported_form(i, "its index is out of range");
+    if (index < 0) index += x[dim];
+    if (c->second.dim() == 1) {
+      narrow(i, n.input(0), {{dim, index, 1}}, n.output(0));
+      return;
+    }
+    Unit u = unit_for(i, "Select");
+    u.inputs = {n.input(0)};
+    u.options = {{"dim", dim}, {"index", index}};
+    add_unit(std::move(u));
+  }
+
+  // t.expand(x.size(0), -1, ...) of a [1, ...] tensor (a class token): the Expand node, which
+  // takes the batch from the tensor whose size was read; an expand that changes nothing is
+  // the value itself.
+  void convert_expand(int i) {
+    const NodeProto& n = node(i);
+    const std::optional<std::vector<int64_t>> sizes = int_values(n.input(1));
+    if (!sizes)
+      unsupported_form(i, "its sizes are computed from values; NN Studio needs them fixed");
+    const SymShape x = shape_of(n.input(0));
+    if (sizes->size() != x.size())
+      unsupported_form(i, "it adds dims (only a [1, ...] tensor's batch is expanded)");
+    bool batch = false;
+    for (size_t k = 0; k < x.size(); ++k) {
+      const int64_t want = (*sizes)[k];
+      if (want == 1 || want == x[k] || (k == 0 && want == kBatch && x[0] == -1)) continue;
+      if (k == 0 && want == kBatch && x[0] == 1) {
+        batch = true;
+        continue;
+      }
+      unsupported_form(i, "only a [1, ...] tensor's dim 0 is expanded, to the batch");
+    }
+    if (!batch) {
+      aliases_[n.output(0)] = n.input(0);
+      return;
+    }
+    auto source = batch_source_.find(resolve(n.input(1)));
+    if (source == batch_source_.end()) unsupported_form(i, "its batch size is read from no tensor");
+    Unit u = unit_for(i, "Expand");
+    u.inputs = {n.input(0), source->second};
+    add_unit(std::move(u));
   }
 
   // A constant zero Pad of the dims after N and C: nothing when it pads nothing, else the
@@ -1295,8 +1822,83 @@ class Importer {
     const std::string& op = n.op_type();
     auto is_shape = [this](const std::string& v) { return shape_values_.contains(resolve(v)); };
     std::vector<int64_t> out;
-    if (op == "Shape") {
+    std::string batch;  // a tensor whose dim 0 is the batch these sizes hold
+    for (const std::string& v : n.input()) {
+      auto it = batch_source_.find(resolve(v));
+      if (batch.empty() && it != batch_source_.end()) batch = it->second;
+    }
+    // Elementwise on sizes, scalars broadcast; the batch's size is a symbol, not a number.
+    auto elementwise = [&](auto f) {
+      std::vector<std::vector<int64_t>> args;
+      size_t size = 1;
+      for (const std::string& v : n.input()) {
+        std::optional<std::vector<int64_t>> a = int_values(v);
+        if (!a) unsupported_form(i, "it computes sizes from values that are not sizes");
+        if (a->size() != 1 && size != 1 && a->size() != size)
+          unsupported_form(i, "its operands' lengths differ");
+        if (a->size() != 1) size = a->size();
+        args.push_back(std::move(*a));
+      }
+      for (size_t k = 0; k < size; ++k) {
+        std::vector<int64_t> at;
+        for (const auto& a : args) at.push_back(a.size() == 1 ? a[0] : a[k]);
+        out.push_back(f(at));
+      }
+    };
+    auto no_batch = [&](const std::vector<int64_t>& a) {
+      if (std::count(a.begin(), a.end(), kBatch) > 0)
+        unsupported_form(i,
+                         "it computes with the batch size; NN Studio's graphs keep the batch "
+                         "a size of its own");
+    };
+    if (op == "Shape" && is_shape(n.input(0))) {
+      out = {static_cast<int64_t>(int_values(n.input(0))->size())};
+    } else if (op == "Reshape" && is_shape(n.input(0))) {
+      out = *int_values(n.input(0));  // a list of sizes stays one (torch writes [-1])
+    } else if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
+               std::any_of(n.input().begin(), n.input().end(), is_shape)) {
+      elementwise([&](const std::vector<int64_t>& a) {
+        no_batch(a);
+        int64_t r = 0;
+        bool overflow = false;
+        if (op == "Add") overflow = __builtin_add_overflow(a[0], a[1], &r);
+        if (op == "Sub") overflow = __builtin_sub_overflow(a[0], a[1], &r);
+        if (op == "Mul") overflow = __builtin_mul_overflow(a[0], a[1], &r);
+        if (op == "Div") {
+          if (a[1] == 0) unsupported_form(i, "it divides a size by 0");
+          overflow = a[1] == -1 && a[0] == std::numeric_limits<int64_t>::min();
+          if (!overflow) r = a[0] / a[1];
+        }
+        if (overflow) unsupported_form(i, "its sizes overflow");
+        return r;
+      });
+    } else if (op == "Equal" && std::any_of(n.input().begin(), n.input().end(), is_shape)) {
+      elementwise([](const std::vector<int64_t>& a) { return int64_t{a[0] == a[1]}; });
+    } else if (op == "Where" && is_shape(n.input(0))) {
+      elementwise([](const std::vector<int64_t>& a) { return a[0] != 0 ? a[1] : a[2]; });
+    } else if (op == "ConstantOfShape" && is_shape(n.input(0))) {
+      const std::vector<int64_t> sizes = *int_values(n.input(0));
+      no_batch(sizes);
+      const AttributeProto* value = find_attribute(n, "value");
+      const Tensor v =
+          value ? from_tensor_proto(value->t(), source_ + ": " + label(i)) : scalar_tensor(0.0);
+      if (v.numel() != 1) unsupported_form(i, "its value is not one number");
+      if (v.dtype() != kInt64 || sizes.size() != 1 || sizes[0] < 0 || sizes[0] > 64)
+        unsupported_form(i, "only a short list of sizes (an Expand's) is made so");
+      out.assign(static_cast<size_t>(sizes[0]), v.contiguous().data_ptr<int64_t>()[0]);
+    } else if (op == "Slice" && is_shape(n.input(0))) {
+      const std::vector<int64_t> data = *int_values(n.input(0));
+      std::optional<std::vector<int64_t>> starts = int_values(n.input(1)),
+                                          ends = int_values(n.input(2));
+      if (!starts || !ends || starts->size() != 1 || ends->size() != 1 ||
+          (n.input_size() > 4 && !n.input(4).empty()))
+        unsupported_form(i, "it slices sizes with computed bounds or a step");
+      const int64_t size = static_cast<int64_t>(data.size());
+      auto clamp = [size](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t{0}, size); };
+      for (int64_t k = clamp((*starts)[0]); k < clamp((*ends)[0]); ++k) out.push_back(data[k]);
+    } else if (op == "Shape") {
       const SymShape& x = shape_of(n.input(0));
+      batch = resolve(n.input(0));
       const int64_t rank = static_cast<int64_t>(x.size());
       auto clamp = [rank](int64_t k) { return std::clamp(k < 0 ? k + rank : k, int64_t{0}, rank); };
       const int64_t start = clamp(attr_int(n, "start", 0)), end = clamp(attr_int(n, "end", rank));
@@ -1323,6 +1925,8 @@ class Importer {
       return false;
     }
     shape_values_[n.output(0)] = out;
+    if (!batch.empty() && std::count(out.begin(), out.end(), kBatch) > 0)
+      batch_source_[n.output(0)] = batch;
     return true;
   }
 
@@ -1527,10 +2131,18 @@ class Importer {
           continue;
         }
       }
+      // The module an initializer names: its key less the entry it fills ("a.out_proj.weight"
+      // for MultiheadAttention's "out_proj.weight" -> "a"), else less its last part.
       std::string path;
-      for (const std::string& s : u.sources) {
-        path = module_of_initializer(s);
-        if (!path.empty()) break;
+      for (size_t s = 0; s < u.sources.size() && path.empty(); ++s) {
+        const std::string& source = u.sources[s];
+        const std::string entry = s < u.state.size() ? "." + u.state[s].first : std::string();
+        if (entry.size() > 1 && source.size() > entry.size() && source.ends_with(entry) &&
+            is_module_path(source.substr(0, source.size() - entry.size()))) {
+          path = source.substr(0, source.size() - entry.size());
+        } else {
+          path = module_of_initializer(source);
+        }
       }
       if (path.empty()) path = u.scope;
       if (path.empty()) path = lower(u.type);
@@ -1655,7 +2267,8 @@ class Importer {
           g.add_node("Input", sanitized(in.name), {{"shape", in.shape}, {"dtype", in.dtype}});
       value_port[in.name] = {id, "out"};
     }
-    // The module tree; functions, parameters and buffers stay at the top level.
+    // The module tree; functions, parameters and buffers stay at the top level (a group holds
+    // modules only, and ONNX keeps no class to make a block of).
     Tree root;
     for (size_t k = 0; k < units_.size(); ++k) {
       const Unit& u = units_[k];
@@ -1717,6 +2330,7 @@ class Importer {
   }
 
   static std::vector<std::string> input_ports(const Unit& u) {
+    if (!u.ports.empty()) return u.ports;
     if (u.inputs.size() == 1) return {"in"};
     std::vector<std::string> ports;
     for (size_t k = 0; k < u.inputs.size(); ++k) ports.push_back("in" + std::to_string(k));
@@ -1808,10 +2422,12 @@ class Importer {
   std::map<std::string, int> producer_;
   std::map<std::string, std::vector<int>> consumers_;
   std::map<std::string, std::string> aliases_;
-  std::map<std::string, std::string> transposed_;  // a folded transpose -> its initializer
+  std::map<std::string, std::string> folded_;  // a folded transpose or reshape -> its initializer
   // Sizes computed from shapes (convert_shape_arithmetic), kBatch for the batch's.
   std::map<std::string, std::vector<int64_t>> shape_values_;
   static constexpr int64_t kBatch = std::numeric_limits<int64_t>::min();
+  // A shape value that holds the batch -> a tensor whose dim 0 that is (for an Expand).
+  std::map<std::string, std::string> batch_source_;
   std::set<std::string> used_blocks_;  // kWeightBlock, kWeightBiasBlock
   // A Pad's output -> what it pads and its padding per spatial dim (convert_pad).
   std::map<std::string, std::pair<std::string, std::vector<int64_t>>> zero_pads_;

@@ -141,6 +141,21 @@ def run_node(node, args, a):
             *x.shape[:a.get("axis", 0)], *args[1].shape, *x.shape[a.get("axis", 0) + 1:])
     if op == "Concat":
         return torch.cat(args, dim=a["axis"])
+    if op == "Clip":
+        return torch.clamp(x, args[1], args[2])
+    if op in ("HardSigmoid", "HardSwish"):
+        h = torch.clamp(x * a.get("alpha", 1 / 6) + a.get("beta", 0.5), 0, 1)
+        return h if op == "HardSigmoid" else x * h
+    if op == "Slice":
+        y = x
+        axes = args[3].tolist() if len(args) > 3 else range(len(args[1]))
+        for start, end, axis in zip(args[1].tolist(), args[2].tolist(), axes):
+            y = y.narrow(axis, start, min(end, y.shape[axis]) - start)
+        return y
+    if op == "Shape":
+        return torch.tensor(x.shape, dtype=torch.int64)
+    if op == "Expand":
+        return x.expand(*torch.broadcast_shapes(x.shape, tuple(args[1].tolist())))
     raise NotImplementedError(f"the test's interpreter has no {op} ({node.name})")
 
 
@@ -257,6 +272,32 @@ CHAINS = {
         ("Softmax", {}),
         ("LogSoftmax", {"dim": 1}),
     ]),
+    # The functions' forms: PyTorch's own functions and tensor methods on [N, C, H, W].
+    "Functions": ([2, 6, 6], "float32", [
+        ("F.hardtanh", {"min_val": -0.5, "max_val": 0.7}),
+        ("Conv2d", {"in_channels": 2, "out_channels": 4, "kernel_size": [3, 3], "padding": [1, 1]}),
+        ("F.hardswish", {}),
+        ("F.adaptive_avg_pool2d", {"output_size": [3, 3]}),
+        ("Permute", {"dims": [0, 2, 3, 1]}),
+        ("Narrow", {"dim": 3, "start": 1, "length": 3}),
+        ("Transpose", {"dim0": 1, "dim1": 3}),
+        ("F.hardsigmoid", {}),
+        ("Select", {"dim": 2, "index": 1}),
+        ("torch.sigmoid", {}),
+        ("Reshape", {"shape": [3, 3]}),
+        ("F.silu", {}),
+        ("Mean", {"dim": [2], "keepdim": True}),
+        ("torch.tanh", {}),
+        ("torch.flatten", {"start_dim": 1}),
+        ("F.gelu", {"approximate": "tanh"}),
+    ]),
+    # Self-attention (query, key and value one tensor), causal, batch first.
+    "Attention": ([5, 8], "float32", [
+        ("MultiheadAttention", {"embed_dim": 8, "num_heads": 2, "batch_first": True,
+                                "is_causal": True}),
+        ("LayerNorm", {"normalized_shape": [8]}),
+        ("MultiheadAttention", {"embed_dim": 8, "num_heads": 4, "bias": False}),
+    ]),
     "Tokens": ([6], "int64", [
         ("Embedding", {"num_embeddings": 10, "embedding_dim": 8, "padding_idx": 0}),
         ("Conv1d", {"in_channels": 6, "out_channels": 4, "kernel_size": 3, "padding": 1,
@@ -280,8 +321,10 @@ def chain_project(tmp, name, shape, dtype, layers):
                       "x": 0, "y": 0})
     nodes.append({"id": len(nodes) + 1, "type": "Output", "name": "y", "options": {}, "x": 0,
                   "y": 0})
-    edges = [{"from": {"node": i, "port": "out"}, "to": {"node": i + 1, "port": "in"}}
-             for i in range(1, len(nodes))]
+    ports = {"MultiheadAttention": ["query", "key", "value"]}
+    edges = [{"from": {"node": i, "port": "out"}, "to": {"node": i + 1, "port": port}}
+             for i in range(1, len(nodes))
+             for port in ports.get(nodes[i]["type"], ["in"])]
     project = {"format": "nnstudio-project", "version": 1, "name": name,
                "graph": {"nodes": nodes, "edges": edges, "next_id": len(nodes) + 1}}
     path = os.path.join(tmp, name + ".nns")

@@ -149,6 +149,137 @@ class ViewFlatten(nn.Module):
         return self.fc(h.view(h.size(0), -1)) + self.fc(h.reshape(-1, 32))
 
 
+class SubBuffer(nn.Module):
+    """x - a buffer (Sub with a constant operand), x / 2 (Div), x.mean(1) (ReduceMean)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("center", torch.randn(4, 8))
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc((x - self.center).mean(1) / 2)
+
+
+class ConvNeXtBlocks(nn.Module):
+    """torchvision's ConvNeXt block (x.permute to channels-last and back, LayerNorm, Linear,
+    GELU, the layer scale's Mul) behind a stem: convnext_tiny is 28M parameters."""
+
+    def __init__(self):
+        super().__init__()
+        from torchvision.models.convnext import CNBlock
+        self.stem = nn.Conv2d(3, 16, 4, stride=4)
+        self.blocks = nn.Sequential(CNBlock(16, 0.5, 0.0), CNBlock(16, 0.5, 0.0))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        return self.head(self.pool(self.blocks(self.stem(x))).flatten(1))
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder: attention's decomposition (its batch moved into the heads) comes
+    back as MultiheadAttention."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, x):
+        return self.head(self.encoder(x)[:, 0])
+
+
+class ChannelSplit(nn.Module):
+    """torch.split along the channels (Split), x[:, :, 1:] (Slice), PReLU on [N, C, H, W]."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 6, 3, padding=1)
+        self.prelu = nn.PReLU(2)
+
+    def forward(self, x):
+        a, b, c = torch.split(self.conv(x), [2, 1, 3], dim=1)
+        return torch.cat([self.prelu(a)[:, :, 1:], (b * c[:, :1])[:, :, 1:]], dim=1)
+
+
+def torchvision_models():
+    """Real models as a new user brings them: torchvision's (num_classes 10, small inputs)."""
+    import torchvision
+    m = torchvision.models
+    vit = lambda: m.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                      hidden_dim=32, mlp_dim=64, num_classes=10)
+    image = lambda size: (lambda: torch.randn(2, 3, size, size))
+    return [
+        # name, model, input, opsets
+        ("mobilenet_v2", lambda: m.mobilenet_v2(num_classes=10), image(64), (13,)),  # Clip
+        ("mobilenet_v3_small", lambda: m.mobilenet_v3_small(num_classes=10), image(64),
+         (13, 17)),  # HardSigmoid (x * it is hardswish at 13), HardSwish
+        ("shufflenet_v2", lambda: m.shufflenet_v2_x0_5(num_classes=10), image(64), (17,)),
+        ("mnasnet", lambda: m.mnasnet0_5(num_classes=10), image(64), (13,)),  # ReduceMean
+        ("vit", vit, image(32), (13, 17)),  # Expand/Where, attention, Select
+        ("convnext_blocks", ConvNeXtBlocks, image(16), (17,)),
+        ("transformer_encoder", Encoder, lambda: torch.randn(3, 12, 32), (13, 17)),
+        ("sub_buffer", SubBuffer, lambda: torch.randn(3, 4, 8), (13,)),
+        ("channel_split", ChannelSplit, lambda: torch.randn(2, 2, 5, 5), (13, 17)),
+    ]
+
+
+def check_real_model(tmp, name, make, make_input, opset):
+    """torch's output; the state dict's keys, shapes and values (ONNX keeps no class names,
+    so the module tree is not compared)."""
+    torch.manual_seed(0)
+    model = make()
+    randomize_batchnorm(model)
+    model.eval()
+    x = make_input()
+    with torch.no_grad():
+        want = model(x)
+    what = f"{name} (opset {opset})"
+    path = os.path.join(tmp, f"{name}_{opset}.onnx")
+    export(model, x, path, opset, True)
+    project = os.path.join(tmp, f"{name}_{opset}.nns")
+    weights = os.path.join(tmp, f"{name}_{opset}.safetensors")
+    cli("import", path, project)
+    got = engine_eval(tmp, project, x, weights)
+    scale = want.abs().max().item()
+    check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-5 * scale),
+          f"{what}: the imported model's output is torch's (max diff "
+          f"{(got - want).abs().max().item() if got.shape == want.shape else 'shape'})")
+    weights_pt = os.path.join(tmp, "weights.pt")
+    cli("convert", weights, weights_pt)
+    imported = torch.load(weights_pt)
+    # A custom module's own nn.Parameter (ViT's encoder.pos_embedding) is a Parameter node at
+    # the top level, its dots made underscores: groups hold modules only, and ONNX keeps no
+    # class to make a block of (docs/onnx.md).
+    own = {name for module_name, module in model.named_modules()
+           for name, _ in module.named_parameters(module_name, recurse=False)
+           if list(module.children()) and not isinstance(module, nn.MultiheadAttention)}
+    state = {k.replace(".", "_") if k in own else k: v for k, v in model.state_dict().items()}
+    check(sorted(imported) == sorted(state),
+          f"{what}: the weights have the PyTorch model's state-dict keys "
+          f"({sorted(set(imported) ^ set(state))[:6]} differ)")
+    same = all(k in imported and imported[k].shape == v.shape and torch.equal(
+        imported[k].to(v.dtype), v) for k, v in state.items() if "num_batches" not in k)
+    check(same, f"{what}: every weight has the PyTorch model's shape and values")
+    return project, weights
+
+
+def check_own_export(tmp, project, weights, name):
+    """NN Studio's own ONNX export of an imported real model imports back to the same outputs
+    (PReLU on [N, C, H, W] is exported with a Reshape of its slope)."""
+    exported = os.path.join(tmp, f"{name}_again.onnx")
+    cli("export", project, "--format", "onnx", "--out", exported, "--weights", weights)
+    again = os.path.join(tmp, f"{name}_again.nns")
+    cli("import", exported, again)
+    x = input_for(project)
+    want = engine_eval(tmp, project, x, weights)
+    got = engine_eval(tmp, again, x, os.path.join(tmp, f"{name}_again.safetensors"))
+    check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-5, atol=1e-6),
+          f"{name}: NN Studio's ONNX export of the imported model imports back to its outputs")
+
+
 def randomize_batchnorm(model):
     """Running statistics that are not 0 and 1, so that they matter and are not deduplicated
     with the weights."""
@@ -390,6 +521,11 @@ def run_checks():
         for name, make, make_input, opsets, preserve in CASES:
             for opset in opsets:
                 check_case(tmp, name, make, make_input, opset, preserve)
+        for name, make, make_input, opsets in torchvision_models():
+            for opset in opsets:
+                project, weights = check_real_model(tmp, name, make, make_input, opset)
+            if name in ("channel_split", "vit", "mobilenet_v3_small"):
+                check_own_export(tmp, project, weights, name)
         check_training(tmp)
         check_roundtrip(tmp)
         check_pytorch_code(tmp)

@@ -95,7 +95,7 @@ def input_for(project_path):
 
 # The node types the ONNX export has no form for yet (issue 17's sequence layers): it refuses a
 # project that holds one, naming the node, and writes nothing.
-NO_ONNX_FORM = {"RNN", "LSTM", "GRU", "MultiheadAttention", "TransformerEncoderLayer",
+NO_ONNX_FORM = {"RNN", "LSTM", "GRU", "TransformerEncoderLayer",
                 "TransformerDecoderLayer", "PositionalEncoding", "LearnedPositionalEncoding"}
 
 

@@ -429,7 +429,8 @@ TEST_F(RunsTest, TheSliderShowsASnapshotAndBranchFromHereTrainsANewRun) {
   EXPECT_TRUE(test::waitFor([&] {
     expectedSteps = recordedSteps();
     return !expectedSteps.empty() && expectedSteps.back() > 300 && shownSteps() == expectedSteps;
-  })) << shownSteps().size() << " steps shown, " << expectedSteps.size() << " recorded";
+  })) << shownSteps().size()
+      << " steps shown, " << expectedSteps.size() << " recorded";
   ASSERT_FALSE(expectedSteps.empty());
   EXPECT_EQ(expectedSteps.front(), 1);
   ASSERT_EQ(store.snapshot_at(1, 760)->step, 760);  // the last one is written before the end
