@@ -588,7 +588,10 @@ constexpr NodeId kTop = std::numeric_limits<NodeId>::min();  // the top level's 
 class Builder {
  public:
   Builder(const Project& project, const std::string& direction)
-      : project_(project), parents_(parent_index(project.graph)), tb_(direction == "TB") {
+      : project_(project),
+        parents_(parent_index(project.graph)),
+        folds_(folded_repeats(project)),
+        tb_(direction == "TB") {
     direction_ = direction;
     for (const Node& n : project.graph.nodes) nodes_[n.id] = &n;
     level(kTop);
@@ -650,6 +653,9 @@ class Builder {
     }
     for (const Node& n : project_.graph.nodes) {
       if (out.boxes.count(n.id)) out.order.push_back(n.id);
+    }
+    for (const auto& [first, count] : folds_.count) {
+      if (out.boxes.count(first)) out.repeats[first] = count;
     }
     for (const Wire& w : wires_) {
       LayoutRoute route = w.route;
@@ -725,13 +731,7 @@ class Builder {
     return it == parents_.end() ? kTop : it->second;
   }
 
-  NodeId shown(NodeId id) const {
-    NodeId s = id;
-    for (NodeId p = parent(id); p != kTop; p = parent(p)) {
-      if (node(p).collapsed) s = p;
-    }
-    return s;
-  }
+  NodeId shown(NodeId id) const { return shown_node(project_.graph, parents_, folds_, id); }
 
   Level& level(NodeId owner) {
     if (auto it = levels_.find(owner); it != levels_.end()) return it->second;
@@ -776,7 +776,11 @@ class Builder {
     if (shown(n.id) != n.id) return;
     if (is_open_group(n) && !is_boxed_group(n)) return;  // a cluster, made by its members
     Level& l = level(level_of(n.id));
-    const NodeSize size = node_box_size(project_, n);
+    NodeSize size = node_box_size(project_, n);
+    if (folds_.count.contains(n.id)) {  // room for the repeats stacked behind its box
+      size.width += kRepeatStack;
+      size.height += kRepeatStack;
+    }
     const int c = cluster_of(l, n.id);
     item_of_[n.id] = {l.owner, static_cast<int>(l.items.size())};
     l.input.items.push_back({size.width, size.height, c, false});
@@ -859,6 +863,7 @@ class Builder {
 
   const Project& project_;
   std::unordered_map<NodeId, NodeId> parents_;
+  FoldedRepeats folds_;
   bool tb_;
   std::string direction_;
   std::unordered_map<NodeId, const Node*> nodes_;
@@ -921,12 +926,16 @@ NodeSize node_box_size(const Project& project, const Node& node) {
 }
 
 NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
-                  NodeId id) {
+                  const FoldedRepeats& folds, NodeId id) {
+  // Outwards from the node, so that the outermost collapsed group or fold decides.
   NodeId shown = id;
-  for (auto it = parents.find(id); it != parents.end(); it = parents.find(it->second)) {
-    if (graph.at(it->second).collapsed) shown = it->second;
+  for (NodeId at = id;;) {
+    if (auto f = folds.hidden.find(at); f != folds.hidden.end()) shown = f->second;
+    auto p = parents.find(at);
+    if (p == parents.end()) return shown;
+    at = p->second;
+    if (graph.at(at).collapsed) shown = at;
   }
-  return shown;
 }
 
 Layout layout_graph(const Project& project, const std::string& direction) {
@@ -945,12 +954,11 @@ Json layout_to_json(const Project& project, const Layout& layout) {
   Json nodes = Json::array();
   for (NodeId id : layout.order) {
     const LayoutBox& b = layout.boxes.at(id);
-    nodes.push_back(Json{{"id", id},
-                         {"name", project.graph.at(id).name},
-                         {"x", rounded(b.x)},
-                         {"y", rounded(b.y)},
-                         {"width", rounded(b.width)},
-                         {"height", rounded(b.height)}});
+    Json node{
+        {"id", id},          {"name", project.graph.at(id).name}, {"x", rounded(b.x)},
+        {"y", rounded(b.y)}, {"width", rounded(b.width)},         {"height", rounded(b.height)}};
+    if (auto r = layout.repeats.find(id); r != layout.repeats.end()) node["repeat"] = r->second;
+    nodes.push_back(std::move(node));
   }
   return Json{{"nodes", std::move(nodes)}};
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/graph/project.h"
+#include "engine/graph/repeats.h"
 
 namespace nns::graph {
 
@@ -52,7 +53,8 @@ struct Layout {
   std::vector<NodeId> order;          // the nodes of `boxes` in graph order
   std::map<NodeId, LayoutPoint> group_inputs, group_outputs;  // open groups' port anchors
   std::vector<LayoutRoute> routes;
-  double width = 0, height = 0;  // the drawing's extent, from (0, 0)
+  std::map<NodeId, int> repeats;  // a folded run's first member -> the run's size N (repeats.h)
+  double width = 0, height = 0;   // the drawing's extent, from (0, 0)
 
   // The route of a wire or chain link, or nullptr.
   const LayoutRoute* route(const Edge& edge) const;
@@ -73,11 +75,14 @@ constexpr double kCollapsedGroupWidth = 180;
 constexpr double kCollapsedGroupHeight = 62;
 constexpr double kHealthStripHeight = 22;
 constexpr double kFrameHeader = 26;  // the title band of an open group's frame
+constexpr double kRepeatStack = 6;   // the boxes stacked behind a folded run's box (repeats.h)
 NodeSize node_box_size(const Project& project, const Node& node);
 
-// The node that shows `id` on the canvas: itself, or the outermost collapsed group holding it.
-// `parents` is parent_index(graph).
-NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents, NodeId id);
+// The node that shows `id` on the canvas: itself, the outermost collapsed group holding it, or
+// the first member of a folded run that it is (or is in) a hidden repeat of. `parents` is
+// parent_index(graph), `folds` folded_repeats(project).
+NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
+                  const FoldedRepeats& folds, NodeId id);
 
 // A group's implicit links: a Sequential's chain ({group, "in"} to its first member's first
 // input, each member's first output to the next one's first input, the last to {group,
@@ -93,9 +98,9 @@ std::vector<Edge> implicit_links(const Project& project, const Node& group,
 // direction; an Error when Graphviz fails (its message).
 Layout layout_graph(const Project& project, const std::string& direction = "");
 
-// The layout as `nnstudio-cli layout` prints it: {"direction": "TB", "nodes": [{"id", "name",
-// "x", "y", "width", "height"}, ...]}, one entry per node drawn, in graph order, coordinates
-// rounded to 0.1.
+// The layout as `nnstudio-cli layout` prints it: {"nodes": [{"id", "name", "x", "y", "width",
+// "height"}, ...]}, one entry per node drawn, in graph order, coordinates rounded to 0.1, and
+// "repeat": N on the first member of a folded run.
 Json layout_to_json(const Project& project, const Layout& layout);
 
 // Moves every drawn node of the project to its place in the layout (frames follow their

@@ -146,6 +146,7 @@ Graph read_graph(const Json& json, const std::string& path, const std::string& s
       node.members.push_back(members[m].get<NodeId>());
     }
     node.collapsed = n.boolean("collapsed", false);
+    node.folded = n.boolean("folded", false);
     node.extra = n.extra();
     g.insert_node(std::move(node));
   }
@@ -252,6 +253,7 @@ Json graph_to_json(const Graph& graph) {
            {"options", n.options}, {"x", n.x},       {"y", n.y}};
     if (!n.members.empty()) j["members"] = n.members;
     if (n.collapsed) j["collapsed"] = true;
+    if (n.folded) j["folded"] = true;
     merge_extra(j, n.extra);
     nodes.push_back(std::move(j));
   }

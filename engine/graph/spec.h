@@ -69,6 +69,7 @@ struct Node {
   double x = 0, y = 0;          // canvas position
   std::vector<NodeId> members;  // for groups: the member nodes, in order
   bool collapsed = false;       // for groups: drawn as one node
+  bool folded = false;          // for a Sequential or ModuleList: runs of equal members as one
   Json extra = Json::object();  // fields of a newer format, kept as they were read
   bool operator==(const Node&) const = default;
 };

@@ -17,6 +17,7 @@
 
 #include "engine/data/catalog.h"
 #include "engine/graph/builder.h"
+#include "engine/graph/repeats.h"
 #include "engine/onnx/onnx.h"
 #include "engine/onnx/tensor_proto.h"
 #include "engine/serialize/serialize.h"
@@ -2326,6 +2327,7 @@ class Importer {
       for (auto& c : t.children) wire(*c, t.sequential || in_sequence);
     };
     for (auto& c : root.children) wire(*c, false);
+    graph::fold_all_repeats(project);  // repeated blocks open as one box xN
     return project;
   }
 

@@ -12,6 +12,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/graph/builder.h"
+#include "engine/graph/repeats.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/error.h"
 #include "engine/torch_import/convert.h"
@@ -155,6 +156,8 @@ class Reader {
     merge_arguments();
     frozen();
     check();
+    // Repeated blocks (resnet's equal Bottlenecks, a transformer's layers) open as one box xN.
+    graph::fold_all_repeats(out_.project);
     note("the project's data set is still the default (" + out_.project.dataset.name +
          "): choose one (or a CSV file) that fits the model's input before training");
     out_.notes = notes_;

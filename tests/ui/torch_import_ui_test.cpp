@@ -19,6 +19,7 @@
 #include "ui/app/main_window.h"
 #include "ui/app/torch_import_dialog.h"
 #include "ui/canvas/graph_scene.h"
+#include "ui/canvas/node_item.h"
 #include "ui/document/project_document.h"
 #include "ui/training/training_controller.h"
 #include "ui_test_support.h"
@@ -147,6 +148,63 @@ TEST_F(TorchImportUiTest, ScreenshotOfAnImportedResnet18) {
   window->resize(1600, 1000);
   test::settle();
   EXPECT_TRUE(window->grab().save(dir + "/torch_import_resnet18.png"));
+}
+
+// An imported transformer (tests/torch/import/models.py:Stack) opens with its six equal
+// encoder layers folded into one box x6 (the others hidden, the wires running from that box on);
+// Fold / Show Repeats on it shows all six, and undo folds them again. With $NNS_SCREENSHOT_DIR set,
+// both pictures are written there.
+TEST_F(TorchImportUiTest, AnImportedTransformerOpensFoldedAndShowsEveryLayerOnRequest) {
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("stack.nns");
+  TorchImportDialog* dialog = window->importPyTorchDialog();
+  dialog->setSource(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Stack");
+  dialog->setInputs("12,6");
+  dialog->setPython(kPython);
+  dialog->setProjectPath(project);
+  ASSERT_TRUE(dialog->start());
+  QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 60000);
+  window->resize(1600, 1000);
+  test::settle();
+  ProjectDocument* doc = window->document();
+  const graph::Node* layers = nullptr;
+  for (const graph::Node& n : doc->project().graph.nodes) {
+    if (n.type == "Sequential" && n.members.size() == 6) layers = &n;
+  }
+  ASSERT_TRUE(layers);
+  const graph::NodeId layersId = layers->id;
+  const std::vector<graph::NodeId> members = layers->members;
+  EXPECT_TRUE(layers->folded);
+  GraphScene* scene = window->scene();
+  EXPECT_EQ(scene->repeatCount(members[0]), 6);
+  EXPECT_TRUE(scene->nodeItem(members[0])->isVisible());
+  for (size_t k = 1; k < members.size(); ++k) {
+    EXPECT_FALSE(scene->nodeItem(members[k])->isVisible()) << k;
+    EXPECT_EQ(scene->shownItem(members[k]), scene->nodeItem(members[0]));
+  }
+  EXPECT_EQ(doc->layout().repeats.at(members[0]), 6);
+  const QString dir = qEnvironmentVariable("NNS_SCREENSHOT_DIR");
+  if (!dir.isEmpty()) {
+    EXPECT_TRUE(window->grab().save(dir + "/transformer_folded.png"));
+  }
+
+  auto* fold = window->findChild<QAction*>("foldAction");
+  ASSERT_TRUE(fold);
+  doc->setSelection({members[0]});
+  ASSERT_TRUE(fold->isEnabled());
+  fold->trigger();
+  QTRY_VERIFY(!doc->project().graph.at(layersId).folded);
+  EXPECT_EQ(scene->repeatCount(members[0]), 0);
+  for (graph::NodeId m : members) EXPECT_TRUE(scene->nodeItem(m)->isVisible());
+  EXPECT_TRUE(doc->layout().repeats.empty());
+  test::settle();
+  if (!dir.isEmpty()) {
+    EXPECT_TRUE(window->grab().save(dir + "/transformer_expanded.png"));
+  }
+
+  doc->undoStack()->undo();
+  EXPECT_TRUE(doc->project().graph.at(layersId).folded);
+  EXPECT_FALSE(scene->nodeItem(members[5])->isVisible());
 }
 
 }  // namespace

@@ -30,8 +30,10 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <set>
 
 #include "engine/export/pytorch_code.h"
+#include "engine/graph/repeats.h"
 #include "engine/onnx/onnx_export.h"
 #include "engine/onnx/onnx_import.h"
 #include "ui/app/example_project.h"
@@ -276,6 +278,17 @@ void MainWindow::createActions() {
           if (n && isGroup(*n) && item) document_->setCollapsed(id, !n->collapsed);
         }
       });
+  // Repeated blocks: a group with runs of equal members folds them into one box xN each; a box
+  // that stands for a run (or its group) shows them all again.
+  foldAct_ = make(tr("Fold / Show &Repeats"), QKeySequence(), [this] {
+    std::set<graph::NodeId> groups;
+    for (graph::NodeId id : document_->selection()) {
+      if (auto group = foldGroupOf(id)) groups.insert(*group);
+    }
+    for (graph::NodeId g : groups)
+      document_->setFolded(g, !document_->project().graph.at(g).folded);
+  });
+  foldAct_->setObjectName("foldAction");
   makeBlockAct_ = make(tr("Make Custom &Block…"), QKeySequence(Qt::CTRL | Qt::Key_B), [this] {
     if (document_->selection().empty()) return;
     bool ok = false;
@@ -344,7 +357,8 @@ void MainWindow::createMenus() {
   edit->addSeparator();
   edit->addActions({copyAct_, pasteAct_, deleteAct_, selectAllAct_, renameAct_});
   edit->addSeparator();
-  edit->addActions({groupSeqAct_, groupListAct_, groupDictAct_, ungroupAct_, collapseAct_});
+  edit->addActions(
+      {groupSeqAct_, groupListAct_, groupDictAct_, ungroupAct_, collapseAct_, foldAct_});
   edit->addSeparator();
   edit->addActions({makeBlockAct_, inlineBlockAct_});
   edit->addSeparator();
@@ -557,6 +571,8 @@ void MainWindow::updateActions() {
   groupDictAct_->setEnabled(!sel.empty());
   ungroupAct_->setEnabled(anyGroup);
   collapseAct_->setEnabled(anyGroup);
+  foldAct_->setEnabled(std::any_of(
+      sel.begin(), sel.end(), [this](graph::NodeId id) { return foldGroupOf(id).has_value(); }));
   renameAct_->setEnabled(sel.size() == 1);
   bool canAdd = false, canRemove = !scene_->selectedProbes().empty();
   for (graph::NodeId id : sel) {
@@ -609,13 +625,25 @@ void MainWindow::showContextMenu(QPoint screenPos) {
   QMenu menu(this);
   menu.addActions({renameAct_, copyAct_, deleteAct_});
   menu.addSeparator();
-  menu.addActions({groupSeqAct_, groupListAct_, groupDictAct_, ungroupAct_, collapseAct_});
+  menu.addActions(
+      {groupSeqAct_, groupListAct_, groupDictAct_, ungroupAct_, collapseAct_, foldAct_});
   menu.addSeparator();
   menu.addActions({makeBlockAct_, inlineBlockAct_});
   menu.addSeparator();
   updateActions();
   menu.addActions({addProbeAct_, removeProbeAct_});
   menu.exec(screenPos);
+}
+
+std::optional<graph::NodeId> MainWindow::foldGroupOf(graph::NodeId id) const {
+  const graph::Project& p = document_->project();
+  const graph::Node* n = p.graph.find(id);
+  if (!n) return std::nullopt;
+  if (n->folded || graph::has_repeats(p, *n)) return id;
+  if (scene_->repeatCount(id) > 1) {
+    if (const graph::Node* parent = p.graph.parent_of(id)) return parent->id;
+  }
+  return std::nullopt;
 }
 
 void MainWindow::groupSelection(const QString& type) {

@@ -6,6 +6,7 @@
 #include <QMainWindow>
 #include <QString>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/graph/spec.h"
@@ -107,6 +108,9 @@ class MainWindow : public QMainWindow {
   bool offerRecovery(bool ask = true);
 
   // Groups the selection into a container (what Ctrl+G does for Sequential).
+  // The group whose repeats a Fold / Show Repeats on `id` toggles: the group itself (one with
+  // runs, or folded), or the group of a box that stands for a folded run.
+  std::optional<graph::NodeId> foldGroupOf(graph::NodeId id) const;
   void groupSelection(const QString& type);
   void copySelection();
   void paste();
@@ -184,8 +188,8 @@ class MainWindow : public QMainWindow {
       *exportOnnxAct_, *importOnnxAct_, *loadStateAct_, *saveStateAct_, *strictAct_, *quitAct_;
   QAction* importPyTorchAct_ = nullptr;
   QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
-  QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *renameAct_,
-      *makeBlockAct_, *inlineBlockAct_;
+  QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *foldAct_,
+      *renameAct_, *makeBlockAct_, *inlineBlockAct_;
   QAction *frameAct_, *layoutAct_, *leftToRightAct_, *zoomInAct_, *zoomOutAct_, *resetLayoutAct_;
   QAction *addProbeAct_, *removeProbeAct_;
   QAction* pluginsAct_ = nullptr;              // Help > Plugins

@@ -84,13 +84,23 @@ const graph::Node& GraphScene::node(graph::NodeId id) const {
 }
 
 NodeItem* GraphScene::shownItem(graph::NodeId id) const {
-  // The outermost collapsed group holding the node (graph::shown_node, through the index).
+  // The outermost collapsed group holding the node, or the first of a folded run it is a hidden
+  // repeat in (graph::shown_node, through the index).
   graph::NodeId shown = id;
-  for (auto it = parents_.find(id); it != parents_.end(); it = parents_.find(it->second)) {
-    const graph::Node* group = findNode(it->second);
-    if (group && group->collapsed) shown = it->second;
+  for (graph::NodeId at = id;;) {
+    if (auto f = folds_.hidden.find(at); f != folds_.hidden.end()) shown = f->second;
+    auto p = parents_.find(at);
+    if (p == parents_.end()) break;
+    at = p->second;
+    const graph::Node* group = findNode(at);
+    if (group && group->collapsed) shown = at;
   }
   return nodeItem(shown);
+}
+
+int GraphScene::repeatCount(graph::NodeId id) const {
+  auto it = folds_.count.find(id);
+  return it == folds_.count.end() ? 0 : it->second;
 }
 
 std::vector<EdgeItem*> GraphScene::edgeItems() const {
@@ -174,6 +184,7 @@ void GraphScene::sync() {
   syncing_ = true;
   const graph::Graph& g = document_->project().graph;
   parents_ = graph::parent_index(g);
+  folds_ = graph::folded_repeats(document_->project());
   index_.clear();
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     if (findNode(it->first)) {
@@ -220,12 +231,13 @@ void GraphScene::sync() {
 }
 
 void GraphScene::applyChange(const GraphChange& change) {
-  if (change.everything) {
+  // An edit in a folded group may end or start a run: then every item's visibility changes.
+  if (change.everything ||
+      (!folds_.empty() && graph::folded_repeats(document_->project()) != folds_)) {
     sync();
     return;
   }
   syncing_ = true;
-  const graph::Graph& g = document_->project().graph;
   for (const graph::Edge& e : change.edgesRemoved) {
     auto it = edges_.find({e.to.node, e.to.port});
     if (it == edges_.end() || !(it->second->edge() == e)) continue;
@@ -266,7 +278,7 @@ void GraphScene::applyChange(const GraphChange& change) {
 QPainterPath GraphScene::wirePath(const graph::Edge& edge, bool chain) const {
   NodeItem* from = shownItem(edge.from.node);
   NodeItem* to = shownItem(edge.to.node);
-  if (!from || !to) return {};
+  if (!from || !to || from == to) return {};  // inside a collapsed group or a folded run
   // A chain link starts at its group's input port and ends at its group's output port, which
   // are the frame's ports on the side the data enters and leaves by (graph::implicit_links).
   const bool fromGroupInput = chain && edge.from.port == "in";

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/graph/repeats.h"
 #include "ui/document/project_document.h"
 #include "ui/widgets/canvas_theme.h"
 
@@ -44,6 +45,8 @@ class GraphScene : public QGraphicsScene {
   const graph::Node& node(graph::NodeId id) const;
   // The item that shows the node: itself, or the outermost collapsed group holding it.
   NodeItem* shownItem(graph::NodeId id) const;
+  // N for the first member of a folded run of N repeats (drawn for all of them), else 0.
+  int repeatCount(graph::NodeId id) const;
   std::vector<EdgeItem*> edgeItems() const;
   // How many groups the node is nested in.
   int groupDepth(graph::NodeId id) const;
@@ -147,6 +150,7 @@ class GraphScene : public QGraphicsScene {
   std::map<std::pair<graph::NodeId, std::string>, std::unique_ptr<EdgeItem>> edges_;
   // Each member's group, as of the last sync (membership changes always sync).
   std::unordered_map<graph::NodeId, graph::NodeId> parents_;
+  graph::FoldedRepeats folds_;  // the folded groups' hidden repeats (engine/graph/repeats.h)
   // Each node's place in the document's graph.nodes; checked on use, remade when stale.
   mutable std::unordered_map<graph::NodeId, size_t> index_;
   int itemsMade_ = 0;

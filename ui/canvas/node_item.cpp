@@ -67,6 +67,7 @@ void NodeItem::refresh() {
   leftToRight_ = project.layout_direction == "LR";
   title_ = qs(node.name);
   typeName_ = qs(node.type);
+  repeats_ = scene_.repeatCount(id_);
   detail_.clear();
   if (isGroup(node)) {
     typeName_ += QString(" (%1)").arg(node.members.size());
@@ -138,7 +139,7 @@ void NodeItem::fitMembers() {
   }
   for (graph::NodeId m : scene_.node(id_).members) {
     NodeItem* item = scene_.nodeItem(m);
-    if (!item) continue;
+    if (!item || scene_.shownItem(m) != item) continue;  // a folded repeat: not drawn
     QRectF r(item->pos(), item->boxSize());
     r.adjust(-kFrameMargin, -kFrameMargin - graph::kFrameHeader, kFrameMargin, kFrameMargin);
     if (!box.contains(r)) box |= r;
@@ -289,6 +290,14 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   const QRectF box(QPointF(0, 0), size_);
   const bool bad = !problems_.isEmpty() || !portProblems_.empty();
   QPen border(isSelected() ? t.selection : bad ? t.error : t.border, isSelected() || bad ? 2 : 1);
+  if (repeats_ > 1) {
+    // A folded run: the boxes of the repeats it stands for, stacked behind it.
+    painter->setPen(QPen(t.border, 1));
+    painter->setBrush(t.nodeBody);
+    const double step = graph::kRepeatStack / 2;
+    painter->drawRoundedRect(box.translated(2 * step, 2 * step), 6, 6);
+    painter->drawRoundedRect(box.translated(step, step), 6, 6);
+  }
   painter->setPen(border);
   painter->setBrush(t.nodeBody);
   painter->drawRoundedRect(box, 6, 6);
@@ -311,6 +320,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   double right = box.width() - 8;
   // A probe's tag sits on the title bar's right end: the type moves left of it.
   if (scene_.probeItem(id_)) right -= ProbeItem::kWidth + 4;
+  if (repeats_ > 1) right -= paintRepeatPill(painter, right, kHeader) + 6;
   if (mark_) {
     painter->setPen(Qt::NoPen);
     painter->setBrush(markColor(t, mark_->status));
@@ -496,7 +506,9 @@ void NodeItem::paintFrame(QPainter* painter) {
   font.setPointSizeF(8.5);
   QFont bold = font;
   bold.setBold(true);
-  const QRectF band(10, 0, box.width() - 20, graph::kFrameHeader);
+  QRectF band(10, 0, box.width() - 20, graph::kFrameHeader);
+  if (repeats_ > 1)
+    band.setRight(band.right() - paintRepeatPill(painter, band.right(), graph::kFrameHeader) - 6);
   QString right = typeName_;
   if (auto it = outShapes_.find("out"); it != outShapes_.end()) right += "  " + it->second;
   const QFontMetricsF fm(font);
@@ -526,6 +538,26 @@ void NodeItem::paintFrame(QPainter* painter) {
     painter->drawPath(mapFromScene(path));
   }
   paintPorts(painter, font);
+}
+
+double NodeItem::paintRepeatPill(QPainter* painter, double right, double bandHeight) {
+  // "x12": how many equal blocks this box stands for, on the title bar's right end.
+  const CanvasTheme& t = scene_.theme();
+  QFont font = painter->font();
+  font.setPointSizeF(8.5);
+  font.setBold(true);
+  const QString text = QString::fromUtf8("\u00d7%1").arg(repeats_);
+  const double width = QFontMetricsF(font).horizontalAdvance(text) + 12;
+  const QRectF pill(right - width, (bandHeight - 16) / 2, width, 16);
+  painter->save();
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(t.selection);
+  painter->drawRoundedRect(pill, 8, 8);
+  painter->setFont(font);
+  painter->setPen(Qt::white);
+  painter->drawText(pill, Qt::AlignCenter, text);
+  painter->restore();
+  return width;
 }
 
 void NodeItem::paintPlain(QPainter* painter) {

@@ -78,6 +78,8 @@ class NodeItem : public QGraphicsItem {
   void updateShape();
   QString tooltipAt(QPointF localPos) const;
   void paintFrame(QPainter* painter);
+  // The xN of a folded run on a title band ending at `right`; returns its width.
+  double paintRepeatPill(QPainter* painter, double right, double bandHeight);
   void paintPlain(QPainter* painter);
   void paintPorts(QPainter* painter, const QFont& font);
   void paintHealth(QPainter* painter);
@@ -88,6 +90,7 @@ class NodeItem : public QGraphicsItem {
   GraphScene& scene_;
   graph::NodeId id_;
   bool frame_ = false;
+  int repeats_ = 0;             // N when this stands for a folded run of N equal blocks
   bool group_ = false;          // a group, open or collapsed (its title bar's colour)
   bool quiet_ = false;          // set while the scene positions the item
   bool movingMembers_ = false;  // set while a dragged frame carries its members

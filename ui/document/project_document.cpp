@@ -12,6 +12,7 @@
 
 #include "engine/graph/edit.h"
 #include "engine/graph/node_types.h"
+#include "engine/graph/repeats.h"
 #include "ui/document/graph_commands.h"
 #include "ui/document/node_info.h"
 #include "ui/document/qt_strings.h"
@@ -271,7 +272,8 @@ GraphChange ProjectDocument::difference(const graph::Graph& from, const graph::G
     }
     const graph::Node& o = *it->second;
     old.erase(it);
-    if (o.members != n.members || o.collapsed != n.collapsed) change.everything = true;
+    if (o.members != n.members || o.collapsed != n.collapsed || o.folded != n.folded)
+      change.everything = true;
     if (o.type != n.type || o.name != n.name || o.options != n.options || o.extra != n.extra) {
       change.changed.insert(n.id);
     } else if (o.x != n.x || o.y != n.y) {
@@ -448,6 +450,18 @@ void ProjectDocument::setCollapsed(graph::NodeId group, bool collapsed) {
   takePendingLayout();
 }
 
+void ProjectDocument::setFolded(graph::NodeId group, bool folded) {
+  // As collapsing: laid out again in the same undo step.
+  edit(folded ? tr("Fold repeats of %1").arg(qs(project_.graph.at(group).name))
+              : tr("Show every repeat of %1").arg(qs(project_.graph.at(group).name)),
+       [&](graph::Project& p) {
+         p.graph.at(group).folded = folded;
+         pendingLayout_ = graph::layout_graph(p);
+         graph::apply_layout(p, *pendingLayout_);
+       });
+  takePendingLayout();
+}
+
 void ProjectDocument::autoLayout() {
   edit(tr("Auto-layout"), [&](graph::Project& p) {
     pendingLayout_ = graph::layout_graph(p);
@@ -505,6 +519,7 @@ void ProjectDocument::prepareForCanvas() {
     for (graph::Node& n : g.nodes) {
       if (isGroup(n) && parents.count(n.id)) n.collapsed = true;
     }
+    graph::fold_all_repeats(project_);  // and repeated blocks as one box xN
     graphChanged();
     layoutStale_ = true;
   }

@@ -131,6 +131,9 @@ class ProjectDocument : public QObject {
   void inlineBlock(graph::NodeId instance);
   // Collapses or expands a group and lays the graph out again (one undo step).
   void setCollapsed(graph::NodeId group, bool collapsed);
+  // Folds a Sequential's or ModuleList's runs of equal members into one box xN each, or shows
+  // them all (graph::repeat_runs); one undo step, laid out again.
+  void setFolded(graph::NodeId group, bool folded);
   // The nodes (with the wires between them) as JSON for the clipboard, and back.
   graph::Json copyNodes(const std::vector<graph::NodeId>& nodes) const;
   std::vector<graph::NodeId> pasteNodes(const graph::Json& clip, QPointF offset);

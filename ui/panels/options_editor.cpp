@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include "engine/graph/node_types.h"
+#include "engine/graph/repeats.h"
 #include "engine/tensor/error.h"
 #include "ui/document/block_arguments.h"
 #include "ui/document/block_library.h"
@@ -173,6 +174,13 @@ QWidget* OptionsEditor::makeForm() {
     connect(collapsed, &QCheckBox::toggled, this,
             [this, id](bool on) { document_->setCollapsed(id, on); });
     layout->addRow(QString(), collapsed);
+    if (node.folded || graph::has_repeats(document_->project(), node)) {
+      auto* folded = new QCheckBox(tr("Fold repeated members (one box ×N)"));
+      folded->setChecked(node.folded);
+      connect(folded, &QCheckBox::toggled, this,
+              [this, id](bool on) { document_->setFolded(id, on); });
+      layout->addRow(QString(), folded);
+    }
   }
   if (node.type == "ModuleDict") addModuleDictRows(layout, node);
   if (const graph::BlockDef* block = document_->project().find_block(node.type)) {

@@ -82,6 +82,23 @@ class Encoder(nn.Module):
         return self.head(self.encoder(self.embed(x))[:, 0])
 
 
+class Stack(nn.Module):
+    """A Transformer as papers draw it: six equal encoder layers in a Sequential between an
+    embedding and a head (the window opens it with the six folded into one box x6)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(6, 32)
+        self.layers = nn.Sequential(*[
+            nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
+            for _ in range(6)])
+        self.norm = nn.LayerNorm(32)
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, x):
+        return self.head(self.norm(self.layers(self.embed(x)))[:, 0])
+
+
 def small_vit():
     """A small torchvision VisionTransformer whose head is not zero (torchvision zeroes it, which
     would make every output 0 and any comparison pass)."""
