@@ -329,5 +329,74 @@ TEST(NodeHealth, ThresholdsJudgeTheLatestPoint) {
   EXPECT_TRUE(r.summary.contains("step 10")) << r.summary.toStdString();
 }
 
+// A probe placed on a box that stands for a folded run (issue 29) goes on every repeat, and the
+// panel shows the chosen series of each repeat side by side; removing it removes them all.
+TEST_F(ProbeTraining, AProbeOnAFoldedRunShowsEveryRepeatSideBySide) {
+  graph::Project project = document->project();
+  graph::Graph g;
+  const graph::NodeId x = g.add_node("Input", "x", {{"shape", {2}}});
+  const graph::NodeId stem =
+      g.add_node("Linear", "stem", {{"in_features", 2}, {"out_features", 8}});
+  const graph::NodeId body = g.add_node("Sequential", "body");
+  for (int b = 0; b < 4; ++b) {
+    const graph::NodeId block = g.add_node("Sequential", "block" + std::to_string(b));
+    g.at(block).members = {
+        g.add_node("Linear", "fc" + std::to_string(b), {{"in_features", 8}, {"out_features", 8}}),
+        g.add_node("Tanh", "act" + std::to_string(b))};
+    g.at(body).members.push_back(block);
+  }
+  const graph::NodeId head =
+      g.add_node("Linear", "head", {{"in_features", 8}, {"out_features", 3}});
+  const graph::NodeId y = g.add_node("Output", "y");
+  g.connect({x, "out"}, {stem, "in"});
+  g.connect({stem, "out"}, {body, "in"});
+  g.connect({body, "out"}, {head, "in"});
+  g.connect({head, "out"}, {y, "in"});
+  project.graph = std::move(g);
+  project.training.epochs = 100000;
+  document->setProject(std::move(project), QString());
+  document->setFolded(body, true);
+  const std::vector<graph::NodeId> blocks = document->project().graph.at(body).members;
+  ASSERT_EQ(scene->repeatCount(blocks[0]), 4);
+  EXPECT_EQ(document->repeatRun(blocks[0]), blocks);
+
+  ASSERT_TRUE(document->addProbe(blocks[0], graph::ProbeSpec{.every = 2, .max_overhead = 0}));
+  for (graph::NodeId b : blocks) EXPECT_TRUE(document->probeOf(b));
+  document->setSelection({blocks[0]});
+  makePanel();
+  ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();
+  controller->start();
+  // Every repeat sampled: each column holds a step and a mean.
+  QTableWidget* table = panel->repeatTable();
+  ASSERT_TRUE(waitFor([&] {
+    panel->refresh();
+    if (table->columnCount() != 4 || table->rowCount() < 2) return false;
+    for (int c = 0; c < 4; ++c) {
+      if (!table->item(0, c) || table->item(0, c)->text().toLongLong() <= 0) return false;
+    }
+    return true;
+  }));
+  controller->pause();
+  ASSERT_TRUE(waitFor([&] { return !controller->isRunning(); }));
+  panel->refresh();
+  EXPECT_TRUE(table->isVisibleTo(panel.get()));
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_EQ(table->horizontalHeaderItem(c)->text(),
+              QString::fromStdString(document->project().graph.at(blocks[c]).name));
+    // The column is that repeat's own latest sample.
+    const auto& samples = health->series(blocks[c])->at({train::ProbeKind::Activation, "output"});
+    EXPECT_EQ(table->item(0, c)->text(), QString::number(samples.back().step));
+  }
+  // Different layers, different outputs.
+  EXPECT_NE(table->item(1, 0)->text(), table->item(1, 3)->text());
+  if (const QString dir = qEnvironmentVariable("NNS_SCREENSHOT_DIR"); !dir.isEmpty()) {
+    EXPECT_TRUE(panel->grab().save(dir + "/probe_folded_run.png"));
+  }
+
+  ASSERT_TRUE(document->removeProbe(blocks[0]));
+  for (graph::NodeId b : blocks) EXPECT_FALSE(document->probeOf(b));
+  document->undoStack()->setClean();
+}
+
 }  // namespace
 }  // namespace nns::ui

@@ -579,10 +579,26 @@ const graph::ProbeSpec* ProjectDocument::probeOf(graph::NodeId node) const {
   return nullptr;
 }
 
+std::vector<graph::NodeId> ProjectDocument::repeatRun(graph::NodeId node) const {
+  const graph::FoldedRepeats folds = graph::folded_repeats(project_);
+  const graph::Node* group = project_.graph.parent_of(node);
+  if (!folds.count.contains(node) || !group) return {node};
+  std::vector<graph::NodeId> run;
+  for (graph::NodeId m : group->members) {
+    auto hidden = folds.hidden.find(m);
+    if (m == node || (hidden != folds.hidden.end() && hidden->second == node)) run.push_back(m);
+  }
+  return run;
+}
+
 bool ProjectDocument::addProbe(graph::NodeId node, graph::ProbeSpec spec) {
   const graph::Node* n = project_.graph.find(node);
   const QString name = n ? qs(n->name) : QString::number(node);
-  return edit(tr("Add probe to %1").arg(name), [&](graph::Project& p) {
+  const std::vector<graph::NodeId> run = repeatRun(node);
+  const QString text = run.size() > 1
+                           ? tr("Add probes to the %1 repeats of %2").arg(run.size()).arg(name)
+                           : tr("Add probe to %1").arg(name);
+  return edit(text, [&](graph::Project& p) {
     if (!canProbe(node)) {
       throw ValueError("node '" + name.toStdString() +
                        "' has no module to place hooks on (a functional node, an Input or an "
@@ -591,16 +607,24 @@ bool ProjectDocument::addProbe(graph::NodeId node, graph::ProbeSpec spec) {
     if (probeOf(node)) {
       throw ValueError("node '" + name.toStdString() + "' already has a probe");
     }
-    spec.node = node;
-    p.probes.push_back(std::move(spec));
+    // A folded run's repeats side by side: each gets the probe (the box's panel compares them).
+    for (graph::NodeId m : run) {
+      if (m != node && probeOf(m)) continue;
+      graph::ProbeSpec each = spec;
+      each.node = m;
+      p.probes.push_back(std::move(each));
+    }
   });
 }
 
 bool ProjectDocument::removeProbe(graph::NodeId node) {
   if (!probeOf(node)) return false;
+  const std::vector<graph::NodeId> run = repeatRun(node);
   return edit(tr("Remove probe from %1").arg(qs(project_.graph.at(node).name)),
               [&](graph::Project& p) {
-                std::erase_if(p.probes, [&](const graph::ProbeSpec& s) { return s.node == node; });
+                std::erase_if(p.probes, [&](const graph::ProbeSpec& s) {
+                  return std::find(run.begin(), run.end(), s.node) != run.end();
+                });
               });
 }
 

@@ -161,8 +161,11 @@ class ProjectDocument : public QObject {
   const graph::ProbeSpec* probeOf(graph::NodeId node) const;
   // One undo step each (spec.node is set to node). Refused (false, logged) for a node that
   // cannot carry a probe or already has one; removing a node without a probe does nothing.
+  // On a box that stands for a folded run (repeats.h), for every repeat of the run at once.
   bool addProbe(graph::NodeId node, graph::ProbeSpec spec = {});
   bool removeProbe(graph::NodeId node);
+  // The members of the folded run `node` stands for, in order; just {node} for another node.
+  std::vector<graph::NodeId> repeatRun(graph::NodeId node) const;
 
   // Runs fn on a copy of the project's graph and pushes the difference as one undo step
   // named text. An nns::Error from fn is logged and nothing changes; an fn that changes

@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -174,6 +175,15 @@ ProbePanel::ProbePanel(ProjectDocument* document, TrainingController* controller
   paramTable_->setMaximumHeight(96);
   layout->addWidget(paramTable_, 0);
 
+  repeatTable_ = new QTableWidget(0, 0);
+  repeatTable_->setObjectName("repeatTable");
+  repeatTable_->setToolTip(
+      tr("The repeats of this folded run side by side: the chosen series at each one's latest "
+         "sampled step"));
+  repeatTable_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  repeatTable_->setVisible(false);
+  layout->insertWidget(layout->indexOf(histogram_), repeatTable_, 0);
+
   connect(document_, &ProjectDocument::selectionChanged, this, &ProbePanel::followSelection);
   // A new session may bring attention modules to show.
   connect(controller_, &TrainingController::sessionReset, this, &ProbePanel::updateHeader);
@@ -296,6 +306,7 @@ void ProbePanel::redraw() {
     paramPlot_->clearGraphs();
     paramPlot_->replot(QCustomPlot::rpQueuedReplot);
     paramTable_->setRowCount(0);
+    repeatTable_->setVisible(false);
     return;
   }
 
@@ -335,6 +346,7 @@ void ProbePanel::redraw() {
   const auto activations = series->find({train::ProbeKind::Activation, "output"});
   drawMoments(samples, activations == series->end() ? nullptr : &activations->second);
   drawParameters(*series);
+  drawRepeats(key);
 
   const train::ProbeSample& last = samples.back();
   const train::TensorStats& s = last.stats;
@@ -357,6 +369,43 @@ void ProbePanel::redraw() {
   stats_->setToolTip(health_->health(node_)
                          ? health_->health(node_)->summary + "\n" + healthThresholds()
                          : QString());
+}
+
+void ProbePanel::drawRepeats(const SeriesKey& key) {
+  const std::vector<graph::NodeId> run = document_->repeatRun(node_);
+  repeatTable_->setVisible(run.size() > 1);
+  if (run.size() < 2) return;
+  const QStringList rows = {tr("step"), tr("mean"), tr("std"), tr("norm"), tr("dead units")};
+  repeatTable_->setRowCount(static_cast<int>(rows.size()));
+  repeatTable_->setColumnCount(static_cast<int>(run.size()));
+  repeatTable_->setVerticalHeaderLabels(rows);
+  for (size_t c = 0; c < run.size(); ++c) {
+    const graph::Node* member = document_->project().graph.find(run[c]);
+    repeatTable_->setHorizontalHeaderItem(
+        static_cast<int>(c), new QTableWidgetItem(member ? qs(member->name) : QString()));
+    const NodeHealthModel::SeriesMap* series = health_->series(run[c]);
+    const auto it = series ? series->find(key) : NodeHealthModel::SeriesMap::const_iterator();
+    const bool has = series && it != series->end() && !it->second.empty();
+    QStringList cells(rows.size(), QString::fromUtf8("\u2013"));
+    if (has) {
+      const train::ProbeSample& last = it->second.back();
+      cells = {QString::number(last.step), number(last.stats.mean), number(last.stats.std),
+               number(last.stats.norm),
+               key.first == train::ProbeKind::Activation ? percent(last.stats.zero_fraction)
+                                                         : QString::fromUtf8("\u2013")};
+    }
+    for (int r = 0; r < rows.size(); ++r) {
+      auto* item = new QTableWidgetItem(cells[r]);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      repeatTable_->setItem(r, static_cast<int>(c), item);
+    }
+  }
+  repeatTable_->resizeColumnsToContents();
+  // Every row in view; a horizontal scroll bar for many repeats.
+  int height = repeatTable_->horizontalHeader()->height() + 2 * repeatTable_->frameWidth() +
+               repeatTable_->horizontalScrollBar()->sizeHint().height();
+  for (int r = 0; r < repeatTable_->rowCount(); ++r) height += repeatTable_->rowHeight(r);
+  repeatTable_->setFixedHeight(height);
 }
 
 void ProbePanel::drawMoments(const std::vector<train::ProbeSample>& samples,

@@ -7,8 +7,9 @@
 // histogram), its mean and mean ± std over steps with the dead-unit and saturation rates,
 // and each parameter's gradient norm and update-to-weight ratio over steps and at the latest
 // sampled step; for a node with MultiheadAttention in it (a Transformer layer), the attention
-// maps per head of a chosen test sequence (AttentionView). A node without a probe offers to
-// add one.
+// maps per head of a chosen test sequence (AttentionView); for a box that stands for a folded
+// run of N equal blocks, the series' latest statistics of each repeat side by side. A node
+// without a probe offers to add one.
 //
 // Everything is read from the window's NodeHealthModel (fed by the TrainingController's
 // probe samples) and redrawn by a frame timer on the GUI thread at 25 fps at most, only when
@@ -51,6 +52,9 @@ class ProbePanel : public QWidget {
   QCustomPlot* momentsPlot() const { return moments_; }
   QCustomPlot* parameterPlot() const { return paramPlot_; }
   QTableWidget* parameterTable() const { return paramTable_; }
+  // A box that stands for a folded run of N repeats: the chosen series' latest statistics of
+  // each repeat, one column each (hidden for other nodes).
+  QTableWidget* repeatTable() const { return repeatTable_; }
   QComboBox* seriesBox() const { return series_; }
   QCheckBox* logScaleBox() const { return logScale_; }
   QPushButton* probeButton() const { return probeButton_; }
@@ -70,6 +74,7 @@ class ProbePanel : public QWidget {
   void drawMoments(const std::vector<train::ProbeSample>& samples,
                    const std::vector<train::ProbeSample>* activations);
   void drawParameters(const NodeHealthModel::SeriesMap& series);
+  void drawRepeats(const NodeHealthModel::SeriesKey& key);
 
   ProjectDocument* document_;
   TrainingController* controller_;
@@ -84,6 +89,7 @@ class ProbePanel : public QWidget {
   QCustomPlot* moments_;
   QCustomPlot* paramPlot_;
   QTableWidget* paramTable_;
+  QTableWidget* repeatTable_;
   AttentionView* attention_;
   QTimer* frame_;
   uint64_t drawnRevision_ = 0;
