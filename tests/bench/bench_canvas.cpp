@@ -13,10 +13,12 @@
 // QT_QPA_PLATFORM=offscreen. Targets on a 2-core machine: open 1,000 nodes within 1 s and 2.5x
 // the example's open, an edit under 16 ms p99, collapse or expand under 100 ms; at 10,000
 // nodes, the open within 3x the example's and every edit under 16 ms p99, the next event
-// dispatch included. `bench_canvas --big` runs only the 10,000-node rows.
+// dispatch included. `bench_canvas --big` runs only the 10,000-node rows; `bench_canvas --open
+// FILE.nns` times opening one project file against the example.
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -200,6 +202,17 @@ int main(int argc, char** argv) {
   window.show();
   settle();
   if (argc > 2 && std::string(argv[1]) == "--shots") return shots(window, argv[2]);
+  // `bench_canvas --open FILE.nns`: one project as saved (an imported resnet50 opens folded).
+  if (argc > 2 && std::string(argv[1]) == "--open") {
+    const double spirals = openMs(window, ui::spiralsExample());
+    const graph::Project p = graph::load_project(argv[2]);
+    const double ms = openMs(window, p);
+    std::printf("open (ms, best of 3)  nodes   open   vs spirals\n");
+    std::printf("  spirals example     %5d  %6.1f\n", 7, spirals);
+    std::printf("  %-18s  %5zu  %6.1f  %5.2fx\n", QFileInfo(argv[2]).fileName().toUtf8().data(),
+                p.graph.nodes.size(), ms, ms / spirals);
+    return 0;
+  }
 
   const bool bigOnly = argc > 1 && std::string(argv[1]) == "--big";
   const double spirals = openMs(window, ui::spiralsExample());
