@@ -227,29 +227,10 @@ def torchvision_models():
 
 
 def check_real_model(tmp, name, make, make_input, opset):
-    """torch's output; the state dict's keys, shapes and values (ONNX keeps no class names,
-    so the module tree is not compared)."""
-    torch.manual_seed(0)
-    model = make()
-    randomize_batchnorm(model)
-    model.eval()
-    x = make_input()
-    with torch.no_grad():
-        want = model(x)
-    what = f"{name} (opset {opset})"
-    path = os.path.join(tmp, f"{name}_{opset}.onnx")
-    export(model, x, path, opset, True)
-    project = os.path.join(tmp, f"{name}_{opset}.nns")
-    weights = os.path.join(tmp, f"{name}_{opset}.safetensors")
-    cli("import", path, project)
-    got = engine_eval(tmp, project, x, weights)
-    scale = want.abs().max().item()
-    check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-5 * scale),
-          f"{what}: the imported model's output is torch's (max diff "
-          f"{(got - want).abs().max().item() if got.shape == want.shape else 'shape'})")
-    weights_pt = os.path.join(tmp, "weights.pt")
-    cli("convert", weights, weights_pt)
-    imported = torch.load(weights_pt)
+    """torch's output (atol relative to the output's scale: deep models); the state dict's keys,
+    shapes and values (ONNX keeps no class names, so the module tree is not compared)."""
+    model, project, weights, what = import_and_compare(tmp, name, make, make_input, opset, True,
+                                                       relative=True)
     # A custom module's own nn.Parameter (ViT's encoder.pos_embedding) is a Parameter node at
     # the top level, its dots made underscores: groups hold modules only, and ONNX keeps no
     # class to make a block of (docs/onnx.md).
@@ -257,12 +238,7 @@ def check_real_model(tmp, name, make, make_input, opset):
            for name, _ in module.named_parameters(module_name, recurse=False)
            if list(module.children()) and not isinstance(module, nn.MultiheadAttention)}
     state = {k.replace(".", "_") if k in own else k: v for k, v in model.state_dict().items()}
-    check(sorted(imported) == sorted(state),
-          f"{what}: the weights have the PyTorch model's state-dict keys "
-          f"({sorted(set(imported) ^ set(state))[:6]} differ)")
-    same = all(k in imported and imported[k].shape == v.shape and torch.equal(
-        imported[k].to(v.dtype), v) for k, v in state.items() if "num_batches" not in k)
-    check(same, f"{what}: every weight has the PyTorch model's shape and values")
+    check_weights(tmp, weights, state, what)
     return project, weights
 
 
@@ -315,7 +291,10 @@ CASES = [
 ]
 
 
-def check_case(tmp, name, make, make_input, opset, preserve):
+def import_and_compare(tmp, name, make, make_input, opset, preserve, relative=False):
+    """The model (eval mode, BatchNorm statistics randomized) exported to ONNX and imported:
+    `forward --eval` is torch's output (rtol 1e-4, atol 1e-5, times the output's largest
+    magnitude when relative). Returns (model, project, weights, what)."""
     torch.manual_seed(0)
     model = make()
     randomize_batchnorm(model)
@@ -330,20 +309,31 @@ def check_case(tmp, name, make, make_input, opset, preserve):
     weights = os.path.join(tmp, f"{name}_{opset}.safetensors")
     cli("import", path, project)
     got = engine_eval(tmp, project, x, weights)
-    check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-5),
+    atol = 1e-5 * (want.abs().max().item() if relative else 1)
+    check(got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=atol),
           f"{what}: the imported model's output is torch's (max diff "
           f"{(got - want).abs().max().item() if got.shape == want.shape else 'shape'})")
+    return model, project, weights, what
+
+
+def check_weights(tmp, weights, state, what):
+    """The imported weights file holds `state`: its keys, and each tensor's shape and values."""
+    weights_pt = os.path.join(tmp, "weights.pt")
+    cli("convert", weights, weights_pt)
+    imported = torch.load(weights_pt)
+    check(sorted(imported) == sorted(state),
+          f"{what}: the weights have the PyTorch model's state-dict keys "
+          f"({sorted(set(imported) ^ set(state))[:6]} differ)")
+    same = all(k in imported and imported[k].shape == v.shape and torch.equal(
+        imported[k].to(v.dtype), v) for k, v in state.items() if "num_batches" not in k)
+    check(same, f"{what}: every weight has the PyTorch model's shape and values")
+
+
+def check_case(tmp, name, make, make_input, opset, preserve):
+    model, project, weights, what = import_and_compare(tmp, name, make, make_input, opset,
+                                                       preserve)
     if preserve:
-        weights_pt = os.path.join(tmp, "weights.pt")
-        cli("convert", weights, weights_pt)
-        imported = torch.load(weights_pt)
-        state = model.state_dict()
-        check(sorted(imported) == sorted(state),
-              f"{what}: the weights have the PyTorch model's state-dict keys "
-              f"({sorted(set(imported) ^ set(state))} differ)")
-        same = all(k in imported and imported[k].shape == v.shape and torch.equal(
-            imported[k].to(v.dtype), v) for k, v in state.items() if "num_batches" not in k)
-        check(same, f"{what}: every weight has the PyTorch model's shape and values")
+        check_weights(tmp, weights, model.state_dict(), what)
         summary = cli("summary", project)
         # Less the Dropout modules, which the exporter leaves out of an eval-mode model.
         lines = [line for line in repr(model).splitlines()[1:] if "Dropout(" not in line]

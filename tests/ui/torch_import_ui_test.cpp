@@ -51,6 +51,19 @@ class TorchImportUiTest : public ::testing::Test {
     window->close();
     window.reset();
   }
+  // Imports `source` through File > Import > PyTorch Code into `project` and waits until the
+  // window has it open.
+  void importCode(const QString& source, const QString& inputs, const QString& project) {
+    TorchImportDialog* dialog = window->importPyTorchDialog();
+    dialog->setSource(source);
+    dialog->setInputs(inputs);
+    dialog->setPython(kPython);
+    dialog->setProjectPath(project);
+    ASSERT_TRUE(dialog->start());
+    QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 60000);
+    window->resize(1600, 1000);
+    test::settle();
+  }
   std::unique_ptr<MainWindow> window;
 };
 
@@ -137,16 +150,7 @@ TEST_F(TorchImportUiTest, ScreenshotOfAnImportedResnet18) {
   const QString dir = qEnvironmentVariable("NNS_SCREENSHOT_DIR");
   if (dir.isEmpty()) GTEST_SKIP() << "NNS_SCREENSHOT_DIR is not set";
   QTemporaryDir tmp;
-  const QString project = tmp.filePath("resnet18.nns");
-  TorchImportDialog* dialog = window->importPyTorchDialog();
-  dialog->setSource("torchvision.models:resnet18()");
-  dialog->setInputs("3,224,224");
-  dialog->setPython(kPython);
-  dialog->setProjectPath(project);
-  ASSERT_TRUE(dialog->start());
-  QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 60000);
-  window->resize(1600, 1000);
-  test::settle();
+  importCode("torchvision.models:resnet18()", "3,224,224", tmp.filePath("resnet18.nns"));
   EXPECT_TRUE(window->grab().save(dir + "/torch_import_resnet18.png"));
 }
 
@@ -156,16 +160,8 @@ TEST_F(TorchImportUiTest, ScreenshotOfAnImportedResnet18) {
 // both pictures are written there.
 TEST_F(TorchImportUiTest, AnImportedTransformerOpensFoldedAndShowsEveryLayerOnRequest) {
   QTemporaryDir tmp;
-  const QString project = tmp.filePath("stack.nns");
-  TorchImportDialog* dialog = window->importPyTorchDialog();
-  dialog->setSource(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Stack");
-  dialog->setInputs("12,6");
-  dialog->setPython(kPython);
-  dialog->setProjectPath(project);
-  ASSERT_TRUE(dialog->start());
-  QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 60000);
-  window->resize(1600, 1000);
-  test::settle();
+  importCode(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Stack", "12,6",
+             tmp.filePath("stack.nns"));
   ProjectDocument* doc = window->document();
   const graph::Node* layers = nullptr;
   for (const graph::Node& n : doc->project().graph.nodes) {

@@ -437,47 +437,38 @@ bool ProjectDocument::renameNode(graph::NodeId node, const QString& name) {
   });
 }
 
-void ProjectDocument::setCollapsed(graph::NodeId group, bool collapsed) {
-  // The graph is laid out again around the group's new size, in the same undo step; the layout
-  // is deterministic, so expanding puts the members back where they were.
-  edit(collapsed ? tr("Collapse %1").arg(qs(project_.graph.at(group).name))
-                 : tr("Expand %1").arg(qs(project_.graph.at(group).name)),
-       [&](graph::Project& p) {
-         p.graph.at(group).collapsed = collapsed;
-         pendingLayout_ = graph::layout_graph(p);
-         graph::apply_layout(p, *pendingLayout_);
-       });
-  takePendingLayout();
-}
-
-void ProjectDocument::setFolded(graph::NodeId group, bool folded) {
-  // As collapsing: laid out again in the same undo step.
-  edit(folded ? tr("Fold repeats of %1").arg(qs(project_.graph.at(group).name))
-              : tr("Show every repeat of %1").arg(qs(project_.graph.at(group).name)),
-       [&](graph::Project& p) {
-         p.graph.at(group).folded = folded;
-         pendingLayout_ = graph::layout_graph(p);
-         graph::apply_layout(p, *pendingLayout_);
-       });
-  takePendingLayout();
-}
-
-void ProjectDocument::autoLayout() {
-  edit(tr("Auto-layout"), [&](graph::Project& p) {
+void ProjectDocument::editAndLayOut(const QString& text,
+                                    const std::function<void(graph::Project&)>& fn) {
+  // The graph is laid out again in the same undo step; the layout is deterministic, so
+  // expanding a group puts its members back where they were.
+  edit(text, [&](graph::Project& p) {
+    fn(p);
     pendingLayout_ = graph::layout_graph(p);
     graph::apply_layout(p, *pendingLayout_);
   });
   takePendingLayout();
 }
 
+void ProjectDocument::setCollapsed(graph::NodeId group, bool collapsed) {
+  const QString name = qs(project_.graph.at(group).name);
+  editAndLayOut(collapsed ? tr("Collapse %1").arg(name) : tr("Expand %1").arg(name),
+                [&](graph::Project& p) { p.graph.at(group).collapsed = collapsed; });
+}
+
+void ProjectDocument::setFolded(graph::NodeId group, bool folded) {
+  const QString name = qs(project_.graph.at(group).name);
+  editAndLayOut(
+      folded ? tr("Fold repeats of %1").arg(name) : tr("Show every repeat of %1").arg(name),
+      [&](graph::Project& p) { p.graph.at(group).folded = folded; });
+}
+
+void ProjectDocument::autoLayout() {
+  editAndLayOut(tr("Auto-layout"), [](graph::Project&) {});
+}
+
 void ProjectDocument::setLayoutDirection(const QString& direction) {
-  edit(direction == "LR" ? tr("Lay out left to right") : tr("Lay out top to bottom"),
-       [&](graph::Project& p) {
-         p.layout_direction = direction.toStdString();
-         pendingLayout_ = graph::layout_graph(p);
-         graph::apply_layout(p, *pendingLayout_);
-       });
-  takePendingLayout();
+  editAndLayOut(direction == "LR" ? tr("Lay out left to right") : tr("Lay out top to bottom"),
+                [&](graph::Project& p) { p.layout_direction = direction.toStdString(); });
 }
 
 void ProjectDocument::takePendingLayout() {

@@ -236,6 +236,8 @@ class ProjectDocument : public QObject {
   // Adds the nodes whose shapes or problems differ from `before` (the last analysis).
   void addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const;
   void takePendingLayout();
+  // edit() with fn, then the graph laid out again, in one undo step.
+  void editAndLayOut(const QString& text, const std::function<void(graph::Project&)>& fn);
   void applyFrozen(graph::GraphModule& model) const;
 
   graph::Project project_;
