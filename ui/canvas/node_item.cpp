@@ -68,6 +68,15 @@ void NodeItem::refresh() {
   title_ = qs(node.name);
   typeName_ = qs(node.type);
   repeats_ = scene_.repeatCount(id_);
+  if (repeats_ > 1) {
+    // The box stands for the run: its first member's name to its last's ("1–5").
+    if (const graph::Node* group = project.graph.parent_of(id_)) {
+      const auto first = std::find(group->members.begin(), group->members.end(), id_);
+      if (group->members.end() - first >= repeats_) {
+        title_ += QString::fromUtf8("\u2013") + qs(scene_.node(first[repeats_ - 1]).name);
+      }
+    }
+  }
   detail_.clear();
   if (isGroup(node)) {
     typeName_ += QString(" (%1)").arg(node.members.size());
