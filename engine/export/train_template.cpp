@@ -24,6 +24,7 @@ the batch one process would.
 """
 import argparse
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -145,6 +146,7 @@ def main():
 
     # An epoch's train figures are its batches' running means, as NN Studio reports them.
     step, epoch, done = 0, 0, False
+    started = time.perf_counter()
     while not done and (args.steps or epoch < args.epochs):
         if sampler is not None:
             sampler.set_epoch(epoch)
@@ -191,7 +193,8 @@ def main():
         recorder.close(optimizer)
     if rank == 0:
         print(f"test: {describe_test(evaluate(model, loss_fn, x_test, y_test))}")
-        print(f"{step} steps")
+        seconds = time.perf_counter() - started
+        print(f"{step} steps in {seconds:.3f} s ({1000 * seconds / max(step, 1):.3f} ms a step)")
         if recorder is not None:
             print(f"recorded run {recorder.run} in {args.runs}")
         if args.save:

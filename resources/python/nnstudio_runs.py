@@ -288,16 +288,15 @@ class Recorder:
         self.max_overhead = max_overhead
         self._spent, self._started = 0.0, time.perf_counter()
         self._sample_now = True  # step 1 is sampled
-        self._backward_handles = []
         self.step_count = 0
         self.epoch_count = 0
         self.smoothed, self.smoothed_count = 0.0, 0
-        self._pending_steps, self._pending_probes = [], []
+        self._pending_steps, self._pending_probes, self._pending_more = [], [], []
         self._last_write = time.monotonic()
         self._epoch_losses, self._epoch_accuracies = [], []
         self._epoch_started, self._epoch_first_step = time.monotonic(), 0
         self._last_sample = None
-        self._handles, self._weights_before = [], {}
+        self._hooks, self._handles, self._probed, self._weights_before = [], [], [], {}
         self._last_epoch = {}
         self.closed = False
         self.run = None
@@ -326,7 +325,7 @@ class Recorder:
         self.run = cur.lastrowid
         for probe in probes:
             self._hook(probe, modules[probe])
-        self._attach_backward()
+        self._attach_hooks()
 
     # ---- Probes ---------------------------------------------------------------------------
 
@@ -336,23 +335,29 @@ class Recorder:
 
     def _decide(self):
         """Whether the next step is sampled: the first, then every `every`-th while within
-        the overhead budget. The full backward hooks are on the modules only for a sampled
-        step (they cost every step they are on)."""
+        the overhead budget. The hooks are on the modules only for a sampled step: a module
+        with hooks is called through Python on every step they are on, which on a small model
+        costs more than the step's own work."""
         s = self.step_count + 1
         due = s == 1 or s % self.every == 0
-        elapsed = time.perf_counter() - self._started
-        self._sample_now = due and (elapsed <= 0 or self._spent <= self.max_overhead * elapsed)
-        self._attach_backward()
+        if due:
+            elapsed = time.perf_counter() - self._started
+            due = elapsed <= 0 or self._spent <= self.max_overhead * elapsed
+        if due != self._sample_now:
+            self._sample_now = due
+            self._attach_hooks()
 
-    def _attach_backward(self):
+    def _attach_hooks(self):
         want = self._sample_now and self.rank == 0
-        if want and not self._backward_handles:
-            self._backward_handles = [module.register_full_backward_hook(hook)
-                                      for module, hook in getattr(self, "_backward", [])]
-        elif not want and self._backward_handles:
-            for h in self._backward_handles:
+        if want and not self._handles:
+            for module, pre, forward, backward in self._hooks:
+                self._handles += [module.register_forward_pre_hook(pre),
+                                  module.register_forward_hook(forward),
+                                  module.register_full_backward_hook(backward)]
+        elif not want and self._handles:
+            for h in self._handles:
                 h.remove()
-            self._backward_handles = []
+            self._handles = []
 
     def _interval(self):
         s = self.step_count + 1
@@ -395,13 +400,11 @@ class Recorder:
                     self._add("grad_input", name, tensor, value)
                 self._spent += time.perf_counter() - t
 
-        self._handles += [module.register_forward_pre_hook(pre),
-                          module.register_forward_hook(forward)]
-        self._backward = getattr(self, "_backward", []) + [(module, backward)]
-        self._probed = getattr(self, "_probed", []) + [(name, module)]
+        self._hooks.append((module, pre, forward, backward))
+        self._probed.append((name, module))
 
     def _param_grads(self):
-        for name, module in getattr(self, "_probed", []):
+        for name, module in self._probed:
             before = self._weights_before.pop(name, {})
             for p_name, p in module.named_parameters():
                 if p.grad is None:
@@ -418,8 +421,6 @@ class Recorder:
 
     def _reduce(self, values):
         """The mean over the processes (all of them call this with the same keys)."""
-        if self.processes == 1:
-            return values
         keys = sorted(values)
         host = torch.tensor([NAN if values[k] is None else float(values[k]) for k in keys],
                             dtype=torch.float64)
@@ -441,7 +442,9 @@ class Recorder:
         t = time.perf_counter()
         loss = loss.item() if isinstance(loss, torch.Tensor) else loss
         accuracy = accuracy.item() if isinstance(accuracy, torch.Tensor) else accuracy
-        m = self._reduce({"loss": loss, "accuracy": NAN if accuracy is None else accuracy})
+        m = {"loss": loss, "accuracy": NAN if accuracy is None else accuracy}
+        if self.processes > 1:
+            m = self._reduce(m)
         sampled = self._sampling()
         if self.rank == 0 and sampled:
             self._param_grads()
@@ -480,14 +483,18 @@ class Recorder:
             if self._epoch_accuracies else NAN,
             "test_loss": m["test_loss"], "test_accuracy": m["test_accuracy"]}
         self._last_epoch = e
-        self.flush([(
+        # With the steps, at the next write: short epochs (spirals has 19 steps) would otherwise
+        # commit a transaction each.
+        self._pending_more.append((
             "INSERT OR REPLACE INTO epoch_metrics(run, epoch, step, train_loss, train_accuracy,"
             " test_loss, test_accuracy, test_sequence_accuracy, seconds, steps_per_second)"
             " VALUES(?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
             (self.run, self.epoch_count, self.step_count, _nan_to_none(e["train_loss"]),
              _nan_to_none(e["train_accuracy"]), _nan_to_none(e["test_loss"]),
              _nan_to_none(e["test_accuracy"]), seconds,
-             steps / seconds if seconds > 0 else None))])
+             steps / seconds if seconds > 0 else None)))
+        if time.monotonic() - self._last_write >= WRITE_EVERY_SECONDS:
+            self.flush()
         self._epoch_losses, self._epoch_accuracies = [], []
         self._epoch_started, self._epoch_first_step = time.monotonic(), self.step_count
 
@@ -536,10 +543,10 @@ class Recorder:
                 "INSERT INTO probe_samples(run, first_step, last_step, samples)"
                 " VALUES(?, ?, ?, ?)",
                 (self.run, min(steps), max(steps), b"".join(self._pending_probes))))
-        statements += list(more)
+        statements += self._pending_more + list(more)
         if statements:
             self.store.transaction(statements)
-        self._pending_steps, self._pending_probes = [], []
+        self._pending_steps, self._pending_probes, self._pending_more = [], [], []
         self._last_write = time.monotonic()
 
     def close(self, optimizer=None):
@@ -548,9 +555,9 @@ class Recorder:
         if self.closed:
             return
         self.closed = True
-        for h in self._handles + self._backward_handles:
+        for h in self._handles:
             h.remove()
-        self._backward_handles = []
+        self._handles = []
         if self.rank != 0:
             return
         if self.step_count > 0 and getattr(self, "_last_snapshot_step", None) != self.step_count:
