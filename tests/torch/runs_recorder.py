@@ -8,7 +8,9 @@
   3. `--export 1:30` writes the last snapshot's weights; `nnstudio-cli forward` with them gives
      the trained PyTorch model's outputs; `--export 1:7` the snapshot nearest before (6).
   4. `--probes 1` writes the probe history: its step-1 activation row is the first layer's
-     output with the initial weights, as PyTorch computes it.
+     output with the initial weights, as PyTorch computes it; and the engine's own probe on
+     the same weights and batch (`nnstudio-cli train --weights --steps 1`, 64 samples)
+     records the same summaries and histograms.
   5. Two processes with DistributedDataParallel over gloo record one run (rank 0 writes):
      listed as "pytorch x2", its step losses the mean of the two processes' losses.
   6. A store of a newer schema is refused, by the CLI and by the recorder, with a message.
@@ -148,6 +150,93 @@ def train_py_records(tmp, folder):
     check(not os.path.exists(none), "train.py --no-record writes no store")
 
 
+def probe_samples(store, run):
+    """The probe samples of a run as both recorders write them (run_store.h's record: the
+    header, the module and tensor names, the histogram's counts)."""
+    db = sqlite3.connect(os.path.join(store, "runs.db"))
+    out = []
+    for (blob,) in db.execute(
+            "SELECT samples FROM probe_samples WHERE run = ? ORDER BY first_step", (run,)):
+        at = 0
+        while at < len(blob):
+            h = nnstudio_runs._PROBE.unpack_from(blob, at)
+            at += nnstudio_runs._PROBE.size
+            kind, module_len, tensor_len, bins = h[14:18]
+            module = blob[at:at + module_len].decode()
+            tensor = blob[at + module_len:at + module_len + tensor_len].decode()
+            at += module_len + tensor_len
+            counts = struct.unpack_from("<%dq" % bins, blob, at)
+            at += 8 * bins
+            out.append({"step": h[0], "kind": kind, "module": module, "tensor": tensor,
+                        "numel": h[2], "stats": dict(zip(
+                            ("mean", "std", "min", "max", "norm", "zeros"), h[4:10])),
+                        "lo": h[12], "hi": h[13], "counts": counts})
+    db.close()
+    return out
+
+
+def engine_probes_agree(tmp, first):
+    """The engine's probe on `first` and the PyTorch recorder's, one full-batch step from the
+    same initial weights on the same 64 samples, record the same summaries and histograms of
+    its output, its output's gradient and its parameters' gradients. 64 x 64 values: the
+    engine summarizes a tensor of more than 4096 elements from a stratified sample (an
+    estimate, engine/train/probes.h), the recorder always from every element."""
+    folder = os.path.join(tmp, "probes")
+    os.makedirs(folder)
+    # A name of its own: the suite's NNSTUDIO_RUNS_DIR gathers every project's store by name.
+    project = os.path.join(folder, "probes_vs_pytorch.nns")
+    spirals = json.load(open(SPIRALS))
+    spirals["dataset"]["options"]["samples"] = 80  # 64 to train on
+    json.dump(spirals, open(project, "w"))
+    code = os.path.join(folder, "code")
+    cli("export", project, "--format", "pytorch", "--out", code)
+    Model = getattr(load_module(os.path.join(code, "model.py"), "probes_model"), spirals["name"])
+    data = torch.load(os.path.join(code, "data.pt"))
+    x, y = data["x_train"], data["y_train"]
+    torch.manual_seed(5)
+    model = Model()
+    weights = os.path.join(folder, "initial.safetensors")
+    nnstudio_runs.save_safetensors(model.state_dict(), weights)
+    store = os.path.join(folder, "pytorch_runs")
+    rec = nnstudio_runs.Recorder(store, model, probes=[first], every=10, max_overhead=1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    optimizer.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    rec.step(loss=loss)
+    rec.close(optimizer)
+    cli("train", project, "--weights", weights, "--steps", "1", "--batch-size", str(len(x)),
+        "--probe", first, "--probe-budget", "0", "--quiet")
+    elsewhere = os.environ.get("NNSTUDIO_RUNS_DIR")
+    engine_store = os.path.join(elsewhere or folder, "probes_vs_pytorch.runs")
+    db = sqlite3.connect(os.path.join(engine_store, "runs.db"))
+    run_id = db.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    db.close()
+
+    def at_step_1(samples):
+        return {(p["kind"], p["tensor"]): p for p in samples
+                if p["step"] == 1 and p["module"] == first}
+    ours, theirs = at_step_1(probe_samples(engine_store, run_id)), at_step_1(probe_samples(store, 1))
+    wanted = {(0, "output"), (1, "output"), (3, "weight"), (3, "bias")}
+    check(wanted <= set(ours) and wanted <= set(theirs),
+          f"both recorders sampled {first} at step 1: {sorted(ours)} and {sorted(theirs)}")
+    for key in sorted(wanted & set(ours) & set(theirs)):
+        a, b = ours[key], theirs[key]
+        scale = max(abs(b["stats"]["min"]), abs(b["stats"]["max"]), 1e-12)
+        close = all(abs(a["stats"][k] - v) <= 1e-5 * max(scale, abs(v))
+                    for k, v in b["stats"].items())
+        check(close and a["numel"] == b["numel"],
+              f"{first} {key}: the engine's summary {a['stats']} is the recorder's {b['stats']}")
+        moved = sum(abs(p - q) for p, q in zip(a["counts"], b["counts"])) // 2
+        check(len(a["counts"]) == len(b["counts"]) and
+              abs(a["lo"] - b["lo"]) <= 1e-5 * scale and abs(a["hi"] - b["hi"]) <= 1e-5 * scale and
+              sum(a["counts"]) == sum(b["counts"]) and moved <= 2,
+              f"{first} {key}: the same histogram ({len(a['counts'])} bins over "
+              f"[{a['lo']:.6g}, {a['hi']:.6g}] and [{b['lo']:.6g}, {b['hi']:.6g}]; {moved} of "
+              f"{a['numel']} values in a neighbouring bin)")
+
+
 def checks():
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, "spirals")
@@ -218,6 +307,7 @@ def checks():
             check(abs(float(first_act[column]) - value.item()) <= 1e-6 * max(1, abs(value.item())),
                   f"step 1 activation {column} {first_act[column]} is PyTorch's {value.item():.9g}")
 
+        engine_probes_agree(tmp, first)
         ddp_run(tmp, folder)
         train_py_records(tmp, folder)
 
