@@ -220,6 +220,7 @@ def torchvision_models():
     image = lambda size: (lambda: torch.randn(2, 3, size, size))
     return [
         # name, model, input, opsets
+        ("resnet18", lambda: m.resnet18(num_classes=10), image(64), (17,)),
         ("mobilenet_v2", lambda: m.mobilenet_v2(num_classes=10), image(64), (13,)),  # Clip
         ("mobilenet_v3_small", lambda: m.mobilenet_v3_small(num_classes=10), image(64),
          (13, 17)),  # HardSigmoid (x * it is hardswish at 13), HardSwish
