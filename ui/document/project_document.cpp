@@ -571,9 +571,11 @@ const graph::ProbeSpec* ProjectDocument::probeOf(graph::NodeId node) const {
 }
 
 std::vector<graph::NodeId> ProjectDocument::repeatRun(graph::NodeId node) const {
-  const graph::FoldedRepeats folds = graph::folded_repeats(project_);
+  // The probe panel asks on every redraw: the runs are worked out only in a folded group.
   const graph::Node* group = project_.graph.parent_of(node);
-  if (!folds.count.contains(node) || !group) return {node};
+  if (!group || !group->folded) return {node};
+  const graph::FoldedRepeats folds = graph::folded_repeats(project_);
+  if (!folds.count.contains(node)) return {node};
   std::vector<graph::NodeId> run;
   for (graph::NodeId m : group->members) {
     auto hidden = folds.hidden.find(m);
