@@ -327,6 +327,13 @@ int run_train(const Options& o) {
   }
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
               seconds > 0 ? static_cast<double>(st.step - start.step) / seconds : 0.0);
+  if (!train::training_device(project.training.device).is_cpu()) {
+    if (st.graphs_off.empty()) {
+      std::printf("CUDA graphs: %lld steps replayed\n", static_cast<long long>(st.graph_replays));
+    } else {
+      std::printf("CUDA graphs: off (%s)\n", st.graphs_off.c_str());
+    }
+  }
   if (recorder) {
     recorder->finish(result);
     if (!recorder->error().empty()) {

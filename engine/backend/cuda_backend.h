@@ -27,7 +27,9 @@
 namespace nns {
 
 // 2: LinalgKernels has the batched GEMM, and the tables the optimizers' kernels.
-inline constexpr uint32_t kCudaBackendAbi = 2;
+// 3: CUDA graphs; SGD, RMSprop and the non-finite check as optimizer kernels, which (and Adam)
+//    take their scalars from device memory in a graph; Philox dropout masks.
+inline constexpr uint32_t kCudaBackendAbi = 3;
 
 struct CudaDeviceProperties {
   int index = 0;
@@ -78,6 +80,19 @@ struct CudaBackendTables {
   void (*memory_stats)(int index, size_t* allocated, size_t* reserved, size_t* peak_allocated);
   // Hands the cached blocks no tensor uses back to the driver (torch.cuda.empty_cache).
   void (*empty_cache)();
+
+  // CUDA graphs (engine/backend/cuda_graph.h wraps them). graph_begin starts capturing what
+  // this thread queues on the device, allocating from a private pool, and hands back a block
+  // of scalar_bytes of device memory and its pinned host mirror; graph_end(keep) instantiates
+  // the graph and counts its nodes (or, without keep, drops the capture); graph_replay copies the
+  // first scalar_bytes of the mirror to the device, then launches the graph, on the compute stream;
+  // graph_wait_scalars waits until the last replay's copy was made (before the mirror is
+  // written again); graph_destroy frees it all. DeviceError on a CUDA failure.
+  void* (*graph_begin)(int device, size_t scalar_bytes, void** scalars_device, void** scalars_host);
+  size_t (*graph_end)(void* graph, bool keep);  // the graph's nodes (kernels, copies, ...)
+  void (*graph_replay)(void* graph, size_t scalar_bytes);
+  void (*graph_wait_scalars)(void* graph);
+  void (*graph_destroy)(void* graph);
 };
 
 namespace cuda {

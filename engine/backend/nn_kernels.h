@@ -122,6 +122,14 @@ struct NNKernels {
                              const TensorView& tanh_c, int64_t n, int64_t hidden,
                              const TensorView& grad_gates, const TensorView& grad_c_prev);
 
+  // A dropout mask: out (contiguous, floating) gets 1 where a uniform draw in (0, 1] is at
+  // most p_keep, else 0. The draws are Philox4x32-10's (curand's, as PyTorch's CUDA dropout),
+  // counter-based: the same seed and shape give the same mask, on any run. The seed comes
+  // from device memory when device_seed is not nullptr (a CUDA graph's, drawn anew before each
+  // replay). nullptr on the CPU, whose masks come from the generator's own stream.
+  void (*bernoulli_philox)(const TensorView& out, double p_keep, uint64_t seed,
+                           const uint64_t* device_seed);
+
   static const NNKernels* for_device(DeviceType type);
 };
 

@@ -937,6 +937,7 @@ const NNKernels nn_kernels{&conv2d_forward,
                            &nll_loss_forward,
                            &nll_loss_backward,
                            &lstm_cell_forward,
-                           &lstm_cell_backward};
+                           &lstm_cell_backward,
+                           nullptr};  // bernoulli_philox: the CPU's masks come from its generator
 
 }  // namespace nns::cpu

@@ -13,7 +13,9 @@ namespace {
 // with the kernels' -mfma), so those are std::fma here.
 template <class T>
 void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
-                 const AdamStep& s) {
+                 const AdamStep& step, const AdamStep* device_step, const float* found_inf) {
+  if (found_inf != nullptr && *found_inf != 0.0f) return;
+  const AdamStep& s = device_step != nullptr ? *device_step : step;
   const T beta1 = static_cast<T>(s.beta1);
   const T one_minus_beta1 = static_cast<T>(1.0 - s.beta1);
   const T beta2 = static_cast<T>(s.beta2);
@@ -47,6 +49,15 @@ void adam_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_
 
 }  // namespace
 
-const OptimizerKernels optimizer_kernels{&adam_kernel<float>, &adam_kernel<double>};
+// SGD's and RMSprop's CPU passes live with their optimizers (engine/optim); the CPU never holds
+// a found_inf flag of a graph, so there is no non-finite kernel here either.
+const OptimizerKernels optimizer_kernels{&adam_kernel<float>,
+                                         &adam_kernel<double>,
+                                         nullptr,
+                                         nullptr,
+                                         nullptr,
+                                         nullptr,
+                                         nullptr,
+                                         nullptr};
 
 }  // namespace nns::cpu

@@ -12,6 +12,10 @@
 // reused per stream; the backend queues all of a device's work on one compute stream, so a
 // freed block can be handed out again at once: any later kernel using it runs after the
 // kernels that used it before.
+//
+// A CUDA graph capture allocates from a private pool of its own (runtime.h): the graph's
+// replays write to the blocks its capture was given, so those must never go to another tensor
+// while the graph lives, even after the tensor that had them is freed.
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -35,6 +39,7 @@ struct Block {
   size_t size = 0;
   bool allocated = false;
   bool small = false;
+  uint64_t pool = 0;      // the private pool whose segment this is; 0: the common cache
   Block* prev = nullptr;  // neighbours within the segment
   Block* next = nullptr;
 };
@@ -47,8 +52,14 @@ struct BySize {
 };
 using Pool = std::set<Block*, BySize>;
 
-struct DeviceState {
+struct FreeBlocks {
   Pool small_free, large_free;
+  Pool& of(bool small) { return small ? small_free : large_free; }
+};
+
+struct DeviceState {
+  Pool small_free, large_free;  // the common cache
+  std::unordered_map<uint64_t, FreeBlocks> private_pools;
   std::unordered_map<void*, Block*> active;
   size_t allocated = 0, reserved = 0, peak = 0;
 };
@@ -113,7 +124,13 @@ void* cached_allocate(size_t nbytes, int device) {
   DeviceState& d = a.devices[device];
   const size_t size = round_size(nbytes);
   const bool small = size <= kSmallSize;
-  Pool& pool = small ? d.small_free : d.large_free;
+  const ThreadCapture& capture = thread_capture();
+  const uint64_t pool_id = capture.device == device ? capture.pool : 0;
+  auto private_pool = pool_id != 0 ? d.private_pools.find(pool_id) : d.private_pools.end();
+  if (pool_id != 0 && private_pool == d.private_pools.end())
+    throw DeviceError("CUDA allocate: the graph capture's memory pool is gone");
+  Pool& pool =
+      pool_id != 0 ? private_pool->second.of(small) : (small ? d.small_free : d.large_free);
   Block key;
   key.size = size;
   auto it = pool.lower_bound(&key);
@@ -126,7 +143,7 @@ void* cached_allocate(size_t nbytes, int device) {
     set_device(device);
     void* p = nullptr;
     cudaError_t status = cudaMalloc(&p, seg);
-    if (status == cudaErrorMemoryAllocation) {
+    if (status == cudaErrorMemoryAllocation && pool_id == 0) {
       cudaGetLastError();
       // Give the cache back to the driver and try once more, as PyTorch does.
       release_cached(d, device);
@@ -141,6 +158,7 @@ void* cached_allocate(size_t nbytes, int device) {
     block->ptr = static_cast<char*>(p);
     block->size = seg;
     block->small = small;
+    block->pool = pool_id;
     d.reserved += seg;
   }
   // Split off the rest when it is worth a block of its own: any 512 bytes in the small pool,
@@ -151,6 +169,7 @@ void* cached_allocate(size_t nbytes, int device) {
     r->ptr = block->ptr + size;
     r->size = rest;
     r->small = small;
+    r->pool = block->pool;
     r->prev = block;
     r->next = block->next;
     if (block->next) block->next->prev = r;
@@ -176,7 +195,12 @@ void cached_free(void* p, int device) {
   d.active.erase(it);
   d.allocated -= block->size;
   block->allocated = false;
-  Pool& pool = block->small ? d.small_free : d.large_free;
+  // A released private pool's blocks go to the common cache (the whole segment does: its
+  // free blocks moved there when the pool was released).
+  auto private_pool = block->pool != 0 ? d.private_pools.find(block->pool) : d.private_pools.end();
+  if (block->pool != 0 && private_pool == d.private_pools.end()) block->pool = 0;
+  Pool& pool = block->pool != 0 ? private_pool->second.of(block->small)
+                                : (block->small ? d.small_free : d.large_free);
   // Merge with free neighbours of the same segment.
   if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
     pool.erase(prev);
@@ -194,6 +218,31 @@ void cached_free(void* p, int device) {
     delete next;
   }
   pool.insert(block);
+}
+
+void begin_private_pool(int device, uint64_t pool) {
+  Allocator& a = allocator();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  a.devices[device].private_pools[pool];
+}
+
+void release_private_pool(int device, uint64_t pool) {
+  Allocator& a = allocator();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  DeviceState& d = a.devices[device];
+  const auto it = d.private_pools.find(pool);
+  if (it == d.private_pools.end()) return;
+  // Blocks still in use there (a gradient the graph made) are re-tagged as they are freed.
+  for (const auto& [ptr, block] : d.active) {
+    if (block->pool == pool) block->pool = 0;
+  }
+  for (bool small : {true, false}) {
+    for (Block* b : it->second.of(small)) {
+      b->pool = 0;
+      (small ? d.small_free : d.large_free).insert(b);
+    }
+  }
+  d.private_pools.erase(it);
 }
 
 void cached_memory_stats(int device, size_t* allocated, size_t* reserved, size_t* peak) {

@@ -32,6 +32,11 @@ const CudaBackendTables kTables{
     &backend_allow_tf32,
     &memory_stats,
     &cached_empty,
+    &backend_graph_begin,
+    &backend_graph_end,
+    &backend_graph_replay,
+    &backend_graph_wait_scalars,
+    &backend_graph_destroy,
 };
 
 }  // namespace

@@ -22,6 +22,13 @@ bool backend_device_properties(int index, char* name, size_t name_size, size_t* 
 void backend_copy_host_to_device(void* dst, const void* src, size_t nbytes, int index);
 void backend_copy_device_to_host(void* dst, const void* src, size_t nbytes, int index);
 void backend_synchronize(int index);
+// graph.cpp
+void* backend_graph_begin(int device, size_t scalar_bytes, void** scalars_device,
+                          void** scalars_host);
+size_t backend_graph_end(void* graph, bool keep);
+void backend_graph_replay(void* graph, size_t scalar_bytes);
+void backend_graph_wait_scalars(void* graph);
+void backend_graph_destroy(void* graph);
 // linalg.cu
 void backend_set_allow_tf32(bool allow);
 bool backend_allow_tf32();

@@ -2,6 +2,7 @@
 // The indexing family on CUDA: gathers by an int64 index, and their scatter-add backwards
 // with atomic adds (repeated indices accumulate; the order of the adds, and so the last bits
 // of a float sum, may differ from run to run, as in PyTorch's CUDA index_add).
+#include <limits>
 #include <vector>
 
 #include "engine/backend/indexing_kernels.h"
@@ -23,7 +24,8 @@ __global__ void find_invalid_kernel(const int64_t* index, Strided<1> s, int64_t 
 
 int64_t find_invalid_index(const TensorView& index, int64_t size, int64_t* value) {
   const int64_t n = index.numel();
-  if (n == 0) return -1;
+  // Inside a CUDA graph capture nothing can be read back: the kernels guard instead.
+  if (n == 0 || thread_capture().stream != nullptr) return -1;
   const int device = device_of(index.data);
   set_device(device);
   cudaStream_t st = stream(device);
@@ -70,13 +72,27 @@ __device__ __forceinline__ void atomic_add(T* target, T v) {
 
 // Over `sizes`: operand 0 the plain tensor, 1 the indexed one with its dim's stride zeroed,
 // 2 the index. add: indexed[.. index ..] += plain; else plain = indexed[.. index ..].
+// An index outside [0, dim_size) reads NaN (0 for an integer dtype) and adds nothing: the ops
+// check the indices on the host first, but a step replayed as a CUDA graph is not checked
+// again, and a NaN makes its loss non-finite, so the session re-runs it eagerly and names it.
 template <class T, bool kAdd>
 __global__ void indexed_kernel(T* plain, T* indexed, const int64_t* index, Strided<3> s, int64_t n,
-                               int64_t dim_stride) {
+                               int64_t dim_stride, int64_t dim_size) {
   NNS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[3];
     s.offsets(i, off);
-    T* target = indexed + off[1] + index[off[2]] * dim_stride;
+    const int64_t k = index[off[2]];
+    if (k < 0 || k >= dim_size) {
+      if constexpr (!kAdd) {
+        if constexpr (std::is_floating_point_v<T>) {
+          plain[off[0]] = std::numeric_limits<T>::quiet_NaN();
+        } else {
+          plain[off[0]] = T(0);
+        }
+      }
+      continue;
+    }
+    T* target = indexed + off[1] + k * dim_stride;
     if constexpr (kAdd) {
       atomic_add(target, plain[off[0]]);
     } else {
@@ -94,11 +110,12 @@ void indexed_launch(std::span<const int64_t> sizes, const TensorView& plain,
   if (n == 0) return;
   std::vector<int64_t> indexed_strides(indexed.strides.begin(), indexed.strides.end());
   const int64_t dim_stride = indexed_strides.empty() ? 0 : indexed_strides[dim];
+  const int64_t dim_size = indexed.sizes.empty() ? 1 : indexed.sizes[dim];
   if (!indexed_strides.empty()) indexed_strides[dim] = 0;
   const Strided<3> s = make_strided<3>(sizes, {plain_strides, indexed_strides, index_strides});
   indexed_kernel<T, kAdd><<<blocks_for(n), kThreads, 0, stream_for(plain.data)>>>(
       static_cast<T*>(plain.data), static_cast<T*>(indexed.data), index.ptr<const int64_t>(), s, n,
-      dim_stride);
+      dim_stride, dim_size);
   check_launch(kAdd ? "index_add" : "index_select");
 }
 

@@ -51,8 +51,14 @@ void check_cublas(cublasStatus_t s, const char* what) {
 struct Handle {
   std::once_flag once;
   cublasHandle_t handle = nullptr;
-  bool tf32 = false;  // the math mode the handle has now
+  bool tf32 = false;             // the math mode the handle has now
+  cudaStream_t bound = nullptr;  // the stream it queues on now
+  void* workspace = nullptr;     // kWorkspaceBytes of device memory, the handle's own
 };
+// cuBLAS's workspace, given to the handle rather than left to cuBLAS, so that no product
+// allocates inside a CUDA graph capture (as PyTorch does; its default size on Hopper). Every
+// product runs on the compute stream, captured ones replayed there too, so one is enough.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 Handle* handles() {
   static Handle* h = new Handle[kMaxDevices];  // never destroyed (see runtime.cpp)
   return h;
@@ -71,9 +77,15 @@ cublasHandle_t handle_for(int device) {
   std::call_once(h.once, [&] {
     set_device(device);
     check_cublas(cublasCreate(&h.handle), "cublasCreate");
-    check_cublas(cublasSetStream(h.handle, stream(device)), "cublasSetStream");
     check_cublas(cublasSetMathMode(h.handle, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuBLAS workspace");
   });
+  // The compute stream, or this thread's CUDA graph capture stream while it captures.
+  if (cudaStream_t s = stream(device); s != h.bound) {
+    check_cublas(cublasSetStream(h.handle, s), "cublasSetStream");
+    check_cublas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
+    h.bound = s;
+  }
   const bool tf32 = g_allow_tf32.load(std::memory_order_relaxed);
   if (tf32 != h.tf32) {
     check_cublas(

@@ -4,7 +4,10 @@
 // the input's gradient, gathering, so without atomics); pooling one thread per output (the
 // backwards add atomically: windows overlap); batch and layer norm one block per channel or row
 // with float64 sums as on the CPU; the NLL loss; the LSTM cell's pointwise step.
+#include <curand_kernel.h>
+
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "engine/backend/elementwise_kernels.h"
@@ -672,7 +675,12 @@ __global__ void nll_forward_kernel(const T* x, const int64_t* t, const T* w, int
     const int64_t i = j / spatial, s = j % spatial;
     const int64_t k = t[j];
     T loss = 0;
-    if (k != ignore_index) {
+    if (k != ignore_index && (k < 0 || k >= classes)) {
+      // Checked on the host before, except in a CUDA graph's replay: a NaN loss makes the
+      // session re-run the step eagerly, whose check names the target.
+      loss = std::numeric_limits<T>::quiet_NaN();
+      weight_sum = std::numeric_limits<double>::quiet_NaN();
+    } else if (k != ignore_index) {
       const T wk = w ? w[k] : T(1);
       loss = -wk * x[(i * classes + k) * spatial + s];
       weight_sum += static_cast<double>(wk);
@@ -702,9 +710,10 @@ int64_t nll_loss_forward(const TensorView& input, const TensorView& target,
   set_device(device);
   cudaStream_t st = stream(device);
   const int64_t total = n * spatial;
-  if (total > 0) {
+  if (total > 0 && thread_capture().stream == nullptr) {
     // The targets are checked first (one read back): a bad class is the user's error, named
-    // with its position, not a wrong read on the GPU.
+    // with its position, not a wrong read on the GPU. (Not inside a CUDA graph capture, which
+    // cannot read back: the kernels guard instead.)
     Scratch first(sizeof(unsigned long long), device);
     unsigned long long host = ~0ull;
     check(cudaMemcpyAsync(first.as<unsigned long long>(), &host, sizeof host,
@@ -739,7 +748,7 @@ __global__ void nll_backward_kernel(const T* g, const int64_t* t, const T* w, in
   NNS_GRID_STRIDE_LOOP(j, n * spatial) {
     const int64_t i = j / spatial, s = j % spatial;
     const int64_t k = t[j];
-    if (k == ignore_index) continue;
+    if (k == ignore_index || k < 0 || k >= classes) continue;
     const T gv = reduce ? scalar : -g[j];
     gx[(i * classes + k) * spatial + s] = w ? w[k] * gv : gv;
   }
@@ -859,6 +868,35 @@ void lstm_cell_backward(const TensorView& grad_h, const TensorView& grad_c, cons
   check_launch("lstm_cell_backward");
 }
 
+// Four elements a draw: curand_uniform4 gives four uniforms of one Philox counter, each thread
+// on its own subsequence (as PyTorch's fused dropout).
+template <class T>
+__global__ void bernoulli_philox_kernel(T* out, int64_t n, float p_keep, uint64_t seed,
+                                        const uint64_t* device_seed) {
+  const uint64_t key = device_seed != nullptr ? *device_seed : seed;
+  const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * 4;
+  curandStatePhilox4_32_10_t state;
+  curand_init(key, static_cast<unsigned long long>(thread), 0, &state);
+  for (int64_t base = thread * 4; base < n; base += stride) {
+    const float4 r = curand_uniform4(&state);
+    const float draws[4] = {r.x, r.y, r.z, r.w};
+    for (int j = 0; j < 4 && base + j < n; ++j) out[base + j] = draws[j] <= p_keep ? T(1) : T(0);
+  }
+}
+
+void bernoulli_philox(const TensorView& out, double p_keep, uint64_t seed,
+                      const uint64_t* device_seed) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  dispatch_floating(out.dtype, "dropout", [&](auto tag) {
+    using T = decltype(tag);
+    bernoulli_philox_kernel<T><<<blocks_for((n + 3) / 4), kThreads, 0, stream_for(out.data)>>>(
+        out.ptr<T>(), n, static_cast<float>(p_keep), seed, device_seed);
+  });
+  check_launch("dropout");
+}
+
 }  // namespace
 
 const NNKernels nn_kernels{
@@ -866,6 +904,6 @@ const NNKernels nn_kernels{
     &avg_pool_forward<false>, &avg_pool_backward<false>, &batch_norm_stats,   &batch_norm_invstd,
     &batch_norm_apply,        &batch_norm_backward,      &layer_norm_forward, &layer_norm_backward,
     &avg_pool_forward<true>,  &avg_pool_backward<true>,  &nll_loss_forward,   &nll_loss_backward,
-    &lstm_cell_forward,       &lstm_cell_backward};
+    &lstm_cell_forward,       &lstm_cell_backward,       &bernoulli_philox};
 
 }  // namespace nns::cuda

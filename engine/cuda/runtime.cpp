@@ -93,9 +93,17 @@ bool reserve_pinned(Pinned& buf, size_t n) {
 }
 }  // namespace
 
+ThreadCapture& thread_capture() {
+  thread_local ThreadCapture capture;
+  return capture;
+}
+
 cudaStream_t stream(int device) {
   if (device < 0 || device >= kMaxDevices)
     throw DeviceError("CUDA device " + std::to_string(device) + " is out of range");
+  if (const ThreadCapture& c = thread_capture(); c.stream != nullptr && c.device == device) {
+    return c.stream;
+  }
   Streams& s = streams();
   std::call_once(s.once[device], [&] {
     set_device(device);
@@ -167,11 +175,23 @@ bool backend_device_properties(int index, char* name, size_t name_size, size_t* 
 }
 
 namespace {
+// A copy between host and device returns once the data has arrived, and a synchronize waits
+// for the device: neither can be part of a graph (the capture would be invalidated with a
+// bare cudaErrorStreamCaptureUnsupported), so they are refused by name.
+void refuse_during_capture(const char* what, int index) {
+  if (thread_capture().stream != nullptr && thread_capture().device == index) {
+    throw DeviceError(std::string(what) +
+                      " waits for the GPU, which a CUDA graph capture cannot hold "
+                      "(the step reads a value back to the host)");
+  }
+}
+
 // One host <-> device copy on the device's stream. A small one goes through the device's pinned
 // buffer (a pageable copy is staged by the driver anyway); the buffer is reused by the next
 // copy, so each copy waits until it is done.
 void copy_with_host(void* dst, const void* src, size_t nbytes, int index, bool to_device) {
   if (nbytes == 0) return;
+  refuse_during_capture(to_device ? "a copy to the GPU" : "a copy from the GPU", index);
   set_device(index);
   cudaStream_t s = stream(index);
   const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
@@ -203,6 +223,7 @@ void backend_copy_device_to_host(void* dst, const void* src, size_t nbytes, int 
 }
 
 void backend_synchronize(int index) {
+  refuse_during_capture("synchronize", index);
   set_device(index);
   check(cudaStreamSynchronize(stream(index)), "synchronize");
 }

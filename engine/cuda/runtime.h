@@ -32,9 +32,25 @@ void set_device(int device);
 // next request at once.
 cudaStream_t stream(int device);
 
+// A CUDA graph capture this thread is making (graph.cpp): while it lasts, stream(device) is the
+// capture's own stream (so another thread's kernels on the compute stream stay out of the
+// graph) and the caching allocator serves this thread from the capture's private pool (so no
+// block the graph uses is handed to a tensor outside it).
+struct ThreadCapture {
+  int device = -1;
+  cudaStream_t stream = nullptr;
+  uint64_t pool = 0;  // 0: none
+};
+ThreadCapture& thread_capture();
+
 // The caching allocator (allocator.cpp).
 void* cached_allocate(size_t nbytes, int device);
 void cached_free(void* p, int device);
+// A private pool (PyTorch's graph memory pool): blocks allocated while this thread captures
+// into it come from its own segments, and return to it when freed, whenever that is; a
+// released pool's free blocks, and later its blocks as they are freed, go to the common cache.
+void begin_private_pool(int device, uint64_t pool);
+void release_private_pool(int device, uint64_t pool);
 void cached_memory_stats(int device, size_t* allocated, size_t* reserved, size_t* peak);
 void cached_empty();
 

@@ -5,6 +5,8 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/nn/layers.h"
+#include "engine/ops/indexing.h"
+#include "engine/ops/reduction.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"
 
@@ -83,6 +85,19 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   const Dtype dtype = grads[0].dtype();
   if (!is_floating_point(dtype)) {
     throw DtypeError("clip_grad_norm_: gradients must be floating point, got " + dtype_name(dtype));
+  }
+  if (!grads[0].device().is_cpu() && norm_type == 2.0 && !error_if_nonfinite) {
+    // On a GPU, PyTorch's own formula in tensor ops, so nothing comes back to the host (a
+    // training step captured as a CUDA graph clips too): the norm of the gradients' norms,
+    // max_norm / (norm + 1e-6) clamped at 1, each gradient scaled by it.
+    NoGradGuard no_grad;
+    std::vector<Tensor> norms;
+    for (const Tensor& g : grads) norms.push_back(sqrt(sum(g.detach() * g.detach())));
+    const Tensor stacked = stack(norms);
+    const Tensor total_norm = sqrt(sum(stacked * stacked));
+    const Tensor coef = clamp(max_norm / (total_norm + 1e-6), std::nullopt, 1.0);
+    for (const Tensor& g : grads) g.detach().mul_(coef);
+    return total_norm;
   }
   // The total is computed in float64 from the per-gradient norms rounded to the dtype, then
   // rounded itself (float16/bfloat16 ones to float32 until the result is returned).

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/backend/cuda_graph.h"
 #include "engine/backend/dispatch.h"
 #include "engine/backend/optimizer_kernels.h"
 #include "engine/optim/update.h"
@@ -134,12 +135,28 @@ const AdamOptions& Adam::group_options(const ParamGroup& group) const {
   return *options;
 }
 
+namespace {
+// The step's scalars at step count t, in float64 as PyTorch's Python code computes them.
+AdamStep adam_step(const AdamOptions& o, double t, bool decoupled) {
+  return AdamStep{o.betas[0],
+                  o.betas[1],
+                  o.eps,
+                  o.weight_decay,
+                  o.lr / (1.0 - std::pow(o.betas[0], t)),
+                  std::sqrt(1.0 - std::pow(o.betas[1], t)),
+                  1.0 - o.lr * o.weight_decay,
+                  o.maximize,
+                  decoupled};
+}
+}  // namespace
+
 void Adam::step() {
   // Everything is checked before any parameter changes.
   for (const ParamGroup& group : param_groups()) check_options(name(), group_options(group));
   detail::check_parameters(name(), param_groups(), /*any_device=*/true);
   NoGradGuard no_grad;
-  for (const ParamGroup& group : param_groups()) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const ParamGroup& group = param_groups()[g];
     const AdamOptions& o = group_options(group);
     for (const Tensor& p : group.params) {
       const Tensor grad = p.grad().defined() ? p.grad().contiguous() : Tensor();
@@ -151,20 +168,19 @@ void Adam::step() {
         st.insert("exp_avg_sq", zeros_like(p));
         if (o.amsgrad) st.insert("max_exp_avg_sq", zeros_like(p));
       }
-      const double t = detail::increment_step(detail::state_entry(name(), st, "step"));
+      Tensor step_count = detail::state_entry(name(), st, "step");
+      const AdamStep s = adam_step(o, detail::increment_step(step_count), decoupled_);
+      // Inside a CUDA graph the kernel reads the scalars from the graph's memory, and each
+      // replay counts the step and works them out again, as this call does.
+      const AdamStep* device_step = cuda::Graph::scalars<AdamStep>(s, [this, g, step_count] {
+        Tensor count = step_count;
+        return adam_step(group_options(param_groups()[g]), detail::increment_step(count),
+                         decoupled_);
+      });
       Tensor& exp_avg = detail::state_entry(name(), st, "exp_avg", &p);
       Tensor& exp_avg_sq = detail::state_entry(name(), st, "exp_avg_sq", &p);
       Tensor* max_exp_avg_sq =
           o.amsgrad ? &detail::state_entry(name(), st, "max_exp_avg_sq", &p) : nullptr;
-      const AdamStep s{o.betas[0],
-                       o.betas[1],
-                       o.eps,
-                       o.weight_decay,
-                       o.lr / (1.0 - std::pow(o.betas[0], t)),
-                       std::sqrt(1.0 - std::pow(o.betas[1], t)),
-                       1.0 - o.lr * o.weight_decay,
-                       o.maximize,
-                       decoupled_};
       // One pass over the parameter on its device (one launch on a GPU). The dtypes were
       // checked above (check_parameters, state_entry), so the memory is read as T directly.
       const OptimizerKernels& k = kernels<OptimizerKernels>(p.device(), name());
@@ -173,7 +189,8 @@ void Adam::step() {
         using T = decltype(tag);
         const auto at = [](const Tensor& t) { return static_cast<T*>(t.raw_data()); };
         k.adam<T>()(param.data<T>(), at(grad), at(exp_avg), at(exp_avg_sq),
-                    max_exp_avg_sq ? at(*max_exp_avg_sq) : nullptr, p.numel(), s);
+                    max_exp_avg_sq ? at(*max_exp_avg_sq) : nullptr, p.numel(), s, device_step,
+                    found_inf());
       };
       if (p.dtype() == kFloat32) {
         update(float());

@@ -121,6 +121,12 @@ class Optimizer {
   void zero_grad(bool set_to_none = true);
   // One update of every parameter that has a gradient.
   virtual void step() = 0;
+  // A one-element float32 flag on the parameters' GPU (PyTorch's found_inf), or undefined
+  // (the default) for none. While it is set, the GPU's update kernels leave every parameter
+  // and its state as they were where the flag is not 0: a training step captured as a CUDA
+  // graph points it at the step's non-finite check, so a step whose gradients were not finite
+  // changes no weight, without the host reading the flag before the update.
+  void set_found_inf(Tensor flag) { found_inf_ = std::move(flag); }
 
   std::vector<ParamGroup>& param_groups() { return param_groups_; }
   const std::vector<ParamGroup>& param_groups() const { return param_groups_; }
@@ -140,10 +146,15 @@ class Optimizer {
  protected:
   // Adds each group in turn (add_param_group); defaults are the derived optimizer's options.
   Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults);
+  // The found_inf flag's memory for a device kernel, or nullptr.
+  const float* found_inf() const {
+    return found_inf_.defined() ? static_cast<const float*>(found_inf_.raw_data()) : nullptr;
+  }
 
  private:
   std::vector<ParamGroup> param_groups_;
   std::unique_ptr<OptimizerOptions> defaults_;
+  Tensor found_inf_;
   // Keyed by the parameter's TensorImpl: the groups hold the tensors, so the keys stay valid.
   std::unordered_map<const TensorImpl*, ParamState> state_;
 };

@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/backend/cuda_graph.h"
+#include "engine/backend/dispatch.h"
+#include "engine/backend/optimizer_kernels.h"
 #include "engine/optim/update.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"
@@ -81,26 +84,9 @@ void rmsprop_kernel(T* param, const T* grad, T* square_avg, T* momentum_buffer, 
   }
 }
 
-// The same step in tensor ops, for parameters on a GPU: PyTorch's single-tensor RMSprop.
-void step_with_tensor_ops(const Tensor& p, const Tensor& grad_in, Tensor& square_avg,
-                          Tensor* momentum_buffer, Tensor* grad_avg, const RMSpropOptions& o) {
-  Tensor param = p;
-  Tensor grad = o.maximize ? grad_in.neg() : grad_in;
-  if (o.weight_decay != 0.0) grad = grad.add(p, o.weight_decay);
-  square_avg.mul_(o.alpha).addcmul_(grad, grad, 1.0 - o.alpha);
-  Tensor avg;
-  if (grad_avg != nullptr) {
-    grad_avg->mul_(o.alpha).add_(grad, 1.0 - o.alpha);
-    avg = square_avg.clone().addcmul_(*grad_avg, *grad_avg, -1.0).sqrt().add_(o.eps);
-  } else {
-    avg = square_avg.sqrt().add_(o.eps);
-  }
-  if (momentum_buffer != nullptr) {
-    momentum_buffer->mul_(o.momentum).addcdiv_(grad, avg);
-    param.add_(*momentum_buffer, -o.lr);
-  } else {
-    param.addcdiv_(grad, avg, -o.lr);
-  }
+// The scalars of a step on a GPU.
+RmspropStep rmsprop_step(const RMSpropOptions& o) {
+  return RmspropStep{o.lr, o.alpha, o.eps, o.weight_decay, o.momentum, o.maximize};
 }
 
 }  // namespace
@@ -154,9 +140,9 @@ void RMSprop::step() {
   for (const ParamGroup& group : param_groups()) check_options(rmsprop_options(group));
   detail::check_parameters("RMSprop", param_groups(), /*any_device=*/true);
   NoGradGuard no_grad;
-  for (const ParamGroup& group : param_groups()) {
-    const RMSpropOptions& o = rmsprop_options(group);
-    for (const Tensor& p : group.params) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const RMSpropOptions& o = rmsprop_options(param_groups()[g]);
+    for (const Tensor& p : param_groups()[g].params) {
       const Tensor grad = p.grad().defined() ? p.grad().contiguous() : Tensor();
       if (!grad.defined()) continue;
       ParamState& st = state(p);
@@ -166,13 +152,38 @@ void RMSprop::step() {
         if (o.momentum > 0.0) st.insert("momentum_buffer", zeros_like(p));
         if (o.centered) st.insert("grad_avg", zeros_like(p));
       }
-      detail::increment_step(detail::state_entry("RMSprop", st, "step"));
+      Tensor step_count = detail::state_entry("RMSprop", st, "step");
+      detail::increment_step(step_count);
       Tensor& square_avg = detail::state_entry("RMSprop", st, "square_avg", &p);
       Tensor* momentum_buffer =
           o.momentum > 0.0 ? &detail::state_entry("RMSprop", st, "momentum_buffer", &p) : nullptr;
       Tensor* grad_avg = o.centered ? &detail::state_entry("RMSprop", st, "grad_avg", &p) : nullptr;
       if (!p.device().is_cpu()) {
-        step_with_tensor_ops(p, grad, square_avg, momentum_buffer, grad_avg, o);
+        // One kernel on the GPU; inside a CUDA graph it reads the scalars from the graph's
+        // memory, and each replay counts the step as this call does.
+        const RmspropStep s = rmsprop_step(o);
+        const RmspropStep* device_step =
+            cuda::Graph::scalars<RmspropStep>(s, [this, g, step_count] {
+              Tensor count = step_count;
+              detail::increment_step(count);
+              return rmsprop_step(rmsprop_options(param_groups()[g]));
+            });
+        const OptimizerKernels& k = kernels<OptimizerKernels>(p.device(), "RMSprop");
+        detail::Writable param(p);
+        const auto update = [&](auto tag) {
+          using T = decltype(tag);
+          const auto at = [](const Tensor* t) {
+            return t != nullptr ? static_cast<T*>(t->raw_data()) : nullptr;
+          };
+          k.rmsprop<T>()(param.data<T>(), at(&grad), at(&square_avg), at(momentum_buffer),
+                         at(grad_avg), p.numel(), s, device_step, found_inf());
+        };
+        if (p.dtype() == kFloat32) {
+          update(float());
+        } else {
+          update(double());
+        }
+        param.finish();
         continue;
       }
       detail::Writable param(p);

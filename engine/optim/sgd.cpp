@@ -5,6 +5,9 @@
 #include <sstream>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/backend/cuda_graph.h"
+#include "engine/backend/dispatch.h"
+#include "engine/backend/optimizer_kernels.h"
 #include "engine/optim/update.h"
 #include "engine/tensor/error.h"
 
@@ -86,7 +89,44 @@ bool fusable(const SGDOptions& o, const Tensor& p, const Tensor& grad, const Ten
          buf.is_contiguous();
 }
 
+SgdStep sgd_step(const SGDOptions& o) {
+  return SgdStep{o.lr, o.momentum, o.dampening, o.weight_decay, o.nesterov, o.maximize};
+}
+
 }  // namespace
+
+// A GPU parameter's step as one kernel (false where it is not one: a dtype the kernel lacks, or
+// momentum's first step, which makes the buffer from the gradient). Inside a CUDA graph the
+// kernel reads the scalars from the graph's memory, refilled from the group before each replay.
+bool SGD::step_on_device(const Tensor& p, const Tensor& grad, size_t group, const SGDOptions& o) {
+  if ((p.dtype() != kFloat32 && p.dtype() != kFloat64) || grad.dtype() != p.dtype()) return false;
+  Tensor* buf = nullptr;
+  if (o.momentum != 0.0) {
+    ParamState& st = state(p);
+    if (st.find("momentum_buffer") == nullptr) return false;
+    buf = &detail::state_entry("SGD", st, "momentum_buffer", &p);
+  }
+  const Tensor g = grad.contiguous();
+  const SgdStep s = sgd_step(o);
+  const SgdStep* device_step = cuda::Graph::scalars<SgdStep>(
+      s, [this, group] { return sgd_step(sgd_options(param_groups()[group])); });
+  const OptimizerKernels& k = kernels<OptimizerKernels>(p.device(), "SGD");
+  detail::Writable param(p);
+  const auto update = [&](auto tag) {
+    using T = decltype(tag);
+    k.sgd<T>()(param.data<T>(), static_cast<const T*>(g.raw_data()),
+               buf != nullptr ? static_cast<T*>(buf->raw_data()) : nullptr, p.numel(), s,
+               device_step, found_inf());
+  };
+  if (p.dtype() == kFloat32) {
+    update(float());
+  } else {
+    update(double());
+  }
+  if (buf != nullptr) buf->bump_version();
+  param.finish();
+  return true;
+}
 
 OptionList SGDOptions::items() const {
   return {{"lr", lr},
@@ -133,11 +173,12 @@ void SGD::step() {
   // Groups added or edited after construction are checked before anything changes.
   for (const ParamGroup& group : param_groups()) check_options(sgd_options(group));
   NoGradGuard no_grad;
-  for (const ParamGroup& group : param_groups()) {
-    const SGDOptions& o = sgd_options(group);
-    for (const Tensor& p : group.params) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const SGDOptions& o = sgd_options(param_groups()[g]);
+    for (const Tensor& p : param_groups()[g].params) {
       Tensor d_p = p.grad();
       if (!d_p.defined()) continue;
+      if (!p.device().is_cpu() && step_on_device(p, d_p, g, o)) continue;
       if (o.maximize) d_p = d_p.neg();
       if (o.weight_decay != 0.0) d_p = d_p.add(p, o.weight_decay);
       if (o.momentum != 0.0) {

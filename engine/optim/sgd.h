@@ -47,6 +47,9 @@ class SGD : public Optimizer {
       : SGD(std::vector<ParamGroup>{ParamGroup(params)}, defaults) {}
 
   void step() override;
+
+ private:
+  bool step_on_device(const Tensor& p, const Tensor& grad, size_t group, const SGDOptions& o);
 };
 
 }  // namespace nns::optim

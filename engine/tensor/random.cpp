@@ -17,8 +17,10 @@
 #include <Eigen/Core>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/backend/cuda_graph.h"
 #include "engine/backend/dispatch.h"
 #include "engine/backend/kernel_types.h"
+#include "engine/backend/nn_kernels.h"
 #include "engine/tensor/factories.h"
 
 namespace nns {
@@ -407,6 +409,20 @@ Tensor bernoulli_mask(const Shape& shape, double p_keep, TensorOptions options,
   Tensor t = empty(shape, TensorOptions(options.dtype()).device(options.device()));
   Generator& g = pick(generator);
   std::lock_guard<std::mutex> lock(g.mutex);
+  if (!t.device().is_cpu() && t.is_floating_point()) {
+    // On a GPU the mask is drawn there, by a counter-based generator (Philox) keyed by one
+    // draw of this generator: the same seed gives the same masks, and inside a CUDA graph
+    // each replay draws its key as this call would have.
+    const uint64_t seed = g.random64();
+    const uint64_t* device_seed = cuda::Graph::scalars<uint64_t>(seed, [&g] {
+      std::lock_guard<std::mutex> replay_lock(g.mutex);
+      return g.random64();
+    });
+    kernels<NNKernels>(t.device(), "dropout")
+        .bernoulli_philox(view_of(t), p_keep, seed, device_seed);
+    t.bump_version();
+    return t;
+  }
   // PyTorch's bernoulli_(p) compares one double uniform per element with p, whatever the
   // dtype of the tensor. Dropout makes a float32 mask every step: write those directly.
   auto produce = [&](auto* out, int64_t n) {

@@ -12,6 +12,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/nn/rnn.h"
+#include "engine/ops/indexing.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"
 
@@ -55,9 +56,18 @@ class CostTimer {
 // A float32 or float64 contiguous CPU tensor with the same values (itself when it is one). A
 // GPU tensor is copied to the host whole; summarizing on the device and bringing back only the
 // summary would copy less.
-Tensor flat_values(const Tensor& tensor) {
+// A tensor's values on the host, flat, float32 or float64: all of them, or only those at the
+// flat positions `at`, picked where the tensor lives (a GPU's large activation does not cross
+// to the host whole: only the reservoir's values do).
+Tensor flat_values(const Tensor& tensor, const std::vector<int64_t>* at = nullptr) {
   NoGradGuard no_grad;
-  Tensor t = tensor.detach().to(kCPU);
+  Tensor t = tensor.detach();
+  if (at != nullptr) {
+    const Tensor positions =
+        from_vector(*at, {static_cast<int64_t>(at->size())}, TensorOptions(kInt64));
+    t = index_select(t.reshape({-1}), 0, positions.to(t.device()));
+  }
+  t = t.to(kCPU);
   if (t.dtype() != kFloat32 && t.dtype() != kFloat64) t = t.to(kFloat32);
   return t.contiguous();
 }
@@ -210,72 +220,65 @@ void for_each_sampled(int64_t n, uint64_t seed, F&& f) {
   }
 }
 
-// Up to kReservoirValues values: all of them for a small tensor, else a stratified sample.
-template <class T>
-std::vector<float> sample_values(const T* x, int64_t n, uint64_t& rng) {
-  std::vector<float> out;
-  if (n <= static_cast<int64_t>(kReservoirValues)) {
-    out.assign(x, x + n);
-    return out;
-  }
-  out.resize(kReservoirValues);
-  float* o = out.data();
+// The reservoir's positions in a tensor of n > kReservoirValues elements: one random position
+// in each of kReservoirValues equal blocks (for_each_sampled).
+std::vector<int64_t> sampled_positions(int64_t n, uint64_t& rng) {
+  std::vector<int64_t> at(kReservoirValues);
   for_each_sampled(n, next_random(rng),
-                   [&](int64_t b, int64_t i) { o[b] = static_cast<float>(x[i]); });
-  return out;
+                   [&](int64_t b, int64_t i) { at[static_cast<size_t>(b)] = i; });
+  return at;
 }
 
-// A probe's summary of a flat tensor whose kept values are `values`. A tensor larger than the
-// reservoir is summarized from that stratified sample (counts and the norm scaled up to the
+// A probe's summary of a tensor and the values it keeps: all of a small tensor, else a
+// stratified sample, from which the summary is made (counts and the norm scaled up to the
 // whole tensor): scanning every element of every probed tensor would cost more than the step.
-template <class T>
-TensorStats summarize_sampled(const T* x, int64_t n, Saturation saturation,
-                              const std::vector<float>& values) {
-  if (n <= static_cast<int64_t>(kReservoirValues)) {
-    return summarize_values(x, n, saturation, kHistogramBins);
+struct ProbeValues {
+  TensorStats stats;
+  std::vector<float> values;
+  int64_t numel = 0;
+};
+ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& rng) {
+  ProbeValues r;
+  r.numel = tensor.numel();
+  if (r.numel <= static_cast<int64_t>(kReservoirValues)) {
+    const Tensor flat = flat_values(tensor);
+    if (flat.dtype() == kFloat32) {
+      const float* x = flat.data_ptr<float>();
+      r.values.assign(x, x + r.numel);
+      r.stats = summarize_values(x, r.numel, saturation, kHistogramBins);
+    } else {
+      const double* x = flat.data_ptr<double>();
+      r.values.assign(x, x + r.numel);
+      r.stats = summarize_values(x, r.numel, saturation, kHistogramBins);
+    }
+    return r;
   }
-  TensorStats s = summarize_values(values.data(), static_cast<int64_t>(values.size()), saturation,
-                                   kHistogramBins);
-  const double scale = static_cast<double>(n) / static_cast<double>(values.size());
-  s.numel = n;
-  s.nonfinite = static_cast<int64_t>(std::llround(static_cast<double>(s.nonfinite) * scale));
-  s.norm *= std::sqrt(scale);
-  for (int64_t& c : s.histogram.counts) {
+  const std::vector<int64_t> at = sampled_positions(r.numel, rng);
+  r.values = flat_values(tensor, &at).to(kFloat32).to_vector<float>();
+  r.stats = summarize_values(r.values.data(), static_cast<int64_t>(r.values.size()), saturation,
+                             kHistogramBins);
+  const double scale = static_cast<double>(r.numel) / static_cast<double>(r.values.size());
+  r.stats.numel = r.numel;
+  r.stats.nonfinite =
+      static_cast<int64_t>(std::llround(static_cast<double>(r.stats.nonfinite) * scale));
+  r.stats.norm *= std::sqrt(scale);
+  for (int64_t& c : r.stats.histogram.counts) {
     c = static_cast<int64_t>(std::llround(static_cast<double>(c) * scale));
   }
-  return s;
+  return r;
 }
 
 std::string indexed_name(const char* base, size_t i, size_t count) {
   return count == 1 ? std::string(base) : std::string(base) + "." + std::to_string(i);
 }
 
-// A parameter's values before the optimizer's step (see ParamBefore).
-template <class T>
-void capture(const T* x, int64_t n, uint64_t& rng, std::vector<int64_t>& at,
-             std::vector<double>& values) {
-  if (n <= static_cast<int64_t>(kReservoirValues)) {
-    values.assign(x, x + n);
-    return;
-  }
-  at.resize(kReservoirValues);
-  values.resize(kReservoirValues);
-  for_each_sampled(n, next_random(rng), [&](int64_t b, int64_t i) {
-    at[static_cast<size_t>(b)] = i;
-    values[static_cast<size_t>(b)] = static_cast<double>(x[i]);
-  });
-}
-
 // ||after - before|| / ||after|| over the captured elements.
-template <class T>
-double update_ratio(const T* after, const std::vector<int64_t>& at,
-                    const std::vector<double>& before) {
+double update_ratio(const std::vector<double>& after, const std::vector<double>& before) {
   double diff = 0, norm = 0;
   for (size_t j = 0; j < before.size(); ++j) {
-    const double a = static_cast<double>(after[at.empty() ? static_cast<int64_t>(j) : at[j]]);
-    const double d = a - before[j];
+    const double d = after[j] - before[j];
     diff += d * d;
-    norm += a * a;
+    norm += after[j] * after[j];
   }
   return norm > 0 ? std::sqrt(diff) / std::sqrt(norm) : kNaN;
 }
@@ -513,28 +516,19 @@ void Probes::install_step_hooks(Probe& probe) {
         std::function<void(const Tensor&)>([this, p, i](const Tensor& grad) {
           if (!grad.defined()) return;
           const CostTimer timer(step_cost_);
-          const Tensor flat = flat_values(grad);
+          ProbeValues v = probe_values(grad, Saturation::None, rng_state_);
           ProbeSample sample;
           sample.probe = p->info.id;
           sample.module = p->info.module;
           sample.step = step_;
           sample.kind = ProbeKind::ParamGrad;
           sample.tensor = p->params[i].first;
-          std::vector<float> values;
-          if (flat.dtype() == kFloat32) {
-            values = sample_values(flat.data_ptr<float>(), flat.numel(), rng_state_);
-            sample.stats =
-                summarize_sampled(flat.data_ptr<float>(), flat.numel(), Saturation::None, values);
-          } else {
-            values = sample_values(flat.data_ptr<double>(), flat.numel(), rng_state_);
-            sample.stats =
-                summarize_sampled(flat.data_ptr<double>(), flat.numel(), Saturation::None, values);
-          }
+          sample.stats = std::move(v.stats);
           sample.update_ratio = kNaN;
           sample.interval = p->interval;
           p->pending[i] = std::move(sample);
-          keep({p->info.id, ProbeKind::ParamGrad, p->params[i].first}, step_, flat.numel(),
-               std::move(values));
+          keep({p->info.id, ProbeKind::ParamGrad, p->params[i].first}, step_, v.numel,
+               std::move(v.values));
         })));
   }
 }
@@ -619,14 +613,15 @@ void Probes::before_optimizer_step() {
     if (!p->sampling) continue;
     for (size_t i = 0; i < p->params.size(); ++i) {
       if (!p->pending[i]) continue;
-      const Tensor flat = flat_values(p->params[i].second);
+      const Tensor& param = p->params[i].second;
       ParamBefore& before = p->before[i].emplace();
-      before.numel = flat.numel();
-      if (flat.dtype() == kFloat32) {
-        capture(flat.data_ptr<float>(), flat.numel(), rng_state_, before.at, before.values);
-      } else {
-        capture(flat.data_ptr<double>(), flat.numel(), rng_state_, before.at, before.values);
+      before.numel = param.numel();
+      if (before.numel > static_cast<int64_t>(kReservoirValues)) {
+        before.at = sampled_positions(before.numel, rng_state_);
       }
+      before.values = flat_values(param, before.at.empty() ? nullptr : &before.at)
+                          .to(kFloat64)
+                          .to_vector<double>();
     }
   }
 }
@@ -641,12 +636,12 @@ void Probes::end_step() {
       for (size_t i = 0; i < p->params.size(); ++i) {
         if (!p->pending[i]) continue;
         ProbeSample sample = std::move(*p->pending[i]);
-        const Tensor after = flat_values(p->params[i].second);
-        if (p->before[i] && p->before[i]->numel == after.numel()) {
+        const Tensor& param = p->params[i].second;
+        if (p->before[i] && p->before[i]->numel == param.numel()) {
           const ParamBefore& b = *p->before[i];
-          sample.update_ratio = after.dtype() == kFloat32
-                                    ? update_ratio(after.data_ptr<float>(), b.at, b.values)
-                                    : update_ratio(after.data_ptr<double>(), b.at, b.values);
+          const std::vector<double> after =
+              flat_values(param, b.at.empty() ? nullptr : &b.at).to(kFloat64).to_vector<double>();
+          sample.update_ratio = update_ratio(after, b.values);
         }
         publish(std::move(sample));
       }
@@ -668,7 +663,7 @@ void Probes::end_step() {
 void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, const Tensor& value,
                     Saturation saturation) {
   if (!value.defined() || !value.is_floating_point()) return;
-  const Tensor flat = flat_values(value);
+  ProbeValues v = probe_values(value, saturation, rng_state_);
   ProbeSample sample;
   sample.probe = probe.info.id;
   sample.module = probe.info.module;
@@ -676,15 +671,8 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
   sample.kind = kind;
   sample.tensor = tensor;
   sample.interval = probe.interval;
-  std::vector<float> values;
-  if (flat.dtype() == kFloat32) {
-    values = sample_values(flat.data_ptr<float>(), flat.numel(), rng_state_);
-    sample.stats = summarize_sampled(flat.data_ptr<float>(), flat.numel(), saturation, values);
-  } else {
-    values = sample_values(flat.data_ptr<double>(), flat.numel(), rng_state_);
-    sample.stats = summarize_sampled(flat.data_ptr<double>(), flat.numel(), saturation, values);
-  }
-  keep({probe.info.id, kind, tensor}, step_, flat.numel(), std::move(values));
+  sample.stats = std::move(v.stats);
+  keep({probe.info.id, kind, tensor}, step_, v.numel, std::move(v.values));
   publish(std::move(sample));
 }
 

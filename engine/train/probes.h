@@ -202,6 +202,8 @@ class Probes {
   void begin_step(int64_t step);
   void before_optimizer_step();
   void end_step();
+  // Whether a probe samples the step begun (its hooks then read the step's tensors).
+  bool sampling() const { return any_sampling_; }
 
   // Any thread.
   std::vector<ProbeSample> take_samples();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <limits>
 #include <map>
@@ -98,6 +99,7 @@ TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config
       model_(seeded_model(parts_, config_)),
       probes_(model_) {
   optimizer_ = parts_.make_optimizer(model_->parameters());
+  make_step_graph();
   if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
   make_loader();
   for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
@@ -473,56 +475,76 @@ void TrainingSession::run_step() {
   if (!epoch_batches_) begin_epoch();
   const data::Batch host_batch = (*epoch_batches_)[batch_];
   // On a GPU the batch moves there; the accuracy is counted from the host's targets.
-  const data::Batch batch = config_.device.is_cpu()
-                                ? host_batch
-                                : data::Batch{host_batch.inputs.to(config_.device),
-                                              host_batch.targets.to(config_.device)};
+  const auto on_device = [&] {
+    return config_.device.is_cpu() ? host_batch
+                                   : data::Batch{host_batch.inputs.to(config_.device),
+                                                 host_batch.targets.to(config_.device)};
+  };
   const int64_t step = step_ + 1;
   double loss_value = 0;
   std::optional<Accuracy> accuracy;
+  // A step whose loss or gradients are not finite fails the run before the optimizer changes a
+  // weight, naming the first module where the value appeared.
+  const auto fail_loss = [&] {
+    probes_.end_step();
+    const std::string where = locate_non_finite_activation(on_device());
+    fail("the loss is " + number_text(loss_value) + " at step " + std::to_string(step) +
+             ": the first non-finite value (NaN or Inf) appeared in " +
+             (where.empty() ? "the loss (" + parts_.loss->name() + ")"
+                            : describe_module(where, *model_->get_submodule(where))) +
+             "; lower the learning rate, normalize the inputs or clip gradients",
+         where);
+  };
+  const auto fail_gradient = [&] {
+    probes_.end_step();
+    const std::string where = locate_non_finite_gradient(on_device());
+    fail("a gradient is not finite (NaN or Inf) at step " + std::to_string(step) +
+             ": it first appeared in " + where + "; lower the learning rate or clip gradients",
+         failed_module_);
+  };
   try {
     probes_.begin_step(step);
-    optimizer_->zero_grad();
-    const Tensor output = (*model_)(batch.inputs);
-    const auto [scores, labels] = loss_inputs(output, batch.targets);
-    const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
-    loss_value = loss.item();
-    if (!std::isfinite(loss_value)) {
-      probes_.end_step();
-      const std::string where = locate_non_finite_activation(batch);
-      fail("the loss is " + number_text(loss_value) + " at step " + std::to_string(step) +
-               ": the first non-finite value (NaN or Inf) appeared in " +
-               (where.empty() ? "the loss (" + parts_.loss->name() + ")"
-                              : describe_module(where, *model_->get_submodule(where))) +
-               "; lower the learning rate, normalize the inputs or clip gradients",
-           where);
-      return;
+    // A step no probe samples replays as a CUDA graph on a GPU (the whole step in one launch;
+    // its update is skipped on the device when the loss or a gradient is not finite).
+    std::optional<StepGraph::Result> replayed;
+    if (step_graph_ && !probes_.sampling()) {
+      replayed = step_graph_->step(host_batch.inputs, host_batch.targets);
     }
-    loss.backward();
-    bool finite = true;
-    for (const optim::ParamGroup& group : optimizer_->param_groups()) {
-      for (const Tensor& p : group.params) {
-        const Tensor g = p.grad();
-        if (g.defined() && any_non_finite(g)) finite = false;
-      }
-    }
-    if (!finite) {
-      probes_.end_step();
-      const std::string where = locate_non_finite_gradient(batch);
-      fail("a gradient is not finite (NaN or Inf) at step " + std::to_string(step) +
-               ": it first appeared in " + where + "; lower the learning rate or clip gradients",
-           failed_module_);
-      return;
-    }
-    if (config_.clip_grad_norm > 0) {
-      std::vector<Tensor> params;
+    Tensor output;
+    if (replayed) {
+      output = replayed->output;
+      loss_value = replayed->loss.item();
+      if (!std::isfinite(loss_value)) return fail_loss();
+      if (replayed->found_inf.item() != 0.0) return fail_gradient();
+    } else {
+      const data::Batch batch = on_device();
+      // On a GPU the gradients are zeroed in place: a CUDA graph captured before writes them.
+      optimizer_->zero_grad(/*set_to_none=*/config_.device.is_cpu());
+      output = (*model_)(batch.inputs);
+      const auto [scores, labels] = loss_inputs(output, batch.targets);
+      const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
+      loss_value = loss.item();
+      if (!std::isfinite(loss_value)) return fail_loss();
+      loss.backward();
+      bool finite = true;
       for (const optim::ParamGroup& group : optimizer_->param_groups()) {
-        params.insert(params.end(), group.params.begin(), group.params.end());
+        for (const Tensor& p : group.params) {
+          const Tensor g = p.grad();
+          if (g.defined() && any_non_finite(g)) finite = false;
+        }
       }
-      nn::clip_grad_norm_(params, config_.clip_grad_norm);
+      if (!finite) return fail_gradient();
+      if (config_.clip_grad_norm > 0) {
+        std::vector<Tensor> params;
+        for (const optim::ParamGroup& group : optimizer_->param_groups()) {
+          params.insert(params.end(), group.params.begin(), group.params.end());
+        }
+        nn::clip_grad_norm_(params, config_.clip_grad_norm);
+      }
+      probes_.before_optimizer_step();
+      optimizer_->step();
+      if (step_graph_) step_graph_->warmed_up();
     }
-    probes_.before_optimizer_step();
-    optimizer_->step();
     if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
     probes_.end_step();
     if (parts_.train.task == data::TaskKind::Classification) {
@@ -537,8 +559,13 @@ void TrainingSession::run_step() {
     fail(std::string("step ") + std::to_string(step) + " failed: " + e.what(), "");
     return;
   }
+  if (step_graph_) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.graph_replays = step_graph_->replays();
+    status_.graphs_off = step_graph_->disabled_reason();
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const int64_t samples = batch.inputs.size(0);
+  const int64_t samples = host_batch.inputs.size(0);
   step_ = step;
   ++batch_;
   epoch_loss_sum_ += loss_value * static_cast<double>(samples);
@@ -843,6 +870,7 @@ void TrainingSession::apply_restore(const TrainingState& s) {
   model_->train();
   scheduler_.reset();
   optimizer_ = std::move(optimizer);
+  make_step_graph();
   scheduler_ = std::move(scheduler);
   if (!s.generator.empty()) {
     Generator& g = default_generator();
@@ -897,6 +925,25 @@ void TrainingSession::apply_restore(const TrainingState& s) {
   history_dropped_ = 0;
 }
 
+void TrainingSession::make_step_graph() {
+  step_graph_.reset();
+  if (!config_.device.is_cuda()) return;
+  const char* env = std::getenv("NNSTUDIO_CUDA_GRAPHS");
+  if (!config_.cuda_graphs || (env != nullptr && std::string(env) == "0")) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.graphs_off = config_.cuda_graphs ? "turned off by NNSTUDIO_CUDA_GRAPHS=0"
+                                             : "turned off in the session's settings";
+    return;
+  }
+  step_graph_ = std::make_unique<StepGraph>(
+      *model_, *optimizer_,
+      [this](const Tensor& output, const Tensor& targets) {
+        const auto [scores, labels] = loss_inputs(output, targets);
+        return (*parts_.loss)({scores, labels}).at(0);
+      },
+      config_.clip_grad_norm, config_.device);
+}
+
 void TrainingSession::apply_reset(uint64_t seed) {
   config_.seed = seed;
   manual_seed(seed);
@@ -909,6 +956,7 @@ void TrainingSession::apply_reset(uint64_t seed) {
   model_->train();
   scheduler_.reset();
   optimizer_ = parts_.make_optimizer(model_->parameters());
+  make_step_graph();
   if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
   if (pending_batch_size_ > 0) {
     config_.batch_size = pending_batch_size_;

@@ -59,6 +59,7 @@
 #include "engine/train/attention_maps.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/probes.h"
+#include "engine/train/step_graph.h"
 
 namespace nns::graph {
 struct Project;
@@ -128,6 +129,8 @@ struct SessionStatus {
   int64_t resets = 0;  // reset() calls applied so far: a UI clears its curves when it changes
   std::string error;   // why the run failed (Failed)
   std::string failed_module;  // the module named in `error` ("" for none or the loss)
+  int64_t graph_replays = 0;  // steps run as a CUDA graph replay
+  std::string graphs_off;     // on a GPU, why steps do not run as CUDA graphs ("" if they do)
 };
 
 struct Prediction {
@@ -166,6 +169,9 @@ struct SessionConfig {
   double clip_grad_norm = 0;  // max total gradient norm (nn::clip_grad_norm_); 0: off
   // Where the model and each batch live during the run (make_session checks that it exists).
   Device device = kCPU;
+  // On a GPU, every step the probes do not sample after the first runs as a CUDA graph
+  // (train::StepGraph): captured once per batch shape, then replayed.
+  bool cuda_graphs = true;
   bool scheduler_per_step = false;
   size_t metrics_capacity = 100000;  // step metrics kept for take_step_metrics()
   int64_t eval_chunk = 4096;         // test samples per forward in an evaluation
@@ -329,6 +335,8 @@ class TrainingSession {
   void apply_restore(const TrainingState& state);
   // A new data loader for the configured batch size and seed.
   void make_loader();
+  // The CUDA graphs of the steps for the current model and optimizer (none on the CPU).
+  void make_step_graph();
   void offer_snapshot(bool forced);
   void publish_step(const StepMetrics& metrics);
   double current_lr() const;
@@ -337,6 +345,7 @@ class TrainingSession {
   SessionParts parts_;
   nn::ModulePtr model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<StepGraph> step_graph_;  // on a GPU with SessionConfig::cuda_graphs
   std::unique_ptr<optim::LRScheduler> scheduler_;
   std::unique_ptr<data::DataLoader> loader_;
   std::optional<data::EpochBatches> epoch_batches_;

@@ -53,6 +53,7 @@
 #include "engine/tensor/factories.h"
 #include "engine/tensor/generator.h"
 #include "engine/train/session.h"
+#include "engine/train/step_graph.h"
 #include "torch_reference.h"
 
 namespace {
@@ -294,8 +295,40 @@ int device_main(const nns::Device device, double seconds, bool torch) {
     }
     return best;
   };
-  std::printf("%-8s %12s %12s %10s   (%s)\n", "model", "engine", "torch", "eng/torch",
-              device.str().c_str());
+  // Each model twice: its steps replayed as CUDA graphs (train::StepGraph, as a session runs
+  // them) and eager (a launch per kernel); the difference is the host's launch cost.
+  std::printf("%-11s %11s %11s %11s %9s %7s %10s   (%s)\n", "model", "graph", "eager", "torch",
+              "eng/torch", "kernels", "host/launch", device.str().c_str());
+  const auto row = [&](const char* name, nns::nn::Module& net, nns::optim::Optimizer& opt,
+                       const nns::train::StepGraph::LossFn& loss,
+                       const std::vector<nns::Tensor>& xs, const std::vector<nns::Tensor>& ys) {
+    const auto eager = [&](int64_t i) {
+      const size_t b = static_cast<size_t>(i % kBatches);
+      opt.zero_grad(/*set_to_none=*/false);
+      loss(net(xs[b]), ys[b]).backward();
+      opt.step();
+    };
+    const double eager_rate = windowed(eager);
+    nns::train::StepGraph graphs(net, opt, loss, 0.0, device);
+    graphs.warmed_up();
+    const double graph_rate = windowed([&](int64_t i) {
+      const size_t b = static_cast<size_t>(i % kBatches);
+      if (!graphs.step(xs[b], ys[b])) eager(i);
+    });
+    const auto it = reference.find(name);
+    const double ref = it == reference.end() ? 0 : it->second;
+    const size_t kernels = graphs.graph_nodes();
+    // A step's time eager less replayed, over its launches: what each launch costs the host.
+    const double per_launch_us =
+        kernels > 0 ? (1.0 / eager_rate - 1.0 / graph_rate) / static_cast<double>(kernels) * 1e6
+                    : 0.0;
+    std::printf("%-11s %9.0f/s %9.0f/s %9.0f/s %8.2fx %7zu %8.2f us\n", name, graph_rate,
+                eager_rate, ref, ref > 0 ? graph_rate / ref : 0.0, kernels, per_launch_us);
+    if (!graphs.disabled_reason().empty()) {
+      std::printf("  (no graphs: %s)\n", graphs.disabled_reason().c_str());
+    }
+    std::fflush(stdout);
+  };
   for (const ModelSpec& m : kModels) {
     const nns::data::Dataset d = data_for(m);
     auto net = model(m);
@@ -307,16 +340,9 @@ int device_main(const nns::Device device, double seconds, bool torch) {
       xs.push_back(d.inputs.narrow(0, b * m.batch, m.batch).to(device));
       ys.push_back(d.targets.narrow(0, b * m.batch, m.batch).to(device));
     }
-    const double rate = windowed([&](int64_t i) {
-      const size_t b = static_cast<size_t>(i % kBatches);
-      opt->zero_grad();
-      loss((*net)(xs[b]), ys[b]).backward();
-      opt->step();
-    });
-    const auto it = reference.find(m.name);
-    const double ref = it == reference.end() ? 0 : it->second;
-    std::printf("%-8s %10.0f/s %10.0f/s %9.2fx\n", m.name, rate, ref, ref > 0 ? rate / ref : 0.0);
-    std::fflush(stdout);
+    row(
+        m.name, *net, *opt,
+        [&](const nns::Tensor& out, const nns::Tensor& y) { return loss(out, y); }, xs, ys);
   }
   {
     // The reverse transformer example (resources/examples/reverse_transformer.nns): tokens
@@ -337,17 +363,12 @@ int device_main(const nns::Device device, double seconds, bool torch) {
       xs.push_back(nns::randint(0, 10, {64, 8}).to(device));
       ys.push_back(nns::randint(0, 10, {64 * 8}).to(device));
     }
-    const double rate = windowed([&](int64_t i) {
-      const size_t b = static_cast<size_t>(i % kBatches);
-      opt.zero_grad();
-      loss((*net)(xs[b]).reshape({-1, 10}), ys[b]).backward();
-      opt.step();
-    });
-    const auto it = reference.find("transformer");
-    const double ref = it == reference.end() ? 0 : it->second;
-    std::printf("%-8s %10.0f/s %10.0f/s %9.2fx\n", "transformer", rate, ref,
-                ref > 0 ? rate / ref : 0.0);
-    std::fflush(stdout);
+    row(
+        "transformer", *net, opt,
+        [&](const nns::Tensor& out, const nns::Tensor& y) {
+          return loss(out.reshape({-1, 10}), y);
+        },
+        xs, ys);
   }
   nns::NoGradGuard no_grad;
   const nns::Tensor a = nns::randn({4096, 4096}).to(device);

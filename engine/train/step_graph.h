@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// A training step on a GPU as a CUDA graph (engine/backend/cuda_graph.h): zero_grad, forward,
+// the loss, backward, the non-finite check, gradient clipping and the optimizer's update,
+// captured once for a batch shape and replayed for every later batch of that shape, so a small
+// model's step costs one launch instead of hundreds.
+//
+//   train::StepGraph graphs(*model, *optimizer, loss, clip_grad_norm, device);
+//   // the first step runs eagerly (it makes the gradients and the optimizer's state), then:
+//   graphs.warmed_up();
+//   if (auto r = graphs.step(inputs, targets)) { r->loss.item(); ... } else { eager step }
+//
+// The gradients and the optimizer's state stay where the capture found them: a step that runs
+// eagerly in between (a step the probes sample) must zero the gradients in place
+// (zero_grad(false)). Where any of them, a parameter or a buffer was replaced since the capture
+// (a state restored, gradients dropped), the graphs are captured again. A step that cannot be a
+// graph (it reads a value back to the host) turns graphs off for good, with the reason.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cuda_graph.h"
+#include "engine/nn/module.h"
+#include "engine/optim/optimizer.h"
+
+namespace nns::train {
+
+class StepGraph {
+ public:
+  // The step's loss from the model's output and the batch's targets (a scalar tensor).
+  using LossFn = std::function<Tensor(const Tensor& output, const Tensor& targets)>;
+
+  StepGraph(nn::Module& model, optim::Optimizer& optimizer, LossFn loss, double clip_grad_norm,
+            Device device);
+
+  // What a step left on the device, valid until the next step.
+  struct Result {
+    Tensor output;     // the model's output, detached
+    Tensor loss;       // one element
+    Tensor found_inf;  // float32, 1 when the loss or a gradient was not finite (then no
+                       // parameter or optimizer state changed)
+  };
+  // One step with this batch (on the CPU or the device): captured the first time its shapes
+  // come, replayed after. nullopt when the step is to run eagerly instead (before warmed_up(),
+  // or with graphs off: disabled_reason()); nothing has changed then.
+  std::optional<Result> step(const Tensor& inputs, const Tensor& targets);
+  // An eager step ran (with zero_grad(false)): the gradients and the state exist.
+  void warmed_up() { warm_ = true; }
+  // Drops every graph and its memory.
+  void clear();
+
+  // Why graphs are off ("" while they are on).
+  const std::string& disabled_reason() const { return disabled_; }
+  int64_t captures() const { return captures_; }
+  int64_t replays() const { return replays_; }
+  // The launches one replay makes (the last graph captured's nodes; 0 before a capture).
+  size_t graph_nodes() const { return graph_nodes_; }
+
+ private:
+  struct Captured {
+    std::unique_ptr<cuda::Graph> graph;
+    Tensor inputs, targets;  // the batch is copied into these before each replay
+    Result result;
+  };
+  using ShapeKey = std::vector<int64_t>;
+
+  std::unique_ptr<Captured> capture(const Tensor& inputs, const Tensor& targets);
+  // The tensors a graph reads and writes in place: parameters, gradients, the optimizer's
+  // state and the model's buffers, in a fixed order.
+  std::vector<Tensor> graph_tensors() const;
+  bool unchanged_since_capture() const;
+
+  nn::Module& model_;
+  optim::Optimizer& optimizer_;
+  LossFn loss_;
+  double clip_grad_norm_;
+  Device device_;
+  bool warm_ = false;
+  std::string disabled_;
+  std::map<ShapeKey, std::unique_ptr<Captured>> graphs_;
+  std::vector<Tensor> held_;  // graph_tensors() when the graphs were captured (kept alive)
+  int64_t captures_ = 0, replays_ = 0;
+  size_t graph_nodes_ = 0;
+};
+
+}  // namespace nns::train
