@@ -150,9 +150,17 @@ TEST(CudaGraphs, AStepWithANonFiniteGradientChangesNothing) {
     ASSERT_TRUE(graphs.step(randn({16, 6}), randint(0, 3, {16})).has_value());
     std::vector<Tensor> before;
     for (const Tensor& p : model->parameters()) before.push_back(p.detach().to(kCPU));
-    for (const auto& item : opt->state_dict().state.begin()->second) {
-      before.push_back(item.value().to(kCPU));
-    }
+    // Every state tensor but the step counts (the host's, which move on); plain SGD has none.
+    const auto state_tensors = [&] {
+      std::vector<Tensor> tensors;
+      for (const auto& [index, state] : opt->state_dict().state) {
+        for (const auto& item : state) {
+          if (item.key() != "step") tensors.push_back(item.value());
+        }
+      }
+      return tensors;
+    };
+    for (const Tensor& t : state_tensors()) before.push_back(t.to(kCPU));
     Tensor bad = randn({16, 6});
     bad.data_ptr<float>()[5] = std::numeric_limits<float>::quiet_NaN();
     const auto r = graphs.step(bad, randint(0, 3, {16}));
@@ -163,9 +171,9 @@ TEST(CudaGraphs, AStepWithANonFiniteGradientChangesNothing) {
     for (const Tensor& p : model->parameters()) {
       EXPECT_TRUE(test::close_on_cpu(p, before[i++], 0, 0)) << "parameter " << i;
     }
-    for (const auto& item : opt->state_dict().state.begin()->second) {
-      if (item.key() == "step") continue;  // the count is the host's, and moved on
-      EXPECT_TRUE(test::close_on_cpu(item.value(), before[i], 0, 0)) << item.key();
+    ASSERT_EQ(before.size(), i + state_tensors().size());
+    for (const Tensor& t : state_tensors()) {
+      EXPECT_TRUE(test::close_on_cpu(t, before[i], 0, 0)) << "state tensor " << i;
       ++i;
     }
   }
