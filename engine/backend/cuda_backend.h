@@ -28,7 +28,8 @@ namespace nns {
 
 // 2: LinalgKernels has the batched GEMM, and the tables the optimizers' kernels.
 // 3: CUDA graphs; SGD, RMSprop and the non-finite check as optimizer kernels, which (and Adam)
-//    take their scalars from device memory in a graph; Philox dropout masks.
+//    take their scalars from device memory in a graph; Philox dropout masks; the product with
+//    a bias in cuBLASLt's epilogue.
 inline constexpr uint32_t kCudaBackendAbi = 3;
 
 struct CudaDeviceProperties {

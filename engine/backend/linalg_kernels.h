@@ -31,11 +31,20 @@ using GemmBatchedFn = void (*)(bool trans_a, bool trans_b, int64_t m, int64_t n,
                                int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
                                int64_t batch);
 
+// C = op(A) @ op(B) + bias, bias (n elements, contiguous) added to every row, in the product's
+// epilogue (one launch where a copy of the bias and a GEMM were two: addmm with a 1-D bias,
+// which is how nn.Linear runs, as PyTorch's CUDA addmm does through cuBLASLt). false when it
+// cannot (the library has no such product for these operands): nothing was written then.
+template <class T>
+using GemmBiasFn = bool (*)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a,
+                            int64_t lda, const T* b, int64_t ldb, const T* bias, T* c, int64_t ldc);
+
 struct LinalgKernels {
   GemmFn<float> gemm_f32;
   GemmFn<double> gemm_f64;
   GemmBatchedFn<float> gemm_batched_f32;
   GemmBatchedFn<double> gemm_batched_f64;
+  GemmBiasFn<float> gemm_bias_f32;  // nullptr where there is none (the CPU)
 
   template <class T>
   GemmFn<T> gemm() const {

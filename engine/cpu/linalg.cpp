@@ -126,6 +126,6 @@ void gemm_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T
 }  // namespace
 
 const LinalgKernels linalg_kernels{&gemm<float>, &gemm<double>, &gemm_batched<float>,
-                                   &gemm_batched<double>};
+                                   &gemm_batched<double>, nullptr};
 
 }  // namespace nns::cpu

@@ -4,11 +4,14 @@
 // is the column-major C^T = B^T A^T, so A and B swap places and nothing is transposed in
 // memory. float32 products use TF32 tensor cores only when allowed (off by default, as
 // PyTorch's torch.backends.cuda.matmul.allow_tf32).
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <atomic>
 #include <climits>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "engine/backend/linalg_kernels.h"
 #include "engine/cuda/backend.h"
@@ -160,6 +163,109 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   gemm_batched<T>(trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1);
 }
 
+// ---- cuBLASLt: the product with its bias in the epilogue ------------------------------------
+
+// One product's cuBLASLt descriptors and the algorithm its heuristic chose, kept per shape,
+// layout, pointer alignment and TF32 setting: making them costs more than a small product.
+struct LtPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool usable = false;
+};
+using LtKey =
+    std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+
+struct LtState {
+  cublasLtHandle_t handle = nullptr;
+  std::map<LtKey, LtPlan> plans;
+};
+LtState* lt_states() {
+  static LtState* s = new LtState[kMaxDevices];  // never destroyed (see runtime.cpp)
+  return s;
+}
+
+// The largest power of two up to 256 that divides the address (cuBLASLt's kernels need their
+// operands aligned as the heuristic was told).
+int alignment_of(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  int a = 256;
+  while (a > 1 && v % static_cast<uintptr_t>(a) != 0) a /= 2;
+  return a;
+}
+
+// Row-major C = op(A) op(B) + bias is column-major C^T = op(B)^T op(A)^T + bias, the bias along
+// C^T's rows: cuBLASLt's BIAS epilogue.
+bool gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+               int64_t lda, const float* b, int64_t ldb, const float* bias, float* c, int64_t ldc) {
+  if (m == 0 || n == 0 || k == 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return false;
+  const int device = device_of(c);
+  set_device(device);
+  std::lock_guard<std::mutex> lock(handle_mutex());
+  const cudaStream_t s = stream(device);
+  Handle& h = handles()[device];
+  (void)handle_for(device);  // the workspace
+  LtState& lt = lt_states()[device];
+  if (lt.handle == nullptr && cublasLtCreate(&lt.handle) != CUBLAS_STATUS_SUCCESS) return false;
+  const bool tf32 = g_allow_tf32.load(std::memory_order_relaxed);
+  const int align =
+      std::min({alignment_of(a), alignment_of(b), alignment_of(c), alignment_of(bias)});
+  const LtKey key{align, trans_a, trans_b, m, n, k, lda, ldb, ldc, tf32};
+  LtPlan& plan = lt.plans[key];
+  if (plan.op == nullptr) {
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    bool ok =
+        cublasLtMatmulDescCreate(&plan.op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                 CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_b,
+                                              sizeof op_b) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_a,
+                                              sizeof op_a) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                              sizeof epilogue) == CUBLAS_STATUS_SUCCESS;
+    // The stored operands as column-major matrices (rows x columns, leading dimension), in
+    // the swapped order of gemm_batched's cublasSgemm call.
+    const uint64_t b_rows = trans_b ? k : n, b_cols = trans_b ? n : k;
+    const uint64_t a_rows = trans_a ? m : k, a_cols = trans_a ? k : m;
+    ok = ok && cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_32F, b_rows, b_cols, ldb) ==
+                   CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_32F, a_rows, a_cols, lda) ==
+                   CUBLAS_STATUS_SUCCESS;
+    ok = ok && cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, n, m, ldc) == CUBLAS_STATUS_SUCCESS;
+    cublasLtMatmulPreference_t pref = nullptr;
+    ok = ok && cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS;
+    const uint64_t workspace = kWorkspaceBytes;
+    const uint32_t alignment = static_cast<uint32_t>(align);
+    ok = ok && cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &workspace,
+                                                    sizeof workspace) == CUBLAS_STATUS_SUCCESS;
+    for (const auto attr :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+      ok = ok && cublasLtMatmulPreferenceSetAttribute(pref, attr, &alignment, sizeof alignment) ==
+                     CUBLAS_STATUS_SUCCESS;
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    ok = ok && cublasLtMatmulAlgoGetHeuristic(lt.handle, plan.op, plan.a, plan.b, plan.c, plan.c,
+                                              pref, 1, &result, &found) == CUBLAS_STATUS_SUCCESS;
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    plan.usable = ok && found > 0;
+    if (plan.usable) plan.algo = result.algo;
+  }
+  if (!plan.usable) return false;
+  if (cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                     sizeof bias) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  const float one = 1.0f, zero = 0.0f;
+  check_cublas(cublasLtMatmul(lt.handle, plan.op, &one, b, plan.a, a, plan.b, &zero, c, plan.c, c,
+                              plan.c, &plan.algo, h.workspace, kWorkspaceBytes, s),
+               "gemm with bias (cuBLASLt)");
+  return true;
+}
+
 }  // namespace
 
 void backend_set_allow_tf32(bool allow) {
@@ -170,6 +276,6 @@ bool backend_allow_tf32() {
 }
 
 const LinalgKernels linalg_kernels{&gemm<float>, &gemm<double>, &gemm_batched<float>,
-                                   &gemm_batched<double>};
+                                   &gemm_batched<double>, &gemm_bias};
 
 }  // namespace nns::cuda

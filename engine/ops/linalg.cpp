@@ -360,19 +360,32 @@ Tensor addmm(const Tensor& input, const Tensor& a, const Tensor& b, double beta,
   }
   Mat ma = as_mat(a), mb = as_mat(b);
   Tensor out = empty(out_shape, TensorOptions(a.dtype()).device(a.device()));
-  if (beta != 0) {
-    Shape strides;
-    kernels<CopyKernels>(out.device(), "addmm")
-        .copy(view_of(out), broadcast_view(input, out_shape, strides));
-  }
   const LinalgKernels& k = kernels<LinalgKernels>(out.device(), "addmm");
-  cpu::dispatch_floating(out.dtype(), "addmm", [&](auto tag) {
-    using T = decltype(tag);
-    k.gemm<T>()(ma.trans, mb.trans, ma.rows, mb.cols, ma.cols, static_cast<T>(alpha),
-                static_cast<const T*>(ma.data.raw_data()), ma.ld,
-                static_cast<const T*>(mb.data.raw_data()), mb.ld, static_cast<T>(beta),
-                static_cast<T*>(out.raw_data()), std::max<int64_t>(mb.cols, 1));
-  });
+  // A row of bias added to a float32 product (nn.Linear's addmm) is the product's epilogue
+  // where the device has one (cuBLASLt's, as PyTorch's CUDA addmm): one launch, not two.
+  const bool bias_row = input.dim() == 1 || (input.dim() == 2 && input.size(0) == 1);
+  const bool fused =
+      k.gemm_bias_f32 != nullptr && out.dtype() == kFloat32 && beta == 1 && alpha == 1 &&
+      bias_row && input.numel() == out_shape[1] && input.is_contiguous() && ma.cols > 0 &&
+      k.gemm_bias_f32(ma.trans, mb.trans, ma.rows, mb.cols, ma.cols,
+                      static_cast<const float*>(ma.data.raw_data()), ma.ld,
+                      static_cast<const float*>(mb.data.raw_data()), mb.ld,
+                      static_cast<const float*>(input.raw_data()),
+                      static_cast<float*>(out.raw_data()), std::max<int64_t>(mb.cols, 1));
+  if (!fused) {
+    if (beta != 0) {
+      Shape strides;
+      kernels<CopyKernels>(out.device(), "addmm")
+          .copy(view_of(out), broadcast_view(input, out_shape, strides));
+    }
+    cpu::dispatch_floating(out.dtype(), "addmm", [&](auto tag) {
+      using T = decltype(tag);
+      k.gemm<T>()(ma.trans, mb.trans, ma.rows, mb.cols, ma.cols, static_cast<T>(alpha),
+                  static_cast<const T*>(ma.data.raw_data()), ma.ld,
+                  static_cast<const T*>(mb.data.raw_data()), mb.ld, static_cast<T>(beta),
+                  static_cast<T*>(out.raw_data()), std::max<int64_t>(mb.cols, 1));
+    });
+  }
   if (auto node = make_node<AddmmBackward0>({input, a, b})) {
     node->self_sizes = input.sizes();
     node->beta = beta;

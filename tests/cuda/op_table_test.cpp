@@ -267,3 +267,48 @@ TEST(CudaOps, ABadIndexIsAnErrorNotAWrongRead) {
 
 }  // namespace
 }  // namespace nns
+
+namespace nns {
+namespace {
+
+// nn.Linear's addmm with a float32 bias runs as one cuBLASLt product with the bias in its
+// epilogue: the output and every gradient match the CPU's, for a bias at an odd address (a
+// view one element in), a transposed input, 3-D input and a product of one row.
+TEST(CudaOps, LinearsBiasInTheProductsEpilogueMatchesTheCpu) {
+  NNS_SKIP_WITHOUT_CUDA();
+  manual_seed(2);
+  for (const auto& [rows, in, out, offset] :
+       {std::tuple{64, 32, 48, 0}, std::tuple{1, 7, 5, 1}, std::tuple{300, 129, 65, 1}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(in) + " -> " + std::to_string(out));
+    const Tensor x = randn({rows, in});
+    const Tensor w = randn({out, in});
+    const Tensor b = randn({out + offset}).narrow(0, offset, out);
+    const auto run = [&](const Device& device) {
+      Tensor xd = x.to(device).requires_grad_(true);
+      Tensor wd = w.to(device).requires_grad_(true);
+      Tensor bd = b.to(device).requires_grad_(true);
+      const Tensor y = linear(xd, wd, bd);
+      (y * y).sum().backward();
+      return std::vector<Tensor>{y, xd.grad(), wd.grad(), bd.grad()};
+    };
+    const std::vector<Tensor> gpu = run(test::kCuda0);
+    const std::vector<Tensor> cpu = run(kCPU);
+    for (size_t i = 0; i < gpu.size(); ++i) {
+      EXPECT_TRUE(test::close_on_cpu(gpu[i], cpu[i], 1e-4, 1e-4)) << "tensor " << i;
+    }
+  }
+  // The same through a transposed input and 3-D input.
+  const Tensor x3 = randn({4, 6, 10});
+  const Tensor w = randn({12, 10});
+  const Tensor b = randn({12});
+  EXPECT_TRUE(
+      test::close_on_cpu(linear(x3.to(test::kCuda0), w.to(test::kCuda0), b.to(test::kCuda0)),
+                         linear(x3, w, b), 1e-4, 1e-4));
+  const Tensor xt = randn({10, 9}).t();
+  EXPECT_TRUE(
+      test::close_on_cpu(linear(xt.to(test::kCuda0), w.to(test::kCuda0), b.to(test::kCuda0)),
+                         linear(xt, w, b), 1e-4, 1e-4));
+}
+
+}  // namespace
+}  // namespace nns
