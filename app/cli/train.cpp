@@ -168,7 +168,8 @@ int run_train(const Options& o) {
   int64_t parent_step = 0;
   // A branch from another store's run (a PyTorch job's runs/): recorded here as a run of its
   // own that starts at that step and says where it came from.
-  std::string from_elsewhere;
+  std::optional<train::RunInfo> from_elsewhere;
+  std::string from_folder;
   if (o.has("from")) {
     const RunReference from = run_reference(o, "from");
     std::shared_ptr<train::RunStore> source = store;
@@ -190,9 +191,8 @@ int run_train(const Options& o) {
     if (source == store) {
       parent = from_run;
     } else {
-      from_elsewhere = "from " + std::string(from_run->source == "pytorch" ? "PyTorch " : "") +
-                       "run " + std::to_string(from.run) + " of " + source->folder() + " at step " +
-                       std::to_string(snapshot.step);
+      from_elsewhere = from_run;
+      from_folder = source->folder();
     }
     if (!quiet) {
       std::printf("branch of run %lld%s from its snapshot at step %lld%s%s\n",
@@ -212,11 +212,9 @@ int run_train(const Options& o) {
   }
   std::shared_ptr<train::RunRecorder> recorder;
   if (record && store) {
-    train::RunInfo info = train::new_run_info(project, parent, parent_step);
-    if (!from_elsewhere.empty()) {
-      info.parent_step = parent_step;  // its first step; no parent in this store
-      info.changes = from_elsewhere;
-    }
+    const train::RunInfo info = from_elsewhere ? train::new_run_info_from(project, *from_elsewhere,
+                                                                          from_folder, parent_step)
+                                               : train::new_run_info(project, parent, parent_step);
     const int64_t run = store->begin_run(info);
     train::SnapshotSchedule schedule;
     if (o.has("snapshot-every")) schedule.every = o.integer("snapshot-every", 1, INT64_MAX);

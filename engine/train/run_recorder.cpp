@@ -73,6 +73,16 @@ RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>
   return info;
 }
 
+RunInfo new_run_info_from(const graph::Project& project, const RunInfo& source_run,
+                          const std::string& source_folder, int64_t step) {
+  RunInfo info = new_run_info(project, std::nullopt, 0);
+  info.parent_step = step;
+  info.changes = "from " + std::string(source_run.source == "pytorch" ? "PyTorch " : "") + "run " +
+                 std::to_string(source_run.id) + " of " + source_folder + " at step " +
+                 std::to_string(step);
+  return info;
+}
+
 BranchStart branch_start(const RunStore& store, const RunInfo& parent, const SnapshotInfo& snapshot,
                          const graph::Project& project, nn::Module& model) {
   BranchStart out;

@@ -47,6 +47,11 @@ RunResult result_of(const SessionStatus& status);
 // branch, its parent, the step it starts from and what changed.
 RunInfo new_run_info(const graph::Project& project, const std::optional<RunInfo>& parent,
                      int64_t parent_step);
+// A new run's entry for a run that starts from another store's snapshot (a PyTorch job's
+// runs/ folder): no parent in this store; it starts at the snapshot's step and says where it
+// came from ("from PyTorch run 2 of /jobs/runs at step 300").
+RunInfo new_run_info_from(const graph::Project& project, const RunInfo& source_run,
+                          const std::string& source_folder, int64_t step);
 
 // Where a branch of a recorded run starts: the snapshot's state, made to fit the project as it
 // is now. With the parent's architecture the whole state carries over; with another, the

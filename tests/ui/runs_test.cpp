@@ -24,6 +24,7 @@
 #include <cmath>
 #include <csignal>
 #include <map>
+#include <set>
 
 #include "engine/serialize/serialize.h"
 #include "engine/train/run_store.h"
@@ -511,6 +512,102 @@ TEST_F(RunsTest, CompareTintsEachLayerByTheChangeOfItsWeights) {
   panel->clearComparison();
   EXPECT_FALSE(scene->hasNodeBadges());
   window.document()->undoStack()->setClean();
+}
+
+// Watch Folder: a PyTorch job (the exported train.py, run by Debian's torch) records into its
+// runs/ while the window watches that folder: the run appears with the PyTorch badge, grows
+// while the job trains and shows as finished when it ends; its curves are drawn, the slider puts
+// the session at its snapshot, Compare measures it against a run of the project's own, and
+// Branch from here trains on from it as a run of the project that says where it came from.
+TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
+  QProcess probe;
+  probe.start("/usr/bin/python3", {"-c", "import torch"});
+  if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
+    GTEST_SKIP() << "Debian's torch is not importable by /usr/bin/python3";
+  }
+  const QString exported = dir_.filePath("export");
+  const Result exportRun = cli({"export", project_, "--format", "pytorch", "--out", exported});
+  ASSERT_EQ(exportRun.code, 0) << exportRun.err.toStdString();
+  const QString runs = exported + "/runs";
+
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(project_));
+  TrainingController* controller = window.training();
+  RunsPanel* panel = window.runsPanel();
+  ASSERT_NE(controller->runStore(), nullptr) << controller->runStoreError().toStdString();
+  // A run of the project's own, to compare with.
+  controller->start();
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().step >= 100; }, 60000));
+  controller->pause();
+  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
+
+  // A folder without a store is refused by name.
+  EXPECT_FALSE(panel->watchFolder(dir_.path()));
+  EXPECT_TRUE(controller->watchedStores().empty());
+
+  QProcess job;
+  job.setProcessChannelMode(QProcess::MergedChannels);
+  job.start("/usr/bin/python3", {exported + "/train.py", "--steps", "3000", "--runs", runs});
+  ASSERT_TRUE(job.waitForStarted(30000));
+  ASSERT_TRUE(test::waitFor([&] { return QFile::exists(runs + "/runs.db"); }, 120000))
+      << job.readAll().toStdString();
+  ASSERT_TRUE(panel->watchFolder(runs));
+  ASSERT_EQ(controller->watchedStores().size(), 1u);
+  const auto watchedItem = [&]() { return panel->itemOf(1, 1); };
+  // It grows while the job writes: two different step counts seen, the run still recording.
+  std::set<QString> seen;
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        const QTreeWidgetItem* item = watchedItem();
+        if (item && item->text(0).contains("PyTorch") && item->text(0).contains("recording") &&
+            item->text(1).toLongLong() > 0)
+          seen.insert(item->text(1));
+        return seen.size() >= 2 || job.state() == QProcess::NotRunning;
+      },
+      120000));
+  EXPECT_GE(seen.size(), 2u) << "the watched run did not grow while the job ran";
+  // Its curves are drawn as they grow (the project's run is not checked).
+  EXPECT_TRUE(panel->checkedKeys().count({1, 1}));
+  ASSERT_TRUE(job.waitForFinished(180000));
+  ASSERT_EQ(job.exitCode(), 0) << job.readAll().toStdString();
+  // Finished: the store's figures, no longer recording.
+  ASSERT_TRUE(test::waitFor([&] {
+    const QTreeWidgetItem* item = watchedItem();
+    return item && !item->text(0).contains("recording") && item->text(1) == "3000";
+  }));
+  EXPECT_TRUE(watchedItem()->parent() != nullptr);  // under its folder's heading
+  EXPECT_TRUE(watchedItem()->parent()->text(0).contains(runs));
+
+  // The slider: the session at the PyTorch run's snapshot (before the project's 760 steps, so
+  // that its branch has epochs left to train).
+  panel->selectRun(1, 1);
+  ASSERT_EQ(panel->selectedStore(), 1);
+  ASSERT_TRUE(test::waitFor([&] { return panel->slider()->maximum() == 3000; }));
+  panel->scrubTo(400);
+  ASSERT_TRUE(test::waitFor([&] { return controller->shownSnapshot().has_value(); }));
+  EXPECT_EQ(controller->shownSnapshot()->first, 1);
+  EXPECT_LE(controller->shownSnapshot()->second, 400);
+  EXPECT_EQ(controller->shownSource(), controller->watchedStores()[0].get());
+  const int64_t shownStep = controller->shownSnapshot()->second;
+  // Compare against the project's run 1 at its first snapshot.
+  EXPECT_TRUE(panel->compareWith(1, 0, 0));
+  // Branch from here: a new run of the project, from the PyTorch run's step.
+  panel->branchFromHere();
+  ASSERT_TRUE(test::waitFor([&] { return controller->currentRun() == 2; }, 30000));
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().step > shownStep + 20; }, 60000));
+  controller->pause();
+  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
+  const std::optional<train::RunInfo> branch = controller->runStore()->run(2);
+  ASSERT_TRUE(branch.has_value());
+  EXPECT_EQ(branch->parent, 0);
+  EXPECT_EQ(branch->first_step, shownStep);
+  EXPECT_NE(branch->changes.find("from PyTorch run 1 of"), std::string::npos) << branch->changes;
+
+  // Stop Watching: its runs leave the tree.
+  panel->selectRun(1, 1);
+  panel->unwatchSelected();
+  EXPECT_TRUE(controller->watchedStores().empty());
+  EXPECT_EQ(panel->itemOf(1, 1), nullptr);
 }
 
 }  // namespace

@@ -2,7 +2,14 @@
 // Screenshots of the window with the example project, saved as PNGs (the test artifacts) in
 // NNS_SCREENSHOT_DIR (the build's screenshots/ folder). ctest runs them under Xvfb when
 // xvfb-run is installed, on the offscreen platform otherwise.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <QProcess>
+#include <QTreeWidget>
+#include <memory>
 
 #include <QApplication>
 #include <QComboBox>
@@ -412,6 +419,63 @@ TEST_F(ScreenshotRuns, CompareTwoSnapshots) {
   ASSERT_TRUE(QTest::qWaitFor([&] { return controller_->status().step == 10; }));
   ASSERT_TRUE(panel_->compareWith(1, 760));
   shoot(window_, "runs_compare.png");
+}
+
+// A PyTorch job's run watched beside the project's own: the exported train.py trained by two
+// DDP processes (Debian's torch, gloo) records into its runs/, which the Runs panel watches;
+// the run carries the PyTorch badge with its two processes, its curves drawn with run 1's.
+TEST_F(ScreenshotRuns, APyTorchTwoProcessRunWatched) {
+  QProcess probe;
+  probe.start("/usr/bin/python3", {"-c", "import torch"});
+  if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
+    GTEST_SKIP() << "Debian's torch is not importable by /usr/bin/python3";
+  }
+  const QString exported = dir_.filePath("export");
+  QProcess cli;
+  cli.start(NNS_CLI,
+            {"export", window_.document()->filePath(), "--format", "pytorch", "--out", exported});
+  ASSERT_TRUE(cli.waitForFinished(60000));
+  ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
+  // Rank 0 listens on a port the system hands out; rank 1 joins it.
+  int port = 0;
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+    port = ntohs(address.sin_port);
+    ::close(fd);
+  }
+  std::vector<std::unique_ptr<QProcess>> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto p = std::make_unique<QProcess>();
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("RANK", QString::number(rank));
+    env.insert("LOCAL_RANK", QString::number(rank));
+    env.insert("WORLD_SIZE", "2");
+    env.insert("MASTER_ADDR", "127.0.0.1");
+    env.insert("MASTER_PORT", QString::number(port));
+    p->setProcessEnvironment(env);
+    p->setProcessChannelMode(QProcess::MergedChannels);
+    p->start("/usr/bin/python3", {exported + "/train.py", "--steps", "760"});
+    ranks.push_back(std::move(p));
+  }
+  for (auto& p : ranks) {
+    ASSERT_TRUE(p->waitForFinished(180000)) << p->readAll().toStdString();
+    ASSERT_EQ(p->exitCode(), 0) << p->readAll().toStdString();
+  }
+  ASSERT_TRUE(panel_->watchFolder(exported + "/runs"));
+  const QTreeWidgetItem* item = panel_->itemOf(1, 1);
+  ASSERT_NE(item, nullptr);
+  EXPECT_TRUE(item->text(0).contains(QString("PyTorch ×2"))) << item->text(0).toStdString();
+  panel_->setRunChecked(1, true);
+  panel_->selectRun(1, 1);
+  // The Runs dock tall enough for the project's run 1, the folder's heading and its run.
+  window_.resizeDocks({window_.findChild<QDockWidget*>("runsDock")}, {380}, Qt::Vertical);
+  shoot(window_, "runs_pytorch_watched.png");
 }
 
 // One test sample traced through the trained spirals model: each layer's output as bars, the

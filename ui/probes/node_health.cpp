@@ -117,7 +117,9 @@ void NodeHealthModel::follow(TrainingController* controller) {
 
 void NodeHealthModel::showHistory(TrainingController* controller, int64_t run, int64_t step) {
   clear();
-  train::RunStore* store = controller->runStore();
+  // The run shown may be a watched store's (a PyTorch job's): its probes' history is there.
+  train::RunStore* store =
+      controller->shownSource() ? controller->shownSource() : controller->runStore();
   if (!store) return;
   std::vector<train::ProbeSample> history;
   try {

@@ -2,6 +2,8 @@
 #include "ui/training/runs_panel.h"
 
 #include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -29,6 +31,7 @@ namespace nns::ui {
 namespace {
 
 constexpr int kRunRole = Qt::UserRole + 1;
+constexpr int kStoreRole = Qt::UserRole + 2;  // 0: the project's store; i: the i-th watched
 enum Column { kRunColumn, kStepsColumn, kAccuracyColumn, kChangesColumn };
 
 QIcon swatch(const QColor& colour) {
@@ -79,6 +82,8 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
       tree_(new QTreeWidget(this)),
       rename_(new QPushButton(tr("Rename…"), this)),
       delete_(new QPushButton(tr("Delete"), this)),
+      watch_(new QPushButton(tr("Watch Folder…"), this)),
+      unwatch_(new QPushButton(tr("Stop Watching"), this)),
       slider_(new QSlider(Qt::Horizontal, this)),
       stepLabel_(new QLabel(this)),
       branch_(new QPushButton(tr("Branch from here"), this)),
@@ -100,6 +105,12 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   tree_->header()->setSectionResizeMode(kAccuracyColumn, QHeaderView::ResizeToContents);
   rename_->setToolTip(tr("Give the selected run a name"));
   delete_->setToolTip(tr("Delete the selected run, its metrics and snapshots"));
+  watch_->setObjectName("watchFolder");
+  watch_->setToolTip(
+      tr("Show the runs a PyTorch job records in a folder (the exported train.py's runs/, or "
+         "any loop with nnstudio_runs.Recorder), live as it trains"));
+  unwatch_->setToolTip(tr("Stop showing the selected run's watched folder"));
+  unwatch_->setEnabled(false);
   slider_->setObjectName("runSlider");
   slider_->setToolTip(
       tr("Drag to see the selected run's model as it was at that step (its "
@@ -113,6 +124,8 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   buttons->addWidget(rename_);
   buttons->addWidget(delete_);
   buttons->addStretch(1);
+  buttons->addWidget(watch_);
+  buttons->addWidget(unwatch_);
   auto* time = new QHBoxLayout;
   time->addWidget(new QLabel(tr("Step"), this));
   time->addWidget(slider_, 1);
@@ -140,8 +153,14 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   clearCompare_->setEnabled(false);
   connect(compare_, &QPushButton::clicked, this, [this] {
     const QList<QVariant> at = compareWith_->currentData().toList();
-    if (at.size() == 2) compareWith(at[0].toLongLong(), at[1].toLongLong());
+    if (at.size() == 3) compareWith(at[1].toLongLong(), at[2].toLongLong(), at[0].toInt());
   });
+  connect(watch_, &QPushButton::clicked, this, [this] {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Watch the runs in a folder"),
+                                                             controller_->document()->baseDir());
+    if (!folder.isEmpty()) watchFolder(folder);
+  });
+  connect(unwatch_, &QPushButton::clicked, this, &RunsPanel::unwatchSelected);
   connect(clearCompare_, &QPushButton::clicked, this, &RunsPanel::clearComparison);
   connect(compareWith_, &QComboBox::activated, this, [this] { compareChosen_ = true; });
 
@@ -158,11 +177,13 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   connect(delete_, &QPushButton::clicked, this, &RunsPanel::deleteSelected);
   connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* item, int column) {
     if (refreshing_ || column != kRunColumn) return;
-    const int64_t run = item->data(kRunColumn, kRunRole).toLongLong();
+    const RunKey key{item->data(kRunColumn, kStoreRole).toInt(),
+                     item->data(kRunColumn, kRunRole).toLongLong()};
+    if (key.second == 0) return;  // a watched folder's heading
     if (item->checkState(kRunColumn) == Qt::Checked) {
-      checked_.insert(run);
+      checked_.insert(key);
     } else {
-      checked_.erase(run);
+      checked_.erase(key);
     }
     updateOverlays();
   });
@@ -178,15 +199,18 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   // trains, once a second is enough.
   refreshTimer_->setInterval(kStorePollMs);
   connect(refreshTimer_, &QTimer::timeout, this, [this] {
-    train::RunStore* store = controller_->runStore();
-    if (!store) return;
-    uint64_t revision = 0;
-    try {
-      revision = store->revision();
-    } catch (const std::exception&) {
-      return;  // refresh() says why when it next runs
+    std::vector<std::pair<const void*, uint64_t>> revisions;
+    for (int i = 0; i <= static_cast<int>(controller_->watchedStores().size()); ++i) {
+      train::RunStore* store = storeAt(i);
+      uint64_t revision = 0;
+      try {
+        if (store) revision = store->revision();
+      } catch (const std::exception&) {
+        // refresh() says why when it next runs.
+      }
+      revisions.emplace_back(store, revision);
     }
-    if (revision == shownRevision_ && store == shownStore_) return;
+    if (revisions == shownRevisions_) return;
     if (controller_->isRunning() && sinceRefresh_.isValid() && sinceRefresh_.elapsed() < 1000) {
       return;
     }
@@ -201,36 +225,137 @@ int64_t RunsPanel::selectedRun() const {
   return item ? item->data(kRunColumn, kRunRole).toLongLong() : 0;
 }
 
-QTreeWidgetItem* RunsPanel::itemOf(int64_t run) const {
+int RunsPanel::selectedStore() const {
+  const QTreeWidgetItem* item = tree_->currentItem();
+  return item ? item->data(kRunColumn, kStoreRole).toInt() : 0;
+}
+
+train::RunStore* RunsPanel::storeAt(int store) const {
+  if (store == 0) return controller_->runStore();
+  const auto& watched = controller_->watchedStores();
+  return store <= static_cast<int>(watched.size()) ? watched[static_cast<size_t>(store - 1)].get()
+                                                   : nullptr;
+}
+
+QTreeWidgetItem* RunsPanel::itemOf(int64_t run, int store) const {
   for (QTreeWidgetItemIterator it(tree_); *it; ++it) {
-    if ((*it)->data(kRunColumn, kRunRole).toLongLong() == run) return *it;
+    if ((*it)->data(kRunColumn, kRunRole).toLongLong() == run &&
+        (*it)->data(kRunColumn, kStoreRole).toInt() == store)
+      return *it;
   }
   return nullptr;
 }
 
-void RunsPanel::selectRun(int64_t run) {
-  if (QTreeWidgetItem* item = itemOf(run)) tree_->setCurrentItem(item);
+void RunsPanel::selectRun(int64_t run, int store) {
+  if (QTreeWidgetItem* item = itemOf(run, store)) tree_->setCurrentItem(item);
 }
 
-void RunsPanel::setRunChecked(int64_t run, bool on) {
-  if (QTreeWidgetItem* item = itemOf(run)) {
+void RunsPanel::setRunChecked(int64_t run, bool on, int store) {
+  if (QTreeWidgetItem* item = itemOf(run, store)) {
     item->setCheckState(kRunColumn, on ? Qt::Checked : Qt::Unchecked);
   }
 }
 
+std::set<int64_t> RunsPanel::checkedRuns() const {
+  std::set<int64_t> runs;
+  for (const auto& [store, run] : checked_) {
+    if (store == 0) runs.insert(run);
+  }
+  return runs;
+}
+
+QColor RunsPanel::keyColour(const RunKey& key) {
+  // A watched store's runs take the colours after the project's.
+  return runColour(key.second + 3 * key.first);
+}
+
+QString RunsPanel::runLabel(const RunKey& key) const {
+  if (key.first == 0) return tr("run %1").arg(key.second);
+  // A watched store's: "PyTorch run 1", or another project's "run 1 (name.runs)".
+  train::RunStore* store = storeAt(key.first);
+  std::optional<train::RunInfo> info;
+  try {
+    if (store) info = store->run(key.second);
+  } catch (const std::exception&) {
+  }
+  if (info && info->source == "pytorch") return tr("PyTorch run %1").arg(key.second);
+  return tr("run %1 (%2)")
+      .arg(key.second)
+      .arg(store ? QFileInfo(qs(store->folder())).fileName() : QString());
+}
+
+QTreeWidgetItem* RunsPanel::makeRunItem(const train::RunInfo& r, int store) {
+  auto* item = new QTreeWidgetItem;
+  const int64_t current = store == 0 ? controller_->currentRun() : 0;
+  QString label = QString::number(r.id);
+  if (!r.name.empty()) label += "  " + qs(r.name);
+  // The PyTorch badge: who trained it, in how many processes.
+  if (r.source == "pytorch") {
+    label += r.processes > 1 ? tr("  PyTorch ×%1").arg(r.processes) : tr("  PyTorch");
+  }
+  // The store's word: a run whose figures are written has ended (or rests, paused).
+  if (!r.finished && (r.id == current || store != 0)) label += tr("  (recording)");
+  item->setText(kRunColumn, label);
+  item->setIcon(kRunColumn, swatch(keyColour({store, r.id})));
+  item->setData(kRunColumn, kRunRole, QVariant::fromValue<qlonglong>(r.id));
+  item->setData(kRunColumn, kStoreRole, store);
+  item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+  item->setCheckState(kRunColumn, checked_.count({store, r.id}) ? Qt::Checked : Qt::Unchecked);
+  item->setText(kStepsColumn, QString::number(r.steps));
+  item->setTextAlignment(kStepsColumn, Qt::AlignRight | Qt::AlignVCenter);
+  item->setText(kAccuracyColumn, percentText(r.test_accuracy));
+  item->setTextAlignment(kAccuracyColumn, Qt::AlignRight | Qt::AlignVCenter);
+  const QString changes = r.parent ? (r.changes.empty() ? tr("nothing") : qs(r.changes))
+                                   : qs(r.changes);  // a run from a watched store says so
+  item->setText(kChangesColumn, changes);
+  if (r.id == current) {
+    QFont bold = item->font(kRunColumn);
+    bold.setBold(true);
+    item->setFont(kRunColumn, bold);
+  }
+  const QString trainedBy =
+      r.source == "pytorch"
+          ? tr("\ntrained by PyTorch in %1 process%2 on %3%4")
+                .arg(r.processes)
+                .arg(r.processes == 1 ? "" : "es")
+                .arg(qs(r.device.empty() ? std::string("?") : r.device))
+                .arg(r.host.empty() ? QString() : tr(" (host %1)").arg(qs(r.host)))
+          : QString();
+  item->setToolTip(kRunColumn,
+                   tr("Run %1%2\nstarted %3 UTC\n%4%5\nsteps %6 to %7\ntrain loss %8, accuracy "
+                      "%9\ntest loss %10, accuracy %11")
+                       .arg(r.id)
+                       .arg(r.name.empty() ? QString() : " \"" + qs(r.name) + "\"")
+                       .arg(qs(r.started))
+                       .arg(r.parent ? tr("branch of run %1 at step %2: %3")
+                                           .arg(r.parent)
+                                           .arg(r.parent_step)
+                                           .arg(changes)
+                                     : (changes.isEmpty() ? tr("a new run") : changes))
+                       .arg(trainedBy)
+                       .arg(r.first_step)
+                       .arg(r.steps)
+                       .arg(numberText(r.train_loss), percentText(r.train_accuracy),
+                            numberText(r.test_loss), percentText(r.test_accuracy)));
+  item->setToolTip(kChangesColumn, changes);
+  return item;
+}
+
 void RunsPanel::refresh() {
   train::RunStore* store = controller_->runStore();
+  const int stores = 1 + static_cast<int>(controller_->watchedStores().size());
   // Read before the runs: a write between the two shows at the next tick.
-  shownStore_ = store;
-  shownRevision_ = 0;
-  if (store) {
+  shownRevisions_.clear();
+  for (int i = 0; i < stores; ++i) {
+    uint64_t revision = 0;
     try {
-      shownRevision_ = store->revision();
+      if (storeAt(i)) revision = storeAt(i)->revision();
     } catch (const std::exception&) {
     }
+    shownRevisions_.emplace_back(storeAt(i), revision);
   }
   sinceRefresh_.start();
-  const int64_t selected = selectedRun();
+  const RunKey selected{selectedStore(), selectedRun()};
   refreshing_ = true;
   tree_->clear();
   std::vector<train::RunInfo> runs;
@@ -253,82 +378,79 @@ void RunsPanel::refresh() {
                       tr("; snapshots take %1 MiB. Check runs to compare their curves.")
                           .arg(QString::number(store->snapshot_bytes() / 1048576.0, 'f', 1)));
   }
-  std::map<int64_t, QTreeWidgetItem*> items;
-  const int64_t current = controller_->currentRun();
-  for (const train::RunInfo& r : runs) {
-    auto* item = new QTreeWidgetItem;
-    QString label = QString::number(r.id);
-    if (!r.name.empty()) label += "  " + qs(r.name);
-    // The store's word: a run whose figures are written has ended (or rests, paused).
-    if (r.id == current && !r.finished) label += tr("  (recording)");
-    item->setText(kRunColumn, label);
-    item->setIcon(kRunColumn, swatch(runColour(r.id)));
-    item->setData(kRunColumn, kRunRole, QVariant::fromValue<qlonglong>(r.id));
-    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
-    item->setCheckState(kRunColumn, checked_.count(r.id) ? Qt::Checked : Qt::Unchecked);
-    item->setText(kStepsColumn, QString::number(r.steps));
-    item->setTextAlignment(kStepsColumn, Qt::AlignRight | Qt::AlignVCenter);
-    item->setText(kAccuracyColumn, percentText(r.test_accuracy));
-    item->setTextAlignment(kAccuracyColumn, Qt::AlignRight | Qt::AlignVCenter);
-    const QString changes = r.parent ? (r.changes.empty() ? tr("nothing") : qs(r.changes)) : "";
-    item->setText(kChangesColumn, changes);
-    if (r.id == current) {
-      QFont bold = item->font(kRunColumn);
-      bold.setBold(true);
-      item->setFont(kRunColumn, bold);
+  std::map<RunKey, QTreeWidgetItem*> items;
+  std::vector<RunKey> keys;
+  // Each store's runs, branches under the run they came from.
+  const auto add_runs = [&](const std::vector<train::RunInfo>& list, int index,
+                            QTreeWidgetItem* heading) {
+    for (const train::RunInfo& r : list) {
+      QTreeWidgetItem* item = makeRunItem(r, index);
+      auto parent = items.find({index, r.parent});
+      if (r.parent != 0 && parent != items.end()) {
+        parent->second->addChild(item);
+      } else if (heading) {
+        heading->addChild(item);
+      } else {
+        tree_->addTopLevelItem(item);
+      }
+      items[{index, r.id}] = item;
+      keys.push_back({index, r.id});
     }
-    item->setToolTip(kRunColumn,
-                     tr("Run %1%2\nstarted %3 UTC\n%4\nsteps %5 to %6\ntrain loss %7, accuracy %8\n"
-                        "test loss %9, accuracy %10")
-                         .arg(r.id)
-                         .arg(r.name.empty() ? QString() : " \"" + qs(r.name) + "\"")
-                         .arg(qs(r.started))
-                         .arg(r.parent ? tr("branch of run %1 at step %2: %3")
-                                             .arg(r.parent)
-                                             .arg(r.parent_step)
-                                             .arg(changes)
-                                       : tr("a new run"))
-                         .arg(r.first_step)
-                         .arg(r.steps)
-                         .arg(numberText(r.train_loss), percentText(r.train_accuracy),
-                              numberText(r.test_loss), percentText(r.test_accuracy)));
-    item->setToolTip(kChangesColumn, changes);
-    auto parent = items.find(r.parent);
-    if (parent != items.end()) {
-      parent->second->addChild(item);
-    } else {
-      tree_->addTopLevelItem(item);
+  };
+  add_runs(runs, 0, nullptr);
+  for (int i = 1; i < stores; ++i) {
+    train::RunStore* watched = storeAt(i);
+    auto* heading = new QTreeWidgetItem;
+    heading->setData(kRunColumn, kRunRole, QVariant::fromValue<qlonglong>(0));
+    heading->setData(kRunColumn, kStoreRole, i);
+    QFont bold = heading->font(kRunColumn);
+    bold.setBold(true);
+    heading->setFont(kRunColumn, bold);
+    heading->setFirstColumnSpanned(false);
+    std::vector<train::RunInfo> list;
+    QString text = tr("Watched: %1").arg(qs(watched->folder()));
+    try {
+      list = watched->runs();
+    } catch (const std::exception& e) {
+      text += tr(" (cannot be read: %1)").arg(qs(e.what()));
     }
-    items[r.id] = item;
+    heading->setText(kRunColumn, text);
+    heading->setToolTip(
+        kRunColumn,
+        tr("Runs another process records in %1, shown as they grow").arg(qs(watched->folder())));
+    tree_->addTopLevelItem(heading);
+    add_runs(list, i, heading);
   }
   tree_->expandAll();
   // Runs that are gone are no longer drawn.
-  std::erase_if(checked_, [&](int64_t run) { return !items.count(run); });
-  const int64_t keep =
-      items.count(selected) ? selected : (current ? current : (runs.empty() ? 0 : runs.back().id));
+  std::erase_if(checked_, [&](const RunKey& key) { return !items.count(key); });
+  const int64_t current = controller_->currentRun();
+  const RunKey keep = items.count(selected)
+                          ? selected
+                          : RunKey{0, current ? current : (runs.empty() ? 0 : runs.back().id)};
   if (QTreeWidgetItem* item = items.count(keep) ? items[keep] : nullptr)
     tree_->setCurrentItem(item);
   refreshing_ = false;
-  rename_->setEnabled(!runs.empty());
-  delete_->setEnabled(!runs.empty());
-  std::vector<int64_t> ids;
-  for (const train::RunInfo& r : runs) ids.push_back(r.id);
-  fillCompareList(ids);
+  fillCompareList(keys);
   updateSlider();
   updateOverlays();
 }
 
-void RunsPanel::fillCompareList(const std::vector<int64_t>& runs) {
-  train::RunStore* store = controller_->runStore();
+void RunsPanel::fillCompareList(const std::vector<RunKey>& runs) {
   const QVariant current = compareWith_->currentData();
   compareWith_->clear();
-  if (store) {
-    for (int64_t run : runs) {
-      for (const train::SnapshotInfo& s : store->snapshots(run)) {
-        compareWith_->addItem(swatch(runColour(run)), tr("run %1, step %2").arg(run).arg(s.step),
-                              QList<QVariant>{QVariant::fromValue<qlonglong>(run),
+  for (const RunKey& key : runs) {
+    train::RunStore* store = storeAt(key.first);
+    if (!store) continue;
+    try {
+      for (const train::SnapshotInfo& s : store->snapshots(key.second)) {
+        compareWith_->addItem(swatch(keyColour(key)),
+                              tr("%1, step %2").arg(runLabel(key)).arg(s.step),
+                              QList<QVariant>{key.first, QVariant::fromValue<qlonglong>(key.second),
                                               QVariant::fromValue<qlonglong>(s.step)});
       }
+    } catch (const std::exception&) {
+      // A store another process writes: its snapshots show at the next refresh.
     }
   }
   // The user's pick stays; until there is one, the newest snapshot.
@@ -337,12 +459,13 @@ void RunsPanel::fillCompareList(const std::vector<int64_t>& runs) {
   compare_->setEnabled(compareWith_->count() > 0 && selectedRun() != 0);
 }
 
-bool RunsPanel::compareWith(int64_t run, int64_t step) {
-  train::RunStore* store = controller_->runStore();
+bool RunsPanel::compareWith(int64_t run, int64_t step, int store_index) {
+  train::RunStore* store = storeAt(selectedStore());
+  train::RunStore* other = storeAt(store_index);
   const int64_t from = selectedRun();
-  if (!store || !from) return false;
+  if (!store || !other || !from) return false;
   const std::optional<train::SnapshotInfo> a = store->snapshot_at(from, slider_->value());
-  const std::optional<train::SnapshotInfo> b = store->snapshot_at(run, step);
+  const std::optional<train::SnapshotInfo> b = other->snapshot_at(run, step);
   if (!a || !b) {
     emit controller_->message(tr("Compare: no snapshot of run %1 at or before step %2")
                                   .arg(a ? run : from)
@@ -351,13 +474,16 @@ bool RunsPanel::compareWith(int64_t run, int64_t step) {
   }
   std::vector<std::pair<std::string, train::WeightChange>> changes;
   try {
-    changes = train::weight_changes(store->load_weights(*a), store->load_weights(*b));
+    changes = train::weight_changes(store->load_weights(*a), other->load_weights(*b));
   } catch (const std::exception& e) {
     emit controller_->message(tr("Compare failed: %1").arg(qs(e.what())));
     return false;
   }
-  const QString pair =
-      tr("run %1 step %2 → run %3 step %4").arg(a->run).arg(a->step).arg(b->run).arg(b->step);
+  const QString pair = tr("%1 step %2 → %3 step %4")
+                           .arg(runLabel({selectedStore(), a->run}))
+                           .arg(a->step)
+                           .arg(runLabel({store_index, b->run}))
+                           .arg(b->step);
   std::map<graph::NodeId, GraphScene::NodeBadge> badges;
   for (const graph::Node& node : controller_->document()->project().graph.nodes) {
     const QString module = controller_->moduleNameOf(node.id);
@@ -396,8 +522,12 @@ void RunsPanel::clearComparison() {
 }
 
 void RunsPanel::updateSlider() {
-  train::RunStore* store = controller_->runStore();
+  const int index = selectedStore();
+  train::RunStore* store = storeAt(index);
   const int64_t run = selectedRun();
+  unwatch_->setEnabled(index != 0);
+  rename_->setEnabled(index == 0 && run != 0);
+  delete_->setEnabled(index == 0 && run != 0);
   std::optional<train::RunInfo> info;
   if (store && run) {
     try {
@@ -408,14 +538,14 @@ void RunsPanel::updateSlider() {
   }
   settingSlider_ = true;
   // The run being recorded is as far as the session went (the store follows within a moment).
-  if (info && run == controller_->currentRun()) {
+  if (info && index == 0 && run == controller_->currentRun()) {
     info->steps = std::max(info->steps, controller_->status().step);
   }
   slider_->setEnabled(info.has_value() && info->steps > info->first_step);
   if (info) {
     slider_->setRange(static_cast<int>(info->first_step), static_cast<int>(info->steps));
     const auto shown = controller_->shownSnapshot();
-    if (shown && shown->first == run) {
+    if (shown && shown->first == run && controller_->shownSource() == (index ? store : nullptr)) {
       slider_->setValue(static_cast<int>(shown->second));
     } else if (!scrubTimer_->isActive()) {
       slider_->setValue(static_cast<int>(info->steps));
@@ -430,31 +560,31 @@ void RunsPanel::updateSlider() {
 }
 
 void RunsPanel::updateOverlays() {
-  train::RunStore* store = controller_->runStore();
   // What would be drawn: the checked runs and how far each was recorded. The panel refreshes
   // every second while a run trains; the curves are read again only when this changed.
-  std::map<int64_t, int64_t> drawn;
-  if (store) {
-    for (int64_t run : checked_) {
-      try {
-        const std::optional<train::RunInfo> info = store->run(run);
-        if (info) drawn[run] = info->steps;
-      } catch (const std::exception&) {
-        // A store that cannot be read: refresh() says so; nothing is drawn.
-      }
+  std::map<RunKey, int64_t> drawn;
+  for (const RunKey& key : checked_) {
+    train::RunStore* store = storeAt(key.first);
+    if (!store) continue;
+    try {
+      const std::optional<train::RunInfo> info = store->run(key.second);
+      if (info) drawn[key] = info->steps;
+    } catch (const std::exception&) {
+      // A store that cannot be read: refresh() says so; nothing is drawn.
     }
   }
   if (drawn == drawn_) return;
   drawn_ = drawn;
   std::vector<RunCurves> runs;
-  for (const auto& [run, steps] : drawn) {
+  for (const auto& [key, steps] : drawn) {
     try {
+      train::RunStore* store = storeAt(key.first);
       RunCurves c;
-      c.run = run;
-      c.colour = runColour(run);
-      c.label = tr("run %1").arg(run);
-      c.steps = store->steps(run);
-      c.epochs = store->epochs(run);
+      c.run = key.second;
+      c.colour = keyColour(key);
+      c.label = runLabel(key);
+      c.steps = store->steps(key.second);
+      c.epochs = store->epochs(key.second);
       runs.push_back(std::move(c));
     } catch (const std::exception&) {
       // A run deleted by another process meanwhile: not drawn.
@@ -467,19 +597,52 @@ void RunsPanel::scrubTo(int64_t step) {
   const int64_t run = selectedRun();
   if (!run) return;
   scrubTimer_->stop();
-  controller_->showSnapshot(run, step);
+  const int index = selectedStore();
+  controller_->showSnapshot(
+      run, step,
+      index == 0 ? nullptr : controller_->watchedStores()[static_cast<size_t>(index - 1)]);
+}
+
+bool RunsPanel::watchFolder(const QString& folder) {
+  if (!controller_->watchFolder(folder)) return false;
+  // Its runs are drawn at once: what a user watches a job for.
+  const int index = static_cast<int>(controller_->watchedStores().size());
+  try {
+    for (const train::RunInfo& r : storeAt(index)->runs()) checked_.insert({index, r.id});
+  } catch (const std::exception&) {
+  }
+  refresh();
+  return true;
+}
+
+void RunsPanel::unwatchSelected() {
+  const int index = selectedStore();
+  if (index == 0) return;
+  const train::RunStore* store = storeAt(index);
+  // Keys of later watched stores move down by one.
+  std::set<RunKey> kept;
+  for (const RunKey& key : checked_) {
+    if (key.first < index) kept.insert(key);
+    if (key.first > index) kept.insert({key.first - 1, key.second});
+  }
+  checked_ = kept;
+  controller_->unwatchFolder(store);
 }
 
 void RunsPanel::onSnapshotShown(int64_t run, int64_t step) {
   // The run scrubbed is drawn from the store, the cursor at the snapshot's step.
-  if (!checked_.count(run)) {
-    checked_.insert(run);
-    setRunChecked(run, true);
+  int index = 0;
+  for (int i = 1; i <= static_cast<int>(controller_->watchedStores().size()); ++i) {
+    if (storeAt(i) == controller_->shownSource()) index = i;
+  }
+  if (!checked_.count({index, run})) {
+    checked_.insert({index, run});
+    setRunChecked(run, true, index);
   }
   updateOverlays();
   curves_->setCursorStep(step);
   settingSlider_ = true;
-  if (selectedRun() == run) slider_->setValue(static_cast<int>(step));
+  if (selectedRun() == run && selectedStore() == index) slider_->setValue(static_cast<int>(step));
   settingSlider_ = false;
   stepLabel_->setText(tr("step %1 (snapshot)").arg(step));
   branch_->setEnabled(true);
@@ -494,7 +657,7 @@ void RunsPanel::branchFromHere() {
 void RunsPanel::renameSelected() {
   const int64_t run = selectedRun();
   train::RunStore* store = controller_->runStore();
-  if (!run || !store) return;
+  if (!run || !store || selectedStore() != 0) return;
   const std::optional<train::RunInfo> info = store->run(run);
   bool ok = false;
   const QString name =
@@ -505,7 +668,7 @@ void RunsPanel::renameSelected() {
 
 void RunsPanel::deleteSelected() {
   const int64_t run = selectedRun();
-  if (!run) return;
+  if (!run || selectedStore() != 0) return;  // a watched store belongs to its job
   const auto answer = QMessageBox::question(
       this, tr("Delete run %1").arg(run),
       tr("Delete run %1 with its curves and snapshots? Its branches stay, as branches of its "

@@ -10,6 +10,11 @@
 // Curves panel marks the step. "Branch from here" trains on from that state as a new run,
 // with whatever was changed since (the learning rate, the architecture).
 //
+// Watch Folder...: the runs another process records (a PyTorch job's runs/ folder, written by
+// nnstudio_runs.Recorder) appear under their folder with a PyTorch badge, and grow as the job
+// writes; their curves, slider and Compare work as for the project's runs, and Branch from here
+// trains on from their snapshot as a run of the project's own.
+//
 // Compare: the slider's snapshot against another (any run's, picked from a list); every node
 // on the canvas is tinted by how far its weights moved between the two (||b - a|| / ||a||, on a
 // log scale from 0.1% to 100%), with the figure on the node and the numbers in its tooltip.
@@ -29,6 +34,11 @@ class QSlider;
 class QTimer;
 class QTreeWidget;
 class QTreeWidgetItem;
+
+namespace nns::train {
+struct RunInfo;
+class RunStore;
+}  // namespace nns::train
 
 namespace nns::ui {
 
@@ -52,12 +62,21 @@ class RunsPanel : public QWidget {
   QComboBox* compareBox() const { return compareWith_; }
   // The colour of a relative change of weights (0.1% pale to 100% deep).
   static QColor changeColour(double relative);
-  // The run the slider and the buttons act on (0: none).
+  // A run of a store: 0 the project's, i the i-th watched one (TrainingController::
+  // watchedStores()[i - 1]).
+  using RunKey = std::pair<int, int64_t>;
+  // The run the slider and the buttons act on (0: none), and its store.
   int64_t selectedRun() const;
-  void selectRun(int64_t run);
+  int selectedStore() const;
+  void selectRun(int64_t run, int store = 0);
+  // The tree's item of a run (null where it is not shown).
+  QTreeWidgetItem* itemOf(int64_t run, int store = 0) const;
   // Whether a run's curves are drawn in the Curves panel.
-  void setRunChecked(int64_t run, bool on);
-  const std::set<int64_t>& checkedRuns() const { return checked_; }
+  void setRunChecked(int64_t run, bool on, int store = 0);
+  // The project's runs drawn; checkedKeys() has the watched stores' too.
+  std::set<int64_t> checkedRuns() const;
+  const std::set<RunKey>& checkedKeys() const { return checked_; }
+  QPushButton* watchButton() const { return watch_; }
 
  public slots:
   // Reads the store again (the controller's runsChanged).
@@ -70,15 +89,22 @@ class RunsPanel : public QWidget {
   // Tints the canvas's nodes by the change of their weights from the slider's snapshot of
   // the selected run to `run`'s snapshot at or before `step`; false (with a message) when
   // either is missing.
-  bool compareWith(int64_t run, int64_t step);
+  bool compareWith(int64_t run, int64_t step, int store = 0);
+  // Watch Folder... with the folder chosen; false (with a message) without a store there.
+  bool watchFolder(const QString& folder);
+  void unwatchSelected();
   void clearComparison();
 
  private:
   void updateSlider();
-  void fillCompareList(const std::vector<int64_t>& runs);
+  void fillCompareList(const std::vector<RunKey>& runs);
+  // The store of index `store` (null where there is none).
+  train::RunStore* storeAt(int store) const;
+  QTreeWidgetItem* makeRunItem(const train::RunInfo& r, int store);
+  static QColor keyColour(const RunKey& key);
+  QString runLabel(const RunKey& key) const;
   void updateOverlays();
   void onSnapshotShown(int64_t run, int64_t step);
-  QTreeWidgetItem* itemOf(int64_t run) const;
 
   TrainingController* controller_;
   CurvesWidget* curves_;
@@ -87,6 +113,8 @@ class RunsPanel : public QWidget {
   QTreeWidget* tree_;
   QPushButton* rename_;
   QPushButton* delete_;
+  QPushButton* watch_;
+  QPushButton* unwatch_;
   QSlider* slider_;
   QLabel* stepLabel_;
   QPushButton* branch_;
@@ -96,12 +124,12 @@ class RunsPanel : public QWidget {
   QTimer* scrubTimer_;  // coalesces a drag's steps into a few loads
   // How often the panel asks the store whether it changed (a cheap query).
   static constexpr int kStorePollMs = 250;
-  QTimer* refreshTimer_;              // the store's changes: a recorded run's steps, its end
-  const void* shownStore_ = nullptr;  // the store and its revision the tree shows
-  uint64_t shownRevision_ = 0;
+  QTimer* refreshTimer_;  // the store's changes: a recorded run's steps, its end
+  // The stores and their revisions the tree shows (the project's first).
+  std::vector<std::pair<const void*, uint64_t>> shownRevisions_;
   QElapsedTimer sinceRefresh_;
-  std::set<int64_t> checked_;
-  std::map<int64_t, int64_t> drawn_;  // the runs drawn in the Curves panel, by steps recorded
+  std::set<RunKey> checked_;
+  std::map<RunKey, int64_t> drawn_;  // the runs drawn in the Curves panel, by steps recorded
   bool refreshing_ = false;
   bool settingSlider_ = false;
   bool compareChosen_ = false;  // the user picked a snapshot to compare with

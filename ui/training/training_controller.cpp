@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 
 #include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
@@ -103,7 +104,10 @@ bool TrainingController::enter(TrainingEvent event) {
   if (!to) return false;
   if (*to == phase_) return true;
   phase_ = *to;
-  if (phase_ != TrainingPhase::ShowingSnapshot) shown_.reset();
+  if (phase_ != TrainingPhase::ShowingSnapshot) {
+    shown_.reset();
+    shownSource_.reset();
+  }
   emit phaseChanged(phase_);
   return true;
 }
@@ -175,7 +179,9 @@ void TrainingController::openRunStore() {
   if (store_ && store_->folder() == folder) return;
   endRun();
   branchFrom_.reset();
+  branchSource_.reset();
   shown_.reset();
+  shownSource_.reset();
   store_.reset();
   storeError_.clear();
   if (!folder.empty()) {
@@ -194,26 +200,43 @@ void TrainingController::beginRun() {
   try {
     std::optional<train::RunInfo> parent;
     int64_t parentStep = 0;
-    if (branchFrom_) {
+    std::optional<train::RunInfo> source;  // a run of a watched store
+    if (branchFrom_ && branchSource_) {
+      source = branchSource_->run(branchFrom_->first);
+      parentStep = branchFrom_->second;
+    } else if (branchFrom_) {
       parent = store_->run(branchFrom_->first);
       parentStep = branchFrom_->second;
     }
     const int64_t run =
-        store_->begin_run(train::new_run_info(document_->project(), parent, parentStep));
+        store_->begin_run(source ? train::new_run_info_from(document_->project(), *source,
+                                                            branchSource_->folder(), parentStep)
+                                 : train::new_run_info(document_->project(), parent, parentStep));
     recorder_ = std::make_shared<train::RunRecorder>(store_, run, train::SnapshotSchedule{});
     session_->set_observer(recorder_);
     session_->snapshot();  // where it starts (a branch's parent has that one already)
     restedStep_ = session_->status().step;
-    emit message(parent ? tr("Recording run %1, a branch of run %2 at step %3")
-                              .arg(run)
-                              .arg(parent->id)
-                              .arg(parentStep)
-                        : tr("Recording run %1").arg(run));
+    if (source) {
+      emit message(tr("Recording run %1, which goes on from %2 run %3 of %4 at step %5")
+                       .arg(run)
+                       .arg(source->source == "pytorch" ? tr("PyTorch") : tr("the"))
+                       .arg(source->id)
+                       .arg(qs(branchSource_->folder()))
+                       .arg(parentStep));
+    } else {
+      emit message(parent ? tr("Recording run %1, a branch of run %2 at step %3")
+                                .arg(run)
+                                .arg(parent->id)
+                                .arg(parentStep)
+                          : tr("Recording run %1").arg(run));
+    }
   } catch (const std::exception& e) {
     emit message(tr("The run is not recorded: %1").arg(qs(e.what())));
   }
   branchFrom_.reset();
+  branchSource_.reset();
   shown_.reset();
+  shownSource_.reset();
   emit runsChanged();
 }
 
@@ -263,7 +286,9 @@ void TrainingController::dropSession() {
   stopRunning();
   endRun();
   branchFrom_.reset();
+  branchSource_.reset();
   shown_.reset();
+  shownSource_.reset();
   continues_ = false;
   pendingWeights_.reset();
   const bool hadSession = session_ != nullptr;
@@ -406,6 +431,7 @@ void TrainingController::rebuild() {
   bool fromFile = false;
   // The run the new session continues (its steps numbered on from the old one's).
   std::optional<std::pair<int64_t, int64_t>> continued;
+  std::shared_ptr<train::RunStore> continuedSource;
   int64_t continuedStep = 0;
   const bool keep = phase_ == TrainingPhase::Paused || phase_ == TrainingPhase::ShowingSnapshot;
   if (keep && session_ && built_ && session_->wait_idle(kIdleWait)) {
@@ -421,6 +447,7 @@ void TrainingController::rebuild() {
         continued = std::make_pair(recorder_->run(), st.step);
       } else if (shownSnapshot()) {
         continued = shown_;
+        continuedSource = shownSource_;
       }
     }
   } else if (keep && pendingWeights_) {
@@ -431,7 +458,9 @@ void TrainingController::rebuild() {
   }
   endRun();
   branchFrom_.reset();
+  branchSource_.reset();
   shown_.reset();
+  shownSource_.reset();
   continues_ = false;
   // The old worker stops (and joins) before the new one starts; its model is only read from
   // here on.
@@ -472,6 +501,7 @@ void TrainingController::rebuild() {
         session_->wait_idle(kIdleWait);
         continues_ = true;
         branchFrom_ = continued;
+        branchSource_ = continuedSource;
       }
     }
     // Loaded weights are the session's now (or were not kept: the log says why).
@@ -727,6 +757,7 @@ void TrainingController::reset() {
   if (!session_) return;
   endRun();
   branchFrom_.reset();
+  branchSource_.reset();
   continues_ = false;
   session_->reset();
   // The optimizer is made again from the settings the session was made with: the live
@@ -816,7 +847,9 @@ bool TrainingController::loadCheckpoint(const QString& path) {
     // Another run's state: what follows is a run of its own.
     endRun();
     branchFrom_.reset();
+    branchSource_.reset();
     shown_.reset();
+    shownSource_.reset();
     continues_ = false;
     // The curves so far belong to other weights: they start again from the loaded step.
     epochsSent_ = session_->epoch_count();
@@ -827,7 +860,8 @@ bool TrainingController::loadCheckpoint(const QString& path) {
   return ok;
 }
 
-bool TrainingController::showSnapshot(int64_t run, int64_t step) {
+bool TrainingController::showSnapshot(int64_t run, int64_t step,
+                                      std::shared_ptr<train::RunStore> source) {
   if (!store_) {
     emit message(
         tr("No runs to show: %1")
@@ -849,15 +883,16 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step) {
           s.wait_idle(kIdleWait);
           recorder_->flush();
         }
-        info = store_->run(run);
+        train::RunStore& from = source ? *source : *store_;
+        info = from.run(run);
         if (!info) throw ValueError("there is no run " + std::to_string(run));
-        snapshot = store_->snapshot_at(run, step);
+        snapshot = from.snapshot_at(run, step);
         if (!snapshot) {
           throw ValueError("run " + std::to_string(run) + " has no snapshot at or before step " +
                            std::to_string(step));
         }
         train::BranchStart branch =
-            train::branch_start(*store_, *info, *snapshot, document_->project(), *s.model());
+            train::branch_start(from, *info, *snapshot, document_->project(), *s.model());
         s.check_restorable(branch.state);
         s.restore(std::move(branch.state));
         if (branch.lr) s.set_lr(*branch.lr);
@@ -870,8 +905,10 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step) {
   // What trains from here is a branch of that run.
   endRun();
   branchFrom_ = std::make_pair(run, snapshot->step);
+  branchSource_ = source;
   enter(TrainingEvent::ShowSnapshot);
   shown_ = branchFrom_;
+  shownSource_ = source;
   continues_ = false;
   restedStep_ = snapshot->step;
   emit weightsChanged();
@@ -880,6 +917,39 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step) {
   emit sessionReset();
   emit snapshotShown(run, snapshot->step);
   return true;
+}
+
+bool TrainingController::watchFolder(const QString& folder) {
+  const std::filesystem::path path = folder.toStdString();
+  for (const auto& store : watched_) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(store->folder(), path, ec)) return true;
+  }
+  if (!std::filesystem::exists(path / "runs.db")) {
+    emit message(tr("Watch Folder: %1 holds no run store (no runs.db); a PyTorch job records "
+                    "one with nnstudio_runs.Recorder, the exported train.py in runs/")
+                     .arg(folder));
+    return false;
+  }
+  try {
+    watched_.push_back(std::make_shared<train::RunStore>(path.string()));
+  } catch (const std::exception& e) {
+    emit message(tr("Watch Folder: %1 cannot be read: %2").arg(folder, qs(e.what())));
+    return false;
+  }
+  emit message(tr("Watching the runs in %1").arg(folder));
+  emit runsChanged();
+  return true;
+}
+
+void TrainingController::unwatchFolder(const train::RunStore* store) {
+  if (shownSource_.get() == store || branchSource_.get() == store) {
+    // What was shown stays in the session; it no longer branches from a store not watched.
+    branchFrom_.reset();
+    branchSource_.reset();
+  }
+  std::erase_if(watched_, [&](const auto& s) { return s.get() == store; });
+  emit runsChanged();
 }
 
 void TrainingController::renameRun(int64_t run, const QString& name) {
@@ -900,8 +970,9 @@ bool TrainingController::deleteRun(int64_t run) {
   }
   try {
     store_->delete_run(run);
-    if (branchFrom_ && branchFrom_->first == run) branchFrom_.reset();
-    if (shown_ && shown_->first == run) shown_.reset();
+    // Only a branch point in the project's own store is gone.
+    if (branchFrom_ && !branchSource_ && branchFrom_->first == run) branchFrom_.reset();
+    if (shown_ && !shownSource_ && shown_->first == run) shown_.reset();
     emit message(tr("Deleted run %1").arg(run));
   } catch (const std::exception& e) {
     emit message(tr("Delete run %1 failed: %2").arg(run).arg(qs(e.what())));

@@ -196,6 +196,15 @@ class TrainingController : public QObject {
   std::optional<std::pair<int64_t, int64_t>> shownSnapshot() const {
     return phase_ == TrainingPhase::ShowingSnapshot ? shown_ : std::nullopt;
   }
+  // The store of the snapshot shown: a watched one, or null for the project's own.
+  train::RunStore* shownSource() const { return shownSource_.get(); }
+
+  // Run stores the window watches besides the project's (a PyTorch job's runs/ folder, which
+  // nnstudio_runs.Recorder writes while the job trains): read here, written by that job.
+  const std::vector<std::shared_ptr<train::RunStore>>& watchedStores() const { return watched_; }
+  // False (with message()) for a folder without a store; true for one watched already.
+  bool watchFolder(const QString& folder);
+  void unwatchFolder(const train::RunStore* store);
 
   // ---- Weights (the session owns them) ----
   // Runs fn on the session's model with its worker idle (made now if out of date), unless a
@@ -242,7 +251,9 @@ class TrainingController : public QObject {
   // Puts the session at run `run`'s snapshot nearest at or before `step` (pausing a run); the
   // next start() or stepOnce() branches from there. False (with message()) when there is no
   // such snapshot or it does not load.
-  bool showSnapshot(int64_t run, int64_t step);
+  // With `source`, a run of a watched store: the branch then starts a run of the project's
+  // own that says where it came from (train::new_run_info_from).
+  bool showSnapshot(int64_t run, int64_t step, std::shared_ptr<train::RunStore> source = nullptr);
   void renameRun(int64_t run, const QString& name);
   // Not the run being recorded.
   bool deleteRun(int64_t run);
@@ -337,8 +348,11 @@ class TrainingController : public QObject {
   // The run and step the next run branches from (set when a run's session is replaced with
   // carried weights, and by showSnapshot).
   std::optional<std::pair<int64_t, int64_t>> branchFrom_;
+  std::shared_ptr<train::RunStore> branchSource_;  // its store when a watched one
   // The snapshot shown (the data of ShowingSnapshot).
   std::optional<std::pair<int64_t, int64_t>> shown_;
+  std::shared_ptr<train::RunStore> shownSource_;
+  std::vector<std::shared_ptr<train::RunStore>> watched_;
   int64_t restedStep_ = -1;  // the step the session last rested at (snapshot, figures, weights)
   int64_t restedResets_ = -1;
   qint64 lastEditMs_ = 0;
