@@ -116,38 +116,38 @@ __global__ void non_finite_kernel(const T* x, int64_t n, float* found_inf) {
   }
 }
 
+// One grid-stride launch over n elements on the stream of `out`'s device, checked.
+template <class Kernel, class... Args>
+void launch(const char* what, Kernel kernel, int64_t n, const void* out, Args... args) {
+  if (n == 0) return;
+  kernel<<<blocks_for(n), kThreads, 0, stream_for(out)>>>(args...);
+  check_launch(what);
+}
+
 template <class T>
 void adam(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t n,
           const AdamStep& step, const AdamStep* device_step, const float* found_inf) {
-  if (n == 0) return;
-  adam_kernel<T><<<blocks_for(n), kThreads, 0, stream_for(param)>>>(
-      param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n, step, device_step, found_inf);
-  check_launch("Adam");
+  launch("Adam", adam_kernel<T>, n, param, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, n,
+         step, device_step, found_inf);
 }
 
 template <class T>
 void sgd(T* param, const T* grad, T* momentum_buffer, int64_t n, const SgdStep& step,
          const SgdStep* device_step, const float* found_inf) {
-  if (n == 0) return;
-  sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_for(param)>>>(param, grad, momentum_buffer, n,
-                                                                   step, device_step, found_inf);
-  check_launch("SGD");
+  launch("SGD", sgd_kernel<T>, n, param, param, grad, momentum_buffer, n, step, device_step,
+         found_inf);
 }
 
 template <class T>
 void rmsprop(T* param, const T* grad, T* square_avg, T* momentum_buffer, T* grad_avg, int64_t n,
              const RmspropStep& step, const RmspropStep* device_step, const float* found_inf) {
-  if (n == 0) return;
-  rmsprop_kernel<T><<<blocks_for(n), kThreads, 0, stream_for(param)>>>(
-      param, grad, square_avg, momentum_buffer, grad_avg, n, step, device_step, found_inf);
-  check_launch("RMSprop");
+  launch("RMSprop", rmsprop_kernel<T>, n, param, param, grad, square_avg, momentum_buffer, grad_avg,
+         n, step, device_step, found_inf);
 }
 
 template <class T>
 void non_finite(const T* x, int64_t n, float* found_inf) {
-  if (n == 0) return;
-  non_finite_kernel<T><<<blocks_for(n), kThreads, 0, stream_for(found_inf)>>>(x, n, found_inf);
-  check_launch("non-finite check");
+  launch("non-finite check", non_finite_kernel<T>, n, found_inf, x, n, found_inf);
 }
 
 }  // namespace
