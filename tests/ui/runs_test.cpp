@@ -554,21 +554,39 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
   ASSERT_TRUE(panel->watchFolder(runs));
   ASSERT_EQ(controller->watchedStores().size(), 1u);
   const auto watchedItem = [&]() { return panel->itemOf(1, 1); };
-  // It grows while the job writes: two different step counts seen, the run still recording.
+  // Selected, its probes' history is on the canvas in place of the paused session's.
+  ASSERT_TRUE(test::waitFor([&] { return watchedItem() != nullptr; }));
+  panel->selectRun(1, 1);
+  NodeHealthModel* health = window.nodeHealth();
+  const auto probeSamples = [&] {
+    size_t n = 0;
+    for (const graph::Node& node : window.document()->project().graph.nodes) {
+      if (const NodeHealthModel::SeriesMap* series = health->series(node.id)) {
+        for (const auto& [key, samples] : *series) n += samples.size();
+      }
+    }
+    return n;
+  };
+  // It grows while the job writes: two different step counts seen, the run still recording,
+  // and what its probes recorded so far on the canvas (read again as the store changes).
   std::set<QString> seen;
+  size_t probesWhileRecording = 0;
   ASSERT_TRUE(test::waitFor(
       [&] {
         const QTreeWidgetItem* item = watchedItem();
         if (item && item->text(0).contains("PyTorch") && item->text(0).contains("recording") &&
-            item->text(1).toLongLong() > 0)
+            item->text(1).toLongLong() > 0) {
           seen.insert(item->text(1));
+          probesWhileRecording = std::max(probesWhileRecording, probeSamples());
+        }
         return seen.size() >= 2 || job.state() == QProcess::NotRunning;
       },
       120000));
   EXPECT_GE(seen.size(), 2u) << "the watched run did not grow while the job ran";
+  EXPECT_GT(probesWhileRecording, 0u) << "the job's probes were not shown while it ran";
   // Its curves are drawn as they grow (the project's run is not checked).
   EXPECT_TRUE(panel->checkedKeys().count({1, 1}));
-  ASSERT_TRUE(job.waitForFinished(180000));
+  if (job.state() != QProcess::NotRunning) ASSERT_TRUE(job.waitForFinished(180000));
   ASSERT_EQ(job.exitCode(), 0) << job.readAll().toStdString();
   // Finished: the store's figures, no longer recording.
   ASSERT_TRUE(test::waitFor([&] {
@@ -577,6 +595,11 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
   }));
   EXPECT_TRUE(watchedItem()->parent() != nullptr);  // under its folder's heading
   EXPECT_TRUE(watchedItem()->parent()->text(0).contains(runs));
+  // Every probe sample the job recorded is on the canvas.
+  ASSERT_TRUE(test::waitFor([&] {
+    return probeSamples() == controller->watchedStores()[0]->probe_samples(1).size();
+  })) << probeSamples()
+      << " of " << controller->watchedStores()[0]->probe_samples(1).size();
 
   // The slider: the session at the PyTorch run's snapshot (before the project's 760 steps, so
   // that its branch has epochs left to train).

@@ -88,6 +88,8 @@ NodeHealthModel::NodeHealthModel(QObject* parent) : QObject(parent) {}
 void NodeHealthModel::follow(TrainingController* controller) {
   connect(controller, &TrainingController::probeSamplesArrived, this,
           [this, controller](const std::vector<train::ProbeSample>& samples) {
+            // The session's own samples take the place of a watched run's history.
+            if (showingWatched_) clear();
             std::map<graph::NodeId, std::vector<train::ProbeSample>> byNode;
             for (const train::ProbeSample& s : samples) {
               if (graph::NodeId node = controller->probeNode(s.probe)) byNode[node].push_back(s);
@@ -98,7 +100,18 @@ void NodeHealthModel::follow(TrainingController* controller) {
   // A recorded run's step shown (the Runs panel's slider): what the probes saw up to there,
   // from the run store; a branch trained from there goes on from it.
   connect(controller, &TrainingController::snapshotShown, this,
-          [this, controller](int64_t run, int64_t step) { showHistory(controller, run, step); });
+          [this, controller](int64_t run, int64_t step) {
+            // The run shown may be a watched store's (a PyTorch job's): its history is there.
+            showHistory(
+                controller,
+                controller->shownSource() ? controller->shownSource() : controller->runStore(), run,
+                step);
+          });
+  connect(controller, &TrainingController::watchedProbesShown, this,
+          [this, controller](train::RunStore* store, int64_t run, int64_t step) {
+            showHistory(controller, store, run, step);
+            showingWatched_ = true;
+          });
   // Only a run that failed while training (a NaN/Inf, an error in a step): a graph that cannot
   // make a session is already on the canvas and in the Problems panel as the graph's problem.
   connect(controller, &TrainingController::runFailed, this,
@@ -115,11 +128,9 @@ void NodeHealthModel::follow(TrainingController* controller) {
   });
 }
 
-void NodeHealthModel::showHistory(TrainingController* controller, int64_t run, int64_t step) {
+void NodeHealthModel::showHistory(TrainingController* controller, train::RunStore* store,
+                                  int64_t run, int64_t step) {
   clear();
-  // The run shown may be a watched store's (a PyTorch job's): its probes' history is there.
-  train::RunStore* store =
-      controller->shownSource() ? controller->shownSource() : controller->runStore();
   if (!store) return;
   std::vector<train::ProbeSample> history;
   try {
@@ -220,6 +231,7 @@ void NodeHealthModel::clear() {
   for (const auto& [id, data] : nodes_) ids.push_back(id);
   if (failedNode_ != 0) ids.push_back(failedNode_);
   nodes_.clear();
+  showingWatched_ = false;
   const bool hadFailure = failed_;
   failed_ = false;
   failedNode_ = 0;

@@ -32,6 +32,10 @@
 #include "engine/train/probes.h"
 #include "ui/widgets/canvas_theme.h"
 
+namespace nns::train {
+class RunStore;
+}  // namespace nns::train
+
 namespace nns::ui {
 
 class TrainingController;
@@ -91,7 +95,8 @@ class NodeHealthModel : public QObject {
   // What the probes saw up to `step` of a recorded run (and its parents up to where it
   // branched), from the controller's run store, in place of what was there (the controller's
   // snapshotShown).
-  void showHistory(TrainingController* controller, int64_t run, int64_t step);
+  void showHistory(TrainingController* controller, train::RunStore* store, int64_t run,
+                   int64_t step);
   // Forgets every sample and the failure (a reset run, a new project).
   void clear();
   // Forgets one node's samples (its probe was removed).
@@ -127,6 +132,7 @@ class NodeHealthModel : public QObject {
   graph::NodeId failedNode_ = 0;
   QString failureMessage_;
   bool failed_ = false;
+  bool showingWatched_ = false;  // a watched run's history, not the session's samples
 };
 
 }  // namespace nns::ui

@@ -187,7 +187,10 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
     }
     updateOverlays();
   });
-  connect(tree_, &QTreeWidget::currentItemChanged, this, [this] { updateSlider(); });
+  connect(tree_, &QTreeWidget::currentItemChanged, this, [this] {
+    updateSlider();
+    showWatchedProbes();
+  });
   connect(controller_, &TrainingController::runsChanged, this, &RunsPanel::refresh);
   connect(controller_, &TrainingController::snapshotShown, this, &RunsPanel::onSnapshotShown);
   connect(controller_, &TrainingController::sessionReset, this, [this] {
@@ -434,6 +437,13 @@ void RunsPanel::refresh() {
   fillCompareList(keys);
   updateSlider();
   updateOverlays();
+  showWatchedProbes();
+}
+
+void RunsPanel::showWatchedProbes() {
+  // A watched run selected: the canvas's probes show what its job recorded, as it grows.
+  if (refreshing_ || selectedStore() == 0 || selectedRun() == 0) return;
+  controller_->showWatchedProbes(storeAt(selectedStore()), selectedRun());
 }
 
 void RunsPanel::fillCompareList(const std::vector<RunKey>& runs) {

@@ -104,6 +104,7 @@ class RunsPanel : public QWidget {
   static QColor keyColour(const RunKey& key);
   QString runLabel(const RunKey& key) const;
   void updateOverlays();
+  void showWatchedProbes();
   void onSnapshotShown(int64_t run, int64_t step);
 
   TrainingController* controller_;

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <limits>
 
 #include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
@@ -940,6 +941,11 @@ bool TrainingController::watchFolder(const QString& folder) {
   emit message(tr("Watching the runs in %1").arg(folder));
   emit runsChanged();
   return true;
+}
+
+void TrainingController::showWatchedProbes(train::RunStore* store, int64_t run) {
+  if (isRunning() || shownSnapshot()) return;
+  emit watchedProbesShown(store, run, std::numeric_limits<int64_t>::max());
 }
 
 void TrainingController::unwatchFolder(const train::RunStore* store) {

@@ -205,6 +205,10 @@ class TrainingController : public QObject {
   // False (with message()) for a folder without a store; true for one watched already.
   bool watchFolder(const QString& folder);
   void unwatchFolder(const train::RunStore* store);
+  // The canvas's probes show what a watched run's job recorded so far (the Runs panel asks
+  // again whenever the store changed, so they grow as the job trains); nothing while a run of
+  // the project trains or a snapshot is shown.
+  void showWatchedProbes(train::RunStore* store, int64_t run);
 
   // ---- Weights (the session owns them) ----
   // Runs fn on the session's model with its worker idle (made now if out of date), unless a
@@ -278,6 +282,9 @@ class TrainingController : public QObject {
   void runsChanged();
   // The session was put at a snapshot (showSnapshot): the run and the snapshot's step.
   void snapshotShown(int64_t run, int64_t step);
+  // The probes' history of a watched store's run up to `step` is to be shown on the canvas in
+  // place of the session's (showWatchedProbes).
+  void watchedProbesShown(nns::train::RunStore* store, int64_t run, int64_t step);
   void phaseChanged(nns::ui::TrainingPhase phase);
   // dataMismatch() changed (a new session found its data fitting or not).
   void dataMismatchChanged(nns::graph::NodeId node, const QString& message);
