@@ -846,6 +846,12 @@ void TrainingDock::showStatus(const train::SessionStatus& s) {
                      .arg(s.epoch)
                      .arg(s.steps_per_second, 0, 'f', 0)
                      .arg(qs(train::run_state_name(s.state)));
+  // On a GPU: whether the steps replay as CUDA graphs (one launch a step), or why not.
+  if (!s.graphs_off.empty()) {
+    text += tr(" · no CUDA graphs");
+  } else if (s.graph_replays > 0) {
+    text += tr(" · CUDA graphs");
+  }
   if (s.step > 0) text += tr("\nloss %1").arg(s.smoothed_loss, 0, 'g', 4);
   if (s.last_evaluation && std::isfinite(s.last_evaluation->accuracy)) {
     text += tr(" · test accuracy %1%").arg(100 * s.last_evaluation->accuracy, 0, 'f', 1);
@@ -854,18 +860,24 @@ void TrainingDock::showStatus(const train::SessionStatus& s) {
   const train::ProbeOverhead& probes = s.probe_overhead;
   // Over the first steps the figure says little (the first step is always sampled, and the
   // probes' clock needs some steps to average over).
+  QString tip;
   if (probes.sampled > 0 && s.step >= kProbeFigureAfterSteps) {
     text += tr(" · probes +%1%").arg(100 * probes.fraction, 0, 'f', 1);
-    counters_->setToolTip(
-        tr("Probes: their hooks and summaries add %1% to the recent training time (each "
-           "probe's overhead budget, 5% unless set otherwise, keeps it near that). %2 steps "
-           "sampled; %3 steps skipped to keep within the budgets.")
-            .arg(100 * probes.fraction, 0, 'f', 1)
-            .arg(probes.sampled)
-            .arg(probes.skipped));
-  } else {
-    counters_->setToolTip(QString());
+    tip = tr("Probes: their hooks and summaries add %1% to the recent training time (each "
+             "probe's overhead budget, 5% unless set otherwise, keeps it near that). %2 steps "
+             "sampled; %3 steps skipped to keep within the budgets.")
+              .arg(100 * probes.fraction, 0, 'f', 1)
+              .arg(probes.sampled)
+              .arg(probes.skipped);
   }
+  if (!s.graphs_off.empty()) {
+    tip += (tip.isEmpty() ? "" : "\n") + tr("CUDA graphs are off: %1").arg(qs(s.graphs_off));
+  } else if (s.graph_replays > 0) {
+    tip += (tip.isEmpty() ? "" : "\n") +
+           tr("%1 steps replayed as CUDA graphs (the steps the probes sample run eagerly)")
+               .arg(s.graph_replays);
+  }
+  counters_->setToolTip(tip);
   counters_->setText(text);
 }
 
