@@ -28,6 +28,7 @@
 
 #include "engine/serialize/serialize.h"
 #include "engine/train/run_store.h"
+#include "runs_fixture.h"
 #include "ui/app/main_window.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/document/project_document.h"
@@ -40,67 +41,6 @@
 
 namespace nns::ui {
 namespace {
-
-// These tests look for the store beside their own projects: the suite's NNSTUDIO_RUNS_DIR
-// (which keeps the source tree clean) is not theirs.
-class RunsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_ = qgetenv("NNSTUDIO_RUNS_DIR");
-    qunsetenv("NNSTUDIO_RUNS_DIR");
-    ASSERT_TRUE(dir_.isValid());
-    project_ = dir_.filePath("spirals.nns");
-    ASSERT_TRUE(
-        QFile::copy(QStringLiteral(NNS_SOURCE_DIR "/resources/examples/spirals.nns"), project_));
-    QFile::setPermissions(project_, QFile::ReadOwner | QFile::WriteOwner);
-  }
-  void TearDown() override {
-    if (!saved_.isEmpty()) qputenv("NNSTUDIO_RUNS_DIR", saved_);
-  }
-
-  // The project's probes sample exactly every N steps (max_overhead 0): with the example's 5%
-  // budget, which steps a loaded machine samples is up to its timing (a branch of 460 steps
-  // sampled none on a loaded CI run), and a test that compares sampled steps needs them fixed.
-  void sampleEveryNSteps() {
-    QFile file(project_);
-    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
-    QJsonObject project = QJsonDocument::fromJson(file.readAll()).object();
-    file.close();
-    QJsonArray probes = project["probes"].toArray();
-    for (QJsonValueRef probe : probes) {
-      QJsonObject spec = probe.toObject();
-      spec["max_overhead"] = 0;
-      probe = spec;
-    }
-    project["probes"] = probes;
-    ASSERT_TRUE(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    file.write(QJsonDocument(project).toJson());
-  }
-
-  struct Result {
-    int code = -1;
-    QString out;
-    QString err;
-  };
-  Result cli(const QStringList& args) {
-    QProcess p;
-    p.setProcessEnvironment(QProcessEnvironment::systemEnvironment());
-    p.start(NNS_CLI, args);
-    EXPECT_TRUE(p.waitForFinished(120000)) << args.join(' ').toStdString();
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-  }
-  std::string folder() const { return train::RunStore::folder_for(project_.toStdString()); }
-  QByteArray fileBytes(const QString& path) {
-    QFile f(path);
-    EXPECT_TRUE(f.open(QIODevice::ReadOnly)) << path.toStdString();
-    return f.readAll();
-  }
-
-  QByteArray saved_;
-  QTemporaryDir dir_;
-  QString project_;
-};
 
 TEST_F(RunsTest, TheCliRecordsListsBranchesAndExports) {
   const Result first = cli({"train", project_, "--epochs", "3"});
@@ -512,125 +452,6 @@ TEST_F(RunsTest, CompareTintsEachLayerByTheChangeOfItsWeights) {
   panel->clearComparison();
   EXPECT_FALSE(scene->hasNodeBadges());
   window.document()->undoStack()->setClean();
-}
-
-// Watch Folder: a PyTorch job (the exported train.py, run by Debian's torch) records into its
-// runs/ while the window watches that folder: the run appears with the PyTorch badge, grows
-// while the job trains and shows as finished when it ends; its curves are drawn, the slider puts
-// the session at its snapshot, Compare measures it against a run of the project's own, and
-// Branch from here trains on from it as a run of the project that says where it came from.
-TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
-  QProcess probe;
-  probe.start("/usr/bin/python3", {"-c", "import torch"});
-  if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
-    GTEST_SKIP() << "Debian's torch is not importable by /usr/bin/python3";
-  }
-  const QString exported = dir_.filePath("export");
-  const Result exportRun = cli({"export", project_, "--format", "pytorch", "--out", exported});
-  ASSERT_EQ(exportRun.code, 0) << exportRun.err.toStdString();
-  const QString runs = exported + "/runs";
-
-  MainWindow window;
-  ASSERT_TRUE(window.openFile(project_));
-  TrainingController* controller = window.training();
-  RunsPanel* panel = window.runsPanel();
-  ASSERT_NE(controller->runStore(), nullptr) << controller->runStoreError().toStdString();
-  // A run of the project's own, to compare with.
-  controller->start();
-  ASSERT_TRUE(test::waitFor([&] { return controller->status().step >= 100; }, 60000));
-  controller->pause();
-  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
-
-  // A folder without a store is refused by name.
-  EXPECT_FALSE(panel->watchFolder(dir_.path()));
-  EXPECT_TRUE(controller->watchedStores().empty());
-
-  QProcess job;
-  job.setProcessChannelMode(QProcess::MergedChannels);
-  job.start("/usr/bin/python3", {exported + "/train.py", "--steps", "3000", "--runs", runs});
-  ASSERT_TRUE(job.waitForStarted(30000));
-  ASSERT_TRUE(test::waitFor([&] { return QFile::exists(runs + "/runs.db"); }, 120000))
-      << job.readAll().toStdString();
-  ASSERT_TRUE(panel->watchFolder(runs));
-  ASSERT_EQ(controller->watchedStores().size(), 1u);
-  const auto watchedItem = [&]() { return panel->itemOf(1, 1); };
-  // Selected, its probes' history is on the canvas in place of the paused session's.
-  ASSERT_TRUE(test::waitFor([&] { return watchedItem() != nullptr; }));
-  panel->selectRun(1, 1);
-  NodeHealthModel* health = window.nodeHealth();
-  const auto probeSamples = [&] {
-    size_t n = 0;
-    for (const graph::Node& node : window.document()->project().graph.nodes) {
-      if (const NodeHealthModel::SeriesMap* series = health->series(node.id)) {
-        for (const auto& [key, samples] : *series) n += samples.size();
-      }
-    }
-    return n;
-  };
-  // It grows while the job writes: two different step counts seen, the run still recording,
-  // and what its probes recorded so far on the canvas (read again as the store changes).
-  std::set<QString> seen;
-  size_t probesWhileRecording = 0;
-  ASSERT_TRUE(test::waitFor(
-      [&] {
-        const QTreeWidgetItem* item = watchedItem();
-        if (item && item->text(0).contains("PyTorch") && item->text(0).contains("recording") &&
-            item->text(1).toLongLong() > 0) {
-          seen.insert(item->text(1));
-          probesWhileRecording = std::max(probesWhileRecording, probeSamples());
-        }
-        return seen.size() >= 2 || job.state() == QProcess::NotRunning;
-      },
-      120000));
-  EXPECT_GE(seen.size(), 2u) << "the watched run did not grow while the job ran";
-  EXPECT_GT(probesWhileRecording, 0u) << "the job's probes were not shown while it ran";
-  // Its curves are drawn as they grow (the project's run is not checked).
-  EXPECT_TRUE(panel->checkedKeys().count({1, 1}));
-  if (job.state() != QProcess::NotRunning) ASSERT_TRUE(job.waitForFinished(180000));
-  ASSERT_EQ(job.exitCode(), 0) << job.readAll().toStdString();
-  // Finished: the store's figures, no longer recording.
-  ASSERT_TRUE(test::waitFor([&] {
-    const QTreeWidgetItem* item = watchedItem();
-    return item && !item->text(0).contains("recording") && item->text(1) == "3000";
-  }));
-  EXPECT_TRUE(watchedItem()->parent() != nullptr);  // under its folder's heading
-  EXPECT_TRUE(watchedItem()->parent()->text(0).contains(runs));
-  // Every probe sample the job recorded is on the canvas.
-  ASSERT_TRUE(test::waitFor([&] {
-    return probeSamples() == controller->watchedStores()[0]->probe_samples(1).size();
-  })) << probeSamples()
-      << " of " << controller->watchedStores()[0]->probe_samples(1).size();
-
-  // The slider: the session at the PyTorch run's snapshot (before the project's 760 steps, so
-  // that its branch has epochs left to train).
-  panel->selectRun(1, 1);
-  ASSERT_EQ(panel->selectedStore(), 1);
-  ASSERT_TRUE(test::waitFor([&] { return panel->slider()->maximum() == 3000; }));
-  panel->scrubTo(400);
-  ASSERT_TRUE(test::waitFor([&] { return controller->shownSnapshot().has_value(); }));
-  EXPECT_EQ(controller->shownSnapshot()->first, 1);
-  EXPECT_LE(controller->shownSnapshot()->second, 400);
-  EXPECT_EQ(controller->shownSource(), controller->watchedStores()[0].get());
-  const int64_t shownStep = controller->shownSnapshot()->second;
-  // Compare against the project's run 1 at its first snapshot.
-  EXPECT_TRUE(panel->compareWith(1, 0, 0));
-  // Branch from here: a new run of the project, from the PyTorch run's step.
-  panel->branchFromHere();
-  ASSERT_TRUE(test::waitFor([&] { return controller->currentRun() == 2; }, 30000));
-  ASSERT_TRUE(test::waitFor([&] { return controller->status().step > shownStep + 20; }, 60000));
-  controller->pause();
-  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
-  const std::optional<train::RunInfo> branch = controller->runStore()->run(2);
-  ASSERT_TRUE(branch.has_value());
-  EXPECT_EQ(branch->parent, 0);
-  EXPECT_EQ(branch->first_step, shownStep);
-  EXPECT_NE(branch->changes.find("from PyTorch run 1 of"), std::string::npos) << branch->changes;
-
-  // Stop Watching: its runs leave the tree.
-  panel->selectRun(1, 1);
-  panel->unwatchSelected();
-  EXPECT_TRUE(controller->watchedStores().empty());
-  EXPECT_EQ(panel->itemOf(1, 1), nullptr);
 }
 
 }  // namespace
