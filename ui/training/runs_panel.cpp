@@ -453,9 +453,11 @@ void RunsPanel::fillCompareList(const std::vector<RunKey>& runs) {
     train::RunStore* store = storeAt(key.first);
     if (!store) continue;
     try {
+      // The run's label and swatch once, not per snapshot (a watched run's label is a query).
+      const QString label = runLabel(key);
+      const QIcon icon = swatch(keyColour(key));
       for (const train::SnapshotInfo& s : store->snapshots(key.second)) {
-        compareWith_->addItem(swatch(keyColour(key)),
-                              tr("%1, step %2").arg(runLabel(key)).arg(s.step),
+        compareWith_->addItem(icon, tr("%1, step %2").arg(label).arg(s.step),
                               QList<QVariant>{key.first, QVariant::fromValue<qlonglong>(key.second),
                                               QVariant::fromValue<qlonglong>(s.step)});
       }
