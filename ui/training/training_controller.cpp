@@ -164,6 +164,10 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
 }
 
 TrainingController::~TrainingController() {
+  // The window is being torn down: what ending the run announces (runsChanged) must reach no
+  // panel, whose models may already be gone (the Runs panel put a watched run's probes on a
+  // canvas whose document was destroyed).
+  blockSignals(true);
   // The run's last state and figures go into the store before the window closes.
   if (session_ && recorder_) {
     session_->pause();
