@@ -2,7 +2,9 @@
 #include "engine/graph/builder.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -61,6 +63,7 @@ struct Resolved {
   std::vector<std::string> inputs, outputs;  // port names
   const Node* parent = nullptr;              // the group it is a member of
   bool runs = false;                         // a step of the forward (not run by its group)
+  AnalysisCache::Entry* cached = nullptr;    // where the analysis keeps what it found
 
   bool is(NodeKind k) const { return kind == Kind::Type && type->kind == k; }
   bool is_switch() const { return kind == Kind::Container && is_switch_dict(*node); }
@@ -107,18 +110,47 @@ std::string substitute_arguments(Json& value, const Json& arguments) {
 
 }  // namespace
 
+// One node of the top level as the last analysis found it: the node (its type and options),
+// what resolving them made (checked options, ports, problems), and the last inference (input
+// shapes, output shapes, problems).
+struct AnalysisCache::Entry {
+  uint64_t generation = 0;
+  std::string type, name;  // the problems found name the node
+  Json given;
+  const NodeType* node_type = nullptr;
+  Resolved::Kind kind = Resolved::Kind::Unknown;
+  Json options;
+  bool ok = false;
+  std::vector<std::string> inputs, outputs;
+  std::vector<Problem> resolve_problems;
+  bool inferred = false;
+  Shapes in;
+  std::optional<Shapes> out;
+  std::vector<Problem> infer_problems;
+};
+
+AnalysisCache::AnalysisCache() = default;
+AnalysisCache::~AnalysisCache() = default;
+
+void AnalysisCache::clear() {
+  entries_.clear();
+}
+
 // Checks one graph (the top level, or a block's inside for one instance's arguments) and
 // infers its shapes; then, if asked and nothing was wrong, makes its GraphModule.
 class Builder {
  public:
+  // cache: for the top level only (what a node resolves to inside a block depends on the
+  // instance's arguments).
   Builder(const Project& project, const Graph& graph, std::string block, Json args,
-          std::vector<std::string> stack, Problems& problems)
+          std::vector<std::string> stack, Problems& problems, AnalysisCache* cache = nullptr)
       : project_(project),
         graph_(graph),
         block_(std::move(block)),
         args_(std::move(args)),
         stack_(std::move(stack)),
-        problems_(problems) {}
+        problems_(problems),
+        cache_(cache) {}
 
   // input_shapes: what a block instance feeds its Input nodes; nullptr at the top level (the
   // Input nodes' own shape options). Returns the Output nodes' shapes when all are known.
@@ -196,11 +228,18 @@ class Builder {
       for (NodeId m : n.members) parents_.emplace(m, &n);
     }
     for (const Edge& e : graph_.edges) edges_into_[e.to.node].push_back(&e);
+    // The problems each node resolved now added: [first, end) of problems_.list.
+    std::vector<std::pair<size_t, size_t>> found(graph_.nodes.size());
     for (const Node& node : graph_.nodes) {
       index_[node.id] = nodes_.size();
       Resolved r;
       r.node = &node;
       r.parent = parent_of(node.id);
+      if (from_cache(r)) {
+        nodes_.push_back(std::move(r));
+        continue;
+      }
+      found[nodes_.size()].first = problems_.list.size();
       Json options = node.options;
       bool substituted = true;
       if (options.is_object()) {
@@ -246,9 +285,67 @@ class Builder {
                 "node '" + node.name + "': " + message +
                     " (nor a container or a custom block of this project)");
       }
+      found[nodes_.size()].second = problems_.list.size();
       nodes_.push_back(std::move(r));
     }
-    for (Resolved& r : nodes_) resolve_ports(r);
+    for (Resolved& r : nodes_) {
+      if (!r.cached) resolve_ports(r);
+    }
+    if (cache_) {
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (!nodes_[i].cached) to_cache(nodes_[i], found[i].first, found[i].second);
+      }
+    }
+  }
+
+  // What the cache kept of a node as it is now (the same type and options): taken as it was.
+  bool from_cache(Resolved& r) {
+    if (!cache_) return false;
+    auto it = cache_->entries_.find(r.node->id);
+    if (it == cache_->entries_.end()) return false;
+    AnalysisCache::Entry& c = *it->second;
+    if (c.type != r.node->type || c.name != r.node->name || c.given != r.node->options ||
+        (c.kind == Resolved::Kind::Type && c.node_type != find_node_type(r.node->type))) {
+      return false;
+    }
+    c.generation = cache_->generation_;
+    r.kind = c.kind;
+    r.type = c.node_type;
+    r.options = c.options;
+    r.ok = c.ok;
+    r.inputs = c.inputs;
+    r.outputs = c.outputs;
+    r.ports_known = true;
+    r.cached = &c;
+    for (const Problem& p : c.resolve_problems) problems_.add(p.block, p.node, p.port, p.message);
+    return true;
+  }
+
+  // Keeps what resolving a node found, where that depends on the node alone: a layer or function
+  // (not a Ref, whose ports are its target's) or a group. problems_.list[first, end) are its.
+  void to_cache(Resolved& r, size_t first, size_t end) {
+    const bool alone = (r.kind == Resolved::Kind::Type && !r.is(NodeKind::Ref)) ||
+                       r.kind == Resolved::Kind::Container;
+    if (!alone || !r.ports_known) {
+      cache_->entries_.erase(r.node->id);
+      return;
+    }
+    auto& slot = cache_->entries_[r.node->id];
+    slot = std::make_unique<AnalysisCache::Entry>();
+    AnalysisCache::Entry& c = *slot;
+    c.generation = cache_->generation_;
+    c.type = r.node->type;
+    c.name = r.node->name;
+    c.given = r.node->options;
+    c.node_type = r.type;
+    c.kind = r.kind;
+    c.options = r.options;
+    c.ok = r.ok;
+    c.inputs = r.inputs;
+    c.outputs = r.outputs;
+    c.resolve_problems.assign(problems_.list.begin() + static_cast<std::ptrdiff_t>(first),
+                              problems_.list.begin() + static_cast<std::ptrdiff_t>(end));
+    r.cached = &c;
   }
 
   bool check_container_options(const Node& node) {
@@ -587,7 +684,7 @@ class Builder {
             const Resolved& target = resolved(callee.options.at("target").get<NodeId>());
             return infer_call(blame, target, in);
           }
-          return callee.type->infer_shapes(callee.options, in);
+          return infer_layer(blame, callee, in);
         case Resolved::Kind::Container: {
           if (callee.is_switch()) {
             const Node* active = member_by_key(*callee.node);
@@ -616,6 +713,31 @@ class Builder {
       problem(*blame.node, port_of(e.what()), describe(*blame.node) + ": " + e.what());
     }
     return std::nullopt;
+  }
+
+  // A layer's or function's output shapes; the cache's when its inputs are as they were then.
+  std::optional<Shapes> infer_layer(const Resolved& blame, const Resolved& callee,
+                                    const Shapes& in) {
+    AnalysisCache::Entry* c = &blame == &callee ? callee.cached : nullptr;
+    if (c && c->inferred && c->in == in) {
+      for (const Problem& p : c->infer_problems) problems_.add(p.block, p.node, p.port, p.message);
+      return c->out;
+    }
+    const size_t first = problems_.list.size();
+    std::optional<Shapes> out;
+    try {
+      out = callee.type->infer_shapes(callee.options, in);
+    } catch (const Error& e) {
+      problem(*blame.node, port_of(e.what()), describe(*blame.node) + ": " + e.what());
+    }
+    if (c) {
+      c->inferred = true;
+      c->in = in;
+      c->out = out;
+      c->infer_problems.assign(problems_.list.begin() + static_cast<std::ptrdiff_t>(first),
+                               problems_.list.end());
+    }
+    return out;
   }
 
   const Node* member_by_key(const Node& dict) {
@@ -655,6 +777,7 @@ class Builder {
   Json args_;
   std::vector<std::string> stack_;
   Problems& problems_;
+  AnalysisCache* cache_;
 
   std::vector<Resolved> nodes_;  // in node order
   std::unordered_map<NodeId, size_t> index_;
@@ -922,10 +1045,17 @@ CarriedState carry_state(GraphModule& from, GraphModule& to, const Graph& graph)
   return carried;
 }
 
-Analysis analyze(const Project& project) {
+Analysis analyze(const Project& project, AnalysisCache* cache) {
   Problems problems;
-  Builder b(project, project.graph, "", Json::object(), {}, problems);
+  if (cache) ++cache->generation_;
+  Builder b(project, project.graph, "", Json::object(), {}, problems, cache);
   b.analyze(nullptr);
+  if (cache) {
+    // Nodes gone (or no longer kept) leave the cache.
+    std::erase_if(cache->entries_, [&](const auto& entry) {
+      return entry.second->generation != cache->generation_;
+    });
+  }
   return {std::move(b.shapes), std::move(problems.list)};
 }
 
@@ -949,6 +1079,66 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
 std::shared_ptr<GraphModule> build_initial_model(const Project& project) {
   manual_seed(static_cast<uint64_t>(project.training.seed));
   return build_model(project);
+}
+
+namespace {
+
+// Whether the block holds an instance of itself, at any depth (its module could not be made).
+bool holds_itself(const Project& project, const BlockDef& block, std::vector<std::string>& stack) {
+  if (std::find(stack.begin(), stack.end(), block.name) != stack.end()) return true;
+  stack.push_back(block.name);
+  for (const Node& n : block.graph.nodes) {
+    if (const BlockDef* inner = project.find_block(n.type);
+        inner && holds_itself(project, *inner, stack)) {
+      return true;
+    }
+  }
+  stack.pop_back();
+  return false;
+}
+
+}  // namespace
+
+std::optional<int64_t> parameter_count(const Project& project, NodeId id,
+                                       std::unordered_map<std::string, int64_t>& memo) {
+  const Node* node = project.graph.find(id);
+  if (!node) return std::nullopt;
+  if (is_container_type(node->type)) {
+    int64_t total = 0;
+    for (NodeId m : node->members) {
+      const std::optional<int64_t> count = parameter_count(project, m, memo);
+      if (!count) return std::nullopt;
+      total += *count;
+    }
+    return total;
+  }
+  const std::string key = node->type + "\n" + node->options.dump();
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  nn::ModulePtr module;
+  try {
+    if (const NodeType* type = find_node_type(node->type)) {
+      if (type->make_module) module = type->make_module(type->checked_options(node->options));
+    } else if (const BlockDef* block = project.find_block(node->type)) {
+      std::vector<std::string> stack;
+      if (holds_itself(project, *block, stack)) return std::nullopt;
+      // As the builder makes an instance's module (make_module).
+      Problems scratch;
+      Builder inner(project, block->graph, block->name,
+                    resolved_options(project, *node, Json::object()), {block->name}, scratch);
+      inner.analyze(nullptr);
+      module = inner.build(block->name);
+    } else {
+      return std::nullopt;
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  int64_t count = 0;
+  if (module) {
+    for (const auto& [name, p] : module->named_parameters()) count += p.numel();
+  }
+  memo.emplace(key, count);
+  return count;
 }
 
 Json resolved_options(const Project& project, const Node& node, const Json& arguments) {

@@ -239,6 +239,14 @@ void ungroup(Graph& graph, NodeId group_id) {
     std::erase_if(graph.nodes, [id](const Node& n) { return n.id == id; });
   }
   std::erase_if(graph.nodes, [group_id](const Node& n) { return n.id == group_id; });
+  // A group inside a group: its members take its place among the outer group's members too
+  // (the outer group listed a node that was gone).
+  for (Node& outer : graph.nodes) {
+    auto it = std::find(outer.members.begin(), outer.members.end(), group_id);
+    if (it == outer.members.end()) continue;
+    it = outer.members.erase(it);
+    outer.members.insert(it, group.members.begin(), group.members.end());
+  }
   const size_t pos = std::min(static_cast<size_t>(at), graph.nodes.size());
   graph.nodes.insert(graph.nodes.begin() + static_cast<std::ptrdiff_t>(pos), members.begin(),
                      members.end());

@@ -22,13 +22,6 @@ GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
     : QGraphicsScene(parent), document_(document), theme_(CanvasTheme::fromPalette(QPalette())) {
   setItemIndexMethod(QGraphicsScene::NoIndex);
   connect(document_, &ProjectDocument::graphEdited, this, &GraphScene::applyChange);
-  // A collapsed group's box counts its parameters, which the document's model knows.
-  connect(document_, &ProjectDocument::modelBuilt, this, [this] {
-    for (const auto& [id, item] : nodes_) {
-      const graph::Node* n = findNode(id);
-      if (n && n->collapsed && item->isVisible()) item->refresh();
-    }
-  });
   connect(document_, &ProjectDocument::loadMarksChanged, this, &GraphScene::sync);
   connect(document_, &ProjectDocument::nodesMoved, this, &GraphScene::onNodesMoved);
   connect(document_, &ProjectDocument::selectionChanged, this, &GraphScene::selectionFromDocument);
@@ -224,10 +217,6 @@ void GraphScene::sync() {
   syncProbes();
   selectionFromDocument();
   update();
-  // The model for the collapsed groups' parameter counts, once the window is idle again.
-  const bool anyCollapsed =
-      std::any_of(g.nodes.begin(), g.nodes.end(), [](const graph::Node& n) { return n.collapsed; });
-  if (anyCollapsed) QTimer::singleShot(0, document_, [d = document_] { d->model(); });
 }
 
 void GraphScene::applyChange(const GraphChange& change) {

@@ -117,15 +117,11 @@ void NodeItem::refresh() {
 }
 
 QString NodeItem::groupSummary(const graph::Node& node) const {
-  // What a collapsed group holds: its modules and their parameters, from the document's model
-  // once it is built (the inspector, training and state dicts build it).
+  // What a collapsed group holds: its modules and their parameters (counted without building
+  // the model, which at 10,000 nodes takes a tenth of a second).
   QString text = QObject::tr("%n module(s)", nullptr, static_cast<int>(node.members.size()));
-  if (auto model = scene_.document()->builtModel()) {
-    if (nn::ModulePtr m = model->node_module(id_)) {
-      int64_t count = 0;
-      for (const auto& [name, p] : m->named_parameters()) count += p.numel();
-      text += QObject::tr(" · %1 params").arg(QLocale().toString(static_cast<qlonglong>(count)));
-    }
+  if (const std::optional<int64_t> count = scene_.document()->parameterCount(id_)) {
+    text += QObject::tr(" · %1 params").arg(QLocale().toString(static_cast<qlonglong>(*count)));
   }
   return text;
 }

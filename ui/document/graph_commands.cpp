@@ -3,21 +3,17 @@
 
 namespace nns::ui {
 
-GraphEditCommand::GraphEditCommand(ProjectDocument* document, const QString& text,
-                                   GraphSnapshot before, GraphSnapshot after)
-    : QUndoCommand(text),
-      document_(document),
-      before_(std::move(before)),
-      after_(std::move(after)) {
-  setObsolete(before_ == after_);
+GraphEditCommand::GraphEditCommand(ProjectDocument* document, const QString& text, GraphPatch patch)
+    : QUndoCommand(text), document_(document), patch_(std::move(patch)) {
+  setObsolete(patch_.empty());
 }
 
 void GraphEditCommand::undo() {
-  document_->restore(before_);
+  document_->applyPatch(patch_, false);
 }
 
 void GraphEditCommand::redo() {
-  document_->restore(after_);
+  document_->applyPatch(patch_, true);
 }
 
 MoveNodesCommand::MoveNodesCommand(ProjectDocument* document, std::map<graph::NodeId, QPointF> from,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// The undo commands of a ProjectDocument. They hold node ids and snapshots of the spec, never
+// The undo commands of a ProjectDocument. They hold node ids and patches of the spec, never
 // pointers to items or modules, so they stay valid whatever the canvas does in between.
 #include <QPointF>
 #include <QUndoCommand>
@@ -10,17 +10,16 @@
 
 namespace nns::ui {
 
-// Any change to the graph: the snapshots before and after. Obsolete when they are equal.
+// Any change to the graph: what it changed, both ways (GraphPatch). Obsolete when nothing.
 class GraphEditCommand : public QUndoCommand {
  public:
-  GraphEditCommand(ProjectDocument* document, const QString& text, GraphSnapshot before,
-                   GraphSnapshot after);
+  GraphEditCommand(ProjectDocument* document, const QString& text, GraphPatch patch);
   void undo() override;
   void redo() override;
 
  private:
   ProjectDocument* document_;
-  GraphSnapshot before_, after_;
+  GraphPatch patch_;
 };
 
 // Nodes dragged to new positions. Consecutive drags of the same nodes merge into one step; a

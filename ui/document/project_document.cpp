@@ -9,6 +9,7 @@
 #include <iterator>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "engine/graph/edit.h"
 #include "engine/graph/node_types.h"
@@ -70,6 +71,10 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
   return model_;
 }
 
+std::optional<int64_t> ProjectDocument::parameterCount(graph::NodeId node) const {
+  return graph::parameter_count(project_, node, parameterCounts_);
+}
+
 void ProjectDocument::applyFrozen(graph::GraphModule& model) const {
   const std::vector<std::string>& frozen = project_.frozen_parameters;
   for (auto& [name, param] : model.named_parameters()) {
@@ -106,6 +111,7 @@ void ProjectDocument::save(const QString& path) {
 void ProjectDocument::setProject(graph::Project project, const QString& path) {
   undoStack_->clear();
   project_ = std::move(project);
+  parameterCounts_.clear();
   layoutStale_ = true;
   model_.reset();
   selection_.clear();
@@ -127,16 +133,9 @@ bool ProjectDocument::edit(const QString& text, const std::function<void(graph::
     emit logMessage(tr("%1 refused: %2").arg(text, qs(e.what())));
     return false;
   }
-  GraphSnapshot before = snapshot();
-  GraphSnapshot after{std::move(changed.graph),
-                      std::move(changed.blocks),
-                      std::move(changed.probes),
-                      std::move(changed.extra),
-                      std::move(changed.name),
-                      std::move(changed.frozen_parameters),
-                      std::move(changed.layout_direction)};
-  if (before == after) return true;
-  undoStack_->push(new GraphEditCommand(this, text, std::move(before), std::move(after)));
+  GraphPatch patch = GraphPatch::between(project_, changed);
+  if (patch.empty()) return true;
+  undoStack_->push(new GraphEditCommand(this, text, std::move(patch)));
   return true;
 }
 
@@ -161,28 +160,196 @@ void ProjectDocument::restoreSettings(const graph::DatasetSettings& dataset,
   emit settingsChanged();
 }
 
-GraphSnapshot ProjectDocument::snapshot() const {
-  return {project_.graph,           project_.blocks, project_.probes,
-          project_.extra,           project_.name,   project_.frozen_parameters,
-          project_.layout_direction};
+namespace {
+
+template <class T>
+void patchPart(std::optional<GraphPatch::Both<T>>& part, const T& from, const T& to) {
+  if (from != to) part = GraphPatch::Both<T>{from, to};
 }
 
-void ProjectDocument::restore(const GraphSnapshot& s) {
-  const bool structural = s.graph != project_.graph || s.blocks != project_.blocks ||
-                          s.name != project_.name || s.layoutDirection != project_.layout_direction;
-  const bool probes = s.probes != project_.probes;
-  GraphChange change = difference(project_.graph, s.graph);
+template <class T>
+const T& side(const GraphPatch::Both<T>& both, bool forward) {
+  return forward ? both.after : both.before;
+}
+
+// Only the position differs.
+bool onlyMoved(const graph::Node& a, const graph::Node& b) {
+  return a.type == b.type && a.name == b.name && a.options == b.options && a.members == b.members &&
+         a.collapsed == b.collapsed && a.folded == b.folded && a.extra == b.extra;
+}
+
+}  // namespace
+
+GraphPatch GraphPatch::between(const graph::Project& from, const graph::Project& to) {
+  GraphPatch patch;
+  const std::vector<graph::Node>& a = from.graph.nodes;
+  const std::vector<graph::Node>& b = to.graph.nodes;
+  // The nodes of `to` are those of `from` in the same order, less the removed, with the added
+  // at the end (what every edit but a reordering does): walk both in step.
+  size_t j = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (j < b.size() && b[j].id == a[i].id) {
+      if (!(a[i] == b[j])) {
+        if (onlyMoved(a[i], b[j])) {
+          patch.moved.push_back({a[i].id, a[i].x, a[i].y, b[j].x, b[j].y});
+        } else {
+          patch.changed.push_back({a[i], b[j]});
+        }
+      }
+      ++j;
+    } else {
+      patch.removed.emplace_back(i, a[i]);
+    }
+  }
+  bool reordered = false;
+  if (j < b.size()) {
+    std::unordered_set<graph::NodeId> before;
+    for (const graph::Node& n : a) before.insert(n.id);
+    for (size_t k = j; k < b.size() && !reordered; ++k) reordered = before.count(b[k].id) > 0;
+    if (!reordered) patch.added.assign(b.begin() + static_cast<std::ptrdiff_t>(j), b.end());
+  }
+  if (reordered) {
+    patch.changed.clear();
+    patch.moved.clear();
+    patch.removed.clear();
+    patch.nodes = Both<std::vector<graph::Node>>{a, b};
+  }
+  patch.nextId = {from.graph.next_id, to.graph.next_id};
+  patchPart(patch.edges, from.graph.edges, to.graph.edges);
+  patchPart(patch.blocks, from.blocks, to.blocks);
+  patchPart(patch.probes, from.probes, to.probes);
+  patchPart(patch.extra, from.extra, to.extra);
+  patchPart(patch.name, from.name, to.name);
+  patchPart(patch.frozen, from.frozen_parameters, to.frozen_parameters);
+  patchPart(patch.layoutDirection, from.layout_direction, to.layout_direction);
+  return patch;
+}
+
+bool GraphPatch::empty() const {
+  return changed.empty() && moved.empty() && removed.empty() && added.empty() && !nodes &&
+         nextId.before == nextId.after && !edges && !blocks && !probes && !extra && !name &&
+         !frozen && !layoutDirection;
+}
+
+GraphChange ProjectDocument::changeOf(const GraphPatch& patch, bool forward) const {
+  GraphChange change;
+  if (patch.nodes) {
+    change.everything = true;
+    return change;
+  }
+  for (const auto& [before, after] : patch.changed) {
+    const graph::Node& from = forward ? before : after;
+    const graph::Node& to = forward ? after : before;
+    if (from.members != to.members || from.collapsed != to.collapsed || from.folded != to.folded)
+      change.everything = true;
+    if (from.type != to.type || from.name != to.name || from.options != to.options ||
+        from.extra != to.extra) {
+      change.changed.insert(to.id);
+    } else {
+      change.moved.insert(to.id);
+    }
+  }
+  for (const GraphPatch::Moved& m : patch.moved) change.moved.insert(m.id);
+  auto gone = [&](const graph::Node& n) {
+    change.removed.insert(n.id);
+    if (!n.members.empty()) change.everything = true;  // a group's frame goes
+  };
+  auto come = [&](const graph::Node& n) {
+    change.added.insert(n.id);
+    if (!n.members.empty()) change.everything = true;  // a new group frames nodes
+  };
+  for (const auto& [index, n] : patch.removed) forward ? gone(n) : come(n);
+  for (const graph::Node& n : patch.added) forward ? come(n) : gone(n);
+  // A Ref shows its target's ports: it changes with its target.
+  if (!change.changed.empty()) {
+    for (const graph::Node& n : project_.graph.nodes) {
+      if (graph::node_kind(n.type) == graph::NodeKind::Ref && n.options.contains("target") &&
+          n.options["target"].is_number_integer() &&
+          change.changed.count(n.options["target"].get<graph::NodeId>())) {
+        change.changed.insert(n.id);
+      }
+    }
+  }
+  if (patch.edges) {
+    auto key = [](const graph::Edge& e) {
+      return std::tie(e.from.node, e.from.port, e.to.node, e.to.port);
+    };
+    auto less = [&](const graph::Edge& x, const graph::Edge& y) { return key(x) < key(y); };
+    std::vector<graph::Edge> a = forward ? patch.edges->before : patch.edges->after;
+    std::vector<graph::Edge> b = forward ? patch.edges->after : patch.edges->before;
+    std::sort(a.begin(), a.end(), less);
+    std::sort(b.begin(), b.end(), less);
+    std::set_difference(b.begin(), b.end(), a.begin(), a.end(),
+                        std::back_inserter(change.edgesAdded), less);
+    std::set_difference(a.begin(), a.end(), b.begin(), b.end(),
+                        std::back_inserter(change.edgesRemoved), less);
+  }
+  return change;
+}
+
+void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
+  std::vector<graph::Node>& nodes = project_.graph.nodes;
+  if (patch.nodes) {
+    nodes = side(*patch.nodes, forward);
+  } else {
+    // Backwards, the added nodes (at the end) go first, so that the removed go back to the
+    // places they had.
+    if (!forward && !patch.added.empty()) {
+      std::unordered_set<graph::NodeId> added;
+      for (const graph::Node& n : patch.added) added.insert(n.id);
+      std::erase_if(nodes, [&](const graph::Node& n) { return added.count(n.id) > 0; });
+    }
+    for (const auto& both : patch.changed) {
+      const graph::Node& to = side(both, forward);
+      project_.graph.at(to.id) = to;
+    }
+    for (const GraphPatch::Moved& m : patch.moved) {
+      graph::Node& n = project_.graph.at(m.id);
+      n.x = forward ? m.afterX : m.beforeX;
+      n.y = forward ? m.afterY : m.beforeY;
+    }
+    if (forward) {
+      if (!patch.removed.empty()) {
+        std::unordered_set<graph::NodeId> removed;
+        for (const auto& [index, n] : patch.removed) removed.insert(n.id);
+        std::erase_if(nodes, [&](const graph::Node& n) { return removed.count(n.id) > 0; });
+      }
+      nodes.insert(nodes.end(), patch.added.begin(), patch.added.end());
+    } else if (!patch.removed.empty()) {
+      // Each removed node back at its place: one pass, in the order of the places.
+      std::vector<graph::Node> merged;
+      merged.reserve(nodes.size() + patch.removed.size());
+      size_t r = 0, i = 0;
+      while (r < patch.removed.size() || i < nodes.size()) {
+        if (r < patch.removed.size() &&
+            (patch.removed[r].first == merged.size() || i == nodes.size())) {
+          merged.push_back(patch.removed[r++].second);
+        } else {
+          merged.push_back(std::move(nodes[i++]));
+        }
+      }
+      nodes = std::move(merged);
+    }
+  }
+  project_.graph.next_id = side(patch.nextId, forward);
+  if (patch.edges) project_.graph.edges = side(*patch.edges, forward);
+  if (patch.blocks) {
+    project_.blocks = side(*patch.blocks, forward);
+    parameterCounts_.clear();
+  }
+  if (patch.probes) project_.probes = side(*patch.probes, forward);
+  if (patch.extra) project_.extra = side(*patch.extra, forward);
+  if (patch.name) project_.name = side(*patch.name, forward);
+  if (patch.frozen) project_.frozen_parameters = side(*patch.frozen, forward);
+  if (patch.layoutDirection) project_.layout_direction = side(*patch.layoutDirection, forward);
+
+  const bool structural = patch.nodes || !patch.changed.empty() || !patch.moved.empty() ||
+                          !patch.removed.empty() || !patch.added.empty() || patch.edges ||
+                          patch.blocks || patch.name || patch.layoutDirection;
+  GraphChange change = changeOf(patch, forward);
   // What the canvas draws as boxes changed (a group collapsed or expanded, another direction,
   // a probe's health strip): the routes and frames follow, and it is all redrawn.
-  change.everything = change.everything || s.blocks != project_.blocks ||
-                      s.layoutDirection != project_.layout_direction || probes;
-  project_.name = s.name;
-  project_.graph = s.graph;
-  project_.blocks = s.blocks;
-  project_.probes = s.probes;
-  project_.extra = s.extra;
-  project_.frozen_parameters = s.frozen;
-  project_.layout_direction = s.layoutDirection;
+  change.everything = change.everything || patch.blocks || patch.layoutDirection || patch.probes;
   if (pendingLayout_) {
     layout_ = std::move(*pendingLayout_);
     layoutStale_ = false;
@@ -191,17 +358,18 @@ void ProjectDocument::restore(const GraphSnapshot& s) {
   }
   pendingLayout_.reset();
   if (!structural) {
-    // Only the frozen set (or the probes) changed: the model stays, its flags follow.
+    // Only the frozen set (or the probes, or the project's extra fields) changed: the model
+    // stays, its flags follow.
     if (model_) applyFrozen(*model_);
     emit modelStateChanged();
-    if (probes) emit probesChanged();
+    if (patch.probes) emit probesChanged();
     return;
   }
   const size_t before = selection_.size();
   std::erase_if(selection_, [&](graph::NodeId id) { return !project_.graph.find(id); });
   graphChanged(std::move(change));
   if (selection_.size() != before) emit selectionChanged();
-  if (probes) emit probesChanged();
+  if (patch.probes) emit probesChanged();
 }
 
 void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& positions) {
@@ -219,7 +387,7 @@ void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& pos
 void ProjectDocument::graphChanged(GraphChange change) {
   graph::Analysis before = std::move(analysis_);
   try {
-    analysis_ = graph::analyze(project_);
+    analysis_ = graph::analyze(project_, &analysisCache_);
   } catch (const std::exception& e) {
     analysis_ = {};
     analysis_.problems.push_back({0, {}, e.what(), {}});
@@ -257,53 +425,6 @@ void ProjectDocument::addAnalysisChanges(const graph::Analysis& before, GraphCha
   for (graph::NodeId id : change.added) change.changed.erase(id);
   for (graph::NodeId id : change.removed) change.changed.erase(id);
   change.changed.erase(0);
-}
-
-GraphChange ProjectDocument::difference(const graph::Graph& from, const graph::Graph& to) {
-  GraphChange change;
-  std::unordered_map<graph::NodeId, const graph::Node*> old;
-  for (const graph::Node& n : from.nodes) old.emplace(n.id, &n);
-  for (const graph::Node& n : to.nodes) {
-    auto it = old.find(n.id);
-    if (it == old.end()) {
-      change.added.insert(n.id);
-      if (!n.members.empty()) change.everything = true;  // a new group frames nodes
-      continue;
-    }
-    const graph::Node& o = *it->second;
-    old.erase(it);
-    if (o.members != n.members || o.collapsed != n.collapsed || o.folded != n.folded)
-      change.everything = true;
-    if (o.type != n.type || o.name != n.name || o.options != n.options || o.extra != n.extra) {
-      change.changed.insert(n.id);
-    } else if (o.x != n.x || o.y != n.y) {
-      change.moved.insert(n.id);
-    }
-  }
-  for (const auto& [id, node] : old) {
-    change.removed.insert(id);
-    if (!node->members.empty()) change.everything = true;
-  }
-  // A Ref shows its target's ports: it changes with its target.
-  for (const graph::Node& n : to.nodes) {
-    if (graph::node_kind(n.type) == graph::NodeKind::Ref && n.options.contains("target") &&
-        n.options["target"].is_number_integer() &&
-        change.changed.count(n.options["target"].get<graph::NodeId>())) {
-      change.changed.insert(n.id);
-    }
-  }
-  auto key = [](const graph::Edge& e) {
-    return std::tie(e.from.node, e.from.port, e.to.node, e.to.port);
-  };
-  auto less = [&](const graph::Edge& a, const graph::Edge& b) { return key(a) < key(b); };
-  std::vector<graph::Edge> a = from.edges, b = to.edges;
-  std::sort(a.begin(), a.end(), less);
-  std::sort(b.begin(), b.end(), less);
-  std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::back_inserter(change.edgesAdded),
-                      less);
-  std::set_difference(a.begin(), a.end(), b.begin(), b.end(),
-                      std::back_inserter(change.edgesRemoved), less);
-  return change;
 }
 
 graph::NodeId ProjectDocument::addNode(const QString& type, QPointF pos) {
@@ -368,7 +489,7 @@ ProjectDocument::ConnectionCheck ProjectDocument::checkConnection(const graph::P
   const QStringList before = problemsOf(to.node);
   graph::Analysis after;
   try {
-    after = graph::analyze(trial);
+    after = graph::analyze(trial, &analysisCache_);
   } catch (const std::exception& e) {
     return {{}, qs(e.what())};
   }

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/graph/builder.h"
@@ -28,17 +29,37 @@
 
 namespace nns::ui {
 
-// What a project's graph is made of, as the undo commands keep it: plain values, cheap to
-// copy and compare (the spec holds no tensors), so a command is a before/after pair.
-struct GraphSnapshot {
-  graph::Graph graph;
-  std::vector<graph::BlockDef> blocks;
-  std::vector<graph::ProbeSpec> probes;
-  graph::Json extra;
-  std::string name;                 // the model's class name
-  std::vector<std::string> frozen;  // Project::frozen_parameters
-  std::string layoutDirection;      // Project::layout_direction
-  bool operator==(const GraphSnapshot&) const = default;
+// One edit of a project's graph, both ways, as an undo step keeps it: the nodes it changed,
+// added or removed (each whole, or only its position when that is all that changed), the
+// edges and the project's other parts where they changed. At 10,000 nodes an undo step holds
+// what the edit touched, not two copies of the project, and undoing it puts back only that.
+struct GraphPatch {
+  template <class T>
+  struct Both {
+    T before, after;
+  };
+  struct Moved {
+    graph::NodeId id = 0;
+    double beforeX = 0, beforeY = 0, afterX = 0, afterY = 0;
+  };
+  std::vector<Both<graph::Node>> changed;  // in place: the same place in the node order
+  std::vector<Moved> moved;                // in place, only the position
+  std::vector<std::pair<size_t, graph::Node>> removed;  // with their place before, ascending
+  std::vector<graph::Node> added;                       // at the end of the node order
+  // When the order changed otherwise (none of the four above then).
+  std::optional<Both<std::vector<graph::Node>>> nodes;
+  Both<graph::NodeId> nextId;
+  std::optional<Both<std::vector<graph::Edge>>> edges;
+  std::optional<Both<std::vector<graph::BlockDef>>> blocks;
+  std::optional<Both<std::vector<graph::ProbeSpec>>> probes;
+  std::optional<Both<graph::Json>> extra;
+  std::optional<Both<std::string>> name;                 // the model's class name
+  std::optional<Both<std::vector<std::string>>> frozen;  // Project::frozen_parameters
+  std::optional<Both<std::string>> layoutDirection;      // Project::layout_direction
+
+  // What turns `from` into `to`.
+  static GraphPatch between(const graph::Project& from, const graph::Project& to);
+  bool empty() const;
 };
 
 // What one change did to the graph, for views that update only those items (the canvas).
@@ -88,6 +109,11 @@ class ProjectDocument : public QObject {
   // The model if it is built and current, without building it (nullptr otherwise): for what
   // is drawn on every change and must not build a large model each time.
   std::shared_ptr<graph::GraphModule> builtModel() const { return modelStale_ ? nullptr : model_; }
+
+  // How many parameter values the node's module holds (a group's with its members'), without
+  // building the model (graph::parameter_count): what a collapsed group's box shows. nullopt
+  // when a module in it cannot be made.
+  std::optional<int64_t> parameterCount(graph::NodeId node) const;
 
   // ---- Files ----
   QString filePath() const { return filePath_; }
@@ -192,9 +218,8 @@ class ProjectDocument : public QObject {
   void saveStateDict(const QString& path, const nn::StateDict& state);
   const std::map<graph::NodeId, NodeLoadMark>& loadMarks() const { return loadMarks_; }
 
-  // Used by the undo commands only.
-  GraphSnapshot snapshot() const;
-  void restore(const GraphSnapshot& snapshot);
+  // Used by the undo commands only: the patch applied forwards (redo) or backwards (undo).
+  void applyPatch(const GraphPatch& patch, bool forward);
   void applyPositions(const std::map<graph::NodeId, QPointF>& positions);
   void restoreSettings(const graph::DatasetSettings& dataset,
                        const graph::TrainingSettings& training);
@@ -231,8 +256,8 @@ class ProjectDocument : public QObject {
   // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
   // layout engine fails.
   bool relayout() const;
-  // The nodes and edges that differ between two graphs (everything when groups changed).
-  static GraphChange difference(const graph::Graph& from, const graph::Graph& to);
+  // What a patch applied that way does to the items (everything when groups changed).
+  GraphChange changeOf(const GraphPatch& patch, bool forward) const;
   // Adds the nodes whose shapes or problems differ from `before` (the last analysis).
   void addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const;
   void takePendingLayout();
@@ -245,6 +270,11 @@ class ProjectDocument : public QObject {
   QString filePath_;
   std::vector<graph::NodeId> selection_;
   graph::Analysis analysis_;
+  // What the last analysis found for each node: an edit analyses again only what it changed
+  // (and what its shapes reach). checkConnection's trial analysis uses it too.
+  mutable graph::AnalysisCache analysisCache_;
+  // parameterCount's counts by type and options; cleared when the blocks change.
+  mutable std::unordered_map<std::string, int64_t> parameterCounts_;
   std::shared_ptr<graph::GraphModule> model_;
   bool modelStale_ = true;
   QString modelError_;
@@ -252,7 +282,7 @@ class ProjectDocument : public QObject {
   // Made on first use after what the canvas draws as boxes changed (layout() is const).
   mutable graph::Layout layout_;
   mutable bool layoutStale_ = true;
-  // A layout an edit made for its new state, taken by restore() instead of making it again.
+  // A layout an edit made for its new state, taken by applyPatch() instead of making it again.
   std::optional<graph::Layout> pendingLayout_;
 };
 
