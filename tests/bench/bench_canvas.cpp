@@ -49,9 +49,12 @@ void settle() {
 double openMs(ui::MainWindow& window, const graph::Project& project) {
   double best = 1e30;
   for (int i = 0; i < 3; ++i) {
+    graph::Project opened = project;  // as a file is read, not timed
     QElapsedTimer t;
     t.start();
-    window.document()->setProject(project, QString());
+    // What File > Open does with the file read: collapsed first (load()), then shown.
+    ui::ProjectDocument::collapseForCanvas(opened);
+    window.document()->setProject(std::move(opened), QString());
     window.document()->prepareForCanvas();
     window.view()->frameAll();
     window.repaint();

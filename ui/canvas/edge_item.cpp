@@ -36,8 +36,9 @@ void EdgeItem::refresh() {
   NodeItem* from = scene_.shownItem(edge_.from.node);
   NodeItem* to = scene_.shownItem(edge_.to.node);
   if (!from || !to) return;
-  // A wire inside one collapsed group is not drawn.
+  // A wire inside one collapsed group is not drawn (nor worked out until it is).
   setVisible(from != to);
+  if (from == to) return;
   setPath(scene_.wirePath(edge_, false));
   const QStringList problems = scene_.document()->problemsOf(edge_.to.node, edge_.to.port);
   bad_ = !problems.isEmpty();

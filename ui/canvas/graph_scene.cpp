@@ -191,27 +191,39 @@ void GraphScene::sync() {
   for (const graph::Node& n : g.nodes) {
     if (!nodes_.count(n.id)) addNodeItem(n.id);
   }
+  // Only what is drawn is brought up to date: the members of collapsed groups and folded
+  // runs (most of a 10,000-node model) are refreshed by the sync that shows them again.
+  for (const auto& [id, item] : nodes_) item->setVisible(shownItem(id) == item.get());
   // Boxes first, then frames from the innermost out, since a frame wraps what it holds.
   std::vector<const graph::Node*> frames;
   for (const graph::Node& n : g.nodes) {
+    NodeItem* item = nodes_.at(n.id).get();
+    if (!item->isVisible()) continue;
     if (isGroup(n) && !n.collapsed) {
       frames.push_back(&n);
     } else {
-      nodes_.at(n.id)->refresh();
+      item->refresh();
     }
   }
   std::sort(frames.begin(), frames.end(), [&](const graph::Node* a, const graph::Node* b) {
     return groupDepth(a->id) > groupDepth(b->id);
   });
-  for (const auto& [id, item] : nodes_) item->setVisible(shownItem(id) == item.get());
   for (const graph::Node* n : frames) nodes_.at(n->id)->refresh();
 
+  // Wires the graph still has keep their items (drawn again); the others go.
   auto oldEdges = std::move(edges_);
   edges_.clear();
-  for (auto& [port, e] : oldEdges) retire(std::move(e));
   for (const graph::Edge& e : g.edges) {
-    if (findNode(e.from.node) && findNode(e.to.node)) addEdgeItem(e);
+    if (!findNode(e.from.node) || !findNode(e.to.node)) continue;
+    auto old = oldEdges.find({e.to.node, e.to.port});
+    if (old != oldEdges.end() && old->second->edge() == e) {
+      old->second->refresh();
+      edges_.insert(oldEdges.extract(old));
+    } else {
+      addEdgeItem(e);
+    }
   }
+  for (auto& [port, e] : oldEdges) retire(std::move(e));
   syncing_ = false;
   growSceneRect();
   syncProbes();

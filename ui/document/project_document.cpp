@@ -92,6 +92,8 @@ void ProjectDocument::newProject() {
 
 void ProjectDocument::load(const QString& path) {
   graph::Project loaded = graph::load_project(path.toStdString());
+  // Collapsed before it is shown: the canvas never draws all of a large model first.
+  collapseForCanvas(loaded);
   setProject(std::move(loaded), path);
   emit logMessage(tr("Opened %1").arg(QFileInfo(path).fileName()));
 }
@@ -223,6 +225,15 @@ GraphPatch GraphPatch::between(const graph::Project& from, const graph::Project&
   patchPart(patch.frozen, from.frozen_parameters, to.frozen_parameters);
   patchPart(patch.layoutDirection, from.layout_direction, to.layout_direction);
   return patch;
+}
+
+bool GraphPatch::analysed() const {
+  if (nodes || !removed.empty() || !added.empty() || edges || blocks || name) return true;
+  return std::any_of(changed.begin(), changed.end(), [](const Both<graph::Node>& c) {
+    return c.before.type != c.after.type || c.before.name != c.after.name ||
+           c.before.options != c.after.options || c.before.members != c.after.members ||
+           c.before.extra != c.after.extra;
+  });
 }
 
 bool GraphPatch::empty() const {
@@ -365,9 +376,11 @@ void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
     if (patch.probes) emit probesChanged();
     return;
   }
+  // A group collapsed or expanded, a run folded, the positions laid out again: nothing the
+  // analysis or the model reads (GraphPatch::analysed), so neither is made again.
   const size_t before = selection_.size();
   std::erase_if(selection_, [&](graph::NodeId id) { return !project_.graph.find(id); });
-  graphChanged(std::move(change));
+  graphChanged(std::move(change), patch.analysed());
   if (selection_.size() != before) emit selectionChanged();
   if (patch.probes) emit probesChanged();
 }
@@ -384,16 +397,18 @@ void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& pos
   emit nodesMoved(moved);
 }
 
-void ProjectDocument::graphChanged(GraphChange change) {
-  graph::Analysis before = std::move(analysis_);
-  try {
-    analysis_ = graph::analyze(project_, &analysisCache_);
-  } catch (const std::exception& e) {
-    analysis_ = {};
-    analysis_.problems.push_back({0, {}, e.what(), {}});
+void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
+  if (analysed) {
+    graph::Analysis before = std::move(analysis_);
+    try {
+      analysis_ = graph::analyze(project_, &analysisCache_);
+    } catch (const std::exception& e) {
+      analysis_ = {};
+      analysis_.problems.push_back({0, {}, e.what(), {}});
+    }
+    if (!change.everything) addAnalysisChanges(before, change);
+    modelStale_ = true;
   }
-  if (!change.everything) addAnalysisChanges(before, change);
-  modelStale_ = true;
   if (!loadMarks_.empty()) {
     loadMarks_.clear();
     emit loadMarksChanged();
@@ -411,13 +426,20 @@ void ProjectDocument::addAnalysisChanges(const graph::Analysis& before, GraphCha
     }
     return out;
   };
+  // Both maps are ordered by node: one walk through the two side by side.
   auto differ = [&](const auto& a, const auto& b) {
-    for (const auto& [id, value] : a) {
-      auto it = b.find(id);
-      if (it == b.end() || it->second != value) change.changed.insert(id);
-    }
-    for (const auto& [id, value] : b) {
-      if (!a.count(id)) change.changed.insert(id);
+    auto i = a.begin();
+    auto j = b.begin();
+    while (i != a.end() || j != b.end()) {
+      if (j == b.end() || (i != a.end() && i->first < j->first)) {
+        change.changed.insert((i++)->first);
+      } else if (i == a.end() || j->first < i->first) {
+        change.changed.insert((j++)->first);
+      } else {
+        if (i->second != j->second) change.changed.insert(i->first);
+        ++i;
+        ++j;
+      }
     }
   };
   differ(before.output_shapes, analysis_.output_shapes);
@@ -620,18 +642,24 @@ bool ProjectDocument::relayout() const {
   }
 }
 
-void ProjectDocument::prepareForCanvas() {
-  graph::Graph& g = project_.graph;
+bool ProjectDocument::collapseForCanvas(graph::Project& project) {
+  graph::Graph& g = project.graph;
   const bool anyCollapsed =
       std::any_of(g.nodes.begin(), g.nodes.end(), [](const graph::Node& n) { return n.collapsed; });
-  if (g.nodes.size() > kLargeGraph && !anyCollapsed) {
-    // Open at the module tree's first level: each top-level group shows its members, and
-    // groups nested in them are one box each until expanded.
-    const auto parents = graph::parent_index(g);
-    for (graph::Node& n : g.nodes) {
-      if (isGroup(n) && parents.count(n.id)) n.collapsed = true;
-    }
-    graph::fold_all_repeats(project_);  // and repeated blocks as one box xN
+  if (g.nodes.size() <= kLargeGraph || anyCollapsed) return false;
+  // Open at the module tree's first level: each top-level group shows its members, and
+  // groups nested in them are one box each until expanded.
+  const auto parents = graph::parent_index(g);
+  for (graph::Node& n : g.nodes) {
+    if (isGroup(n) && parents.count(n.id)) n.collapsed = true;
+  }
+  graph::fold_all_repeats(project);  // and repeated blocks as one box xN
+  return true;
+}
+
+void ProjectDocument::prepareForCanvas() {
+  graph::Graph& g = project_.graph;
+  if (collapseForCanvas(project_)) {
     graphChanged();
     layoutStale_ = true;
   }

@@ -60,6 +60,9 @@ struct GraphPatch {
   // What turns `from` into `to`.
   static GraphPatch between(const graph::Project& from, const graph::Project& to);
   bool empty() const;
+  // Whether it changes what graph::analyze and the model read: not when only positions, a
+  // group's collapse or a run's fold changed (the canvas's view of the same model).
+  bool analysed() const;
 };
 
 // What one change did to the graph, for views that update only those items (the canvas).
@@ -176,6 +179,11 @@ class ProjectDocument : public QObject {
   // collapsed; a graph with no positions (boxes that overlap) gets laid out.
   static constexpr size_t kLargeGraph = 150;
   void prepareForCanvas();
+  // The first part of that, on a project before it is set (load() does it; so does whoever
+  // opens a large project from memory as a file is opened): groups nested in groups collapsed and
+  // repeats folded, for a graph over kLargeGraph nodes with no collapsed group. True when it
+  // changed anything.
+  static bool collapseForCanvas(graph::Project& project);
   // Freezes or unfreezes a parameter by its qualified name; kept in the project file.
   void setParameterFrozen(const QString& name, bool frozen);
   bool isParameterFrozen(const QString& name) const;
@@ -252,7 +260,8 @@ class ProjectDocument : public QObject {
   void logMessage(const QString& text);
 
  private:
-  void graphChanged(GraphChange change = GraphChange::all());
+  // analysed: the graph changed what the analysis reads (else it and the model stay).
+  void graphChanged(GraphChange change = GraphChange::all(), bool analysed = true);
   // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
   // layout engine fails.
   bool relayout() const;
