@@ -8,14 +8,18 @@
 namespace nns::graph {
 namespace {
 
-// The graph's lookups, made once for a whole fold: nodes by id and edges by their tail.
+// The graph's lookups, made once for a whole fold: nodes by id and edges by their tail and
+// their head.
 struct Index {
   explicit Index(const Graph& g) {
     for (const Node& n : g.nodes) nodes[n.id] = &n;
-    for (const Edge& e : g.edges) out[e.from.node].push_back(&e);
+    for (const Edge& e : g.edges) {
+      out[e.from.node].push_back(&e);
+      in[e.to.node].push_back(&e);
+    }
   }
   std::unordered_map<NodeId, const Node*> nodes;
-  std::unordered_map<NodeId, std::vector<const Edge*>> out;
+  std::unordered_map<NodeId, std::vector<const Edge*>> out, in;
 };
 
 // A member's subtree (itself, then its members' depth first).
@@ -75,12 +79,19 @@ std::vector<RepeatRun> runs_of(const Index& index, const Node& group) {
     auto it = owner.find(id);
     return it == owner.end() ? -1 : it->second;
   };
-  for (const auto& [tail, edges] : index.out) {
-    for (const Edge* e : edges) {
-      const int from = owner_of(e->from.node), to = owner_of(e->to.node);
-      if (from == to) continue;
-      if (to >= 0 && from != to - 1) fed_from_elsewhere[to] = true;
-      if (from >= 0 && to != from + 1) feeds_elsewhere[from] = true;
+  // Only the wires at the group's nodes (a scan of every wire for each group made folding a
+  // 1,650-block model quadratic); a wire between two of them is seen twice, to the same end.
+  auto cross = [&](const Edge* e) {
+    const int from = owner_of(e->from.node), to = owner_of(e->to.node);
+    if (from == to) return;
+    if (to >= 0 && from != to - 1) fed_from_elsewhere[to] = true;
+    if (from >= 0 && to != from + 1) feeds_elsewhere[from] = true;
+  };
+  for (const auto& [node, k] : owner) {
+    for (const auto* edges : {&index.out, &index.in}) {
+      if (auto it = edges->find(node); it != edges->end()) {
+        for (const Edge* e : it->second) cross(e);
+      }
     }
   }
   std::vector<std::string> shapes;

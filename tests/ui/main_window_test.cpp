@@ -229,8 +229,10 @@ TEST_F(MainWindowTest, EditingAnOptionInTheInspectorIsUndoable) {
 }
 
 TEST_F(MainWindowTest, ParameterTableFreezesAndShowsPyTorchNames) {
-  window->inspector()->refresh();
+  // The Params tab open, as when the user ticks a box in it (a hidden tab is filled when shown).
   QTableWidget* table = window->inspector()->parameterTable();
+  window->inspector()->setCurrentWidget(table->parentWidget());
+  window->inspector()->refresh();
   QStringList names;
   for (int r = 0; r < table->rowCount(); ++r) names << table->item(r, 0)->text();
   EXPECT_EQ(names, QStringList({"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
@@ -250,6 +252,14 @@ TEST_F(MainWindowTest, ParameterTableFreezesAndShowsPyTorchNames) {
   settle();
   EXPECT_TRUE(doc()->model()->get_parameter("fc2.weight").requires_grad());
   EXPECT_EQ(table->item(0, 3)->checkState(), Qt::Checked);
+
+  // Selected while the Node tab shows: the table is filled for fc1 when its tab is shown.
+  window->inspector()->setCurrentIndex(0);
+  doc()->setSelection({id("fc1")});
+  settle();
+  window->inspector()->setCurrentWidget(table->parentWidget());
+  ASSERT_EQ(table->rowCount(), 2);
+  EXPECT_EQ(table->item(0, 0)->text(), "fc1.weight");
 }
 
 TEST_F(MainWindowTest, ModuleTreeListsNamedModulesAndSelectsTheirNodes) {

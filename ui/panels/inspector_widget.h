@@ -43,13 +43,13 @@ class InspectorWidget : public QTabWidget {
   QPlainTextEdit* reprView() { return fresh(repr_); }
 
   // Re-reads the model now. The document's signals mark the views stale and refresh them on
-  // the next event loop turn (a burst of edits builds the model once); after a graph edit only
-  // while one of them is shown, else when one is shown or asked for: building a large model
-  // on every edit while the Node tab is open would cost every edit a frame.
+  // the next event loop turn (a burst of edits builds the model once) while one of them is
+  // shown, else when one is shown or asked for: building a large model on every edit or
+  // selection while the Node tab is open would cost each a frame.
   void refresh();
 
  private:
-  void scheduleRefresh(bool evenIfHidden);
+  void scheduleRefresh();
   bool showsModel() const;
   template <typename View>
   View* fresh(View* view) {
