@@ -41,6 +41,26 @@ void expectSame(const graph::Analysis& cached, const graph::Analysis& fresh,
   }
 }
 
+// The test models (graph_test_models.h), a small tower and the examples: layers, groups, a
+// switch ModuleDict, Refs, custom blocks with arguments.
+std::vector<std::pair<std::string, Project>> testProjects() {
+  std::vector<std::pair<std::string, Project>> projects = {
+      {"Net", net_project()},
+      {"BigNet", bignet_project()},
+      {"DynamicNet", dynamicnet_project("relu")},
+      {"Features", features_project()},
+      {"Residual", residual_project()},
+      {"Cnn", cnn_project()},
+      {"Tower", residual_tower(6, 4)},
+  };
+  for (const char* example : {"spirals.nns", "digits.nns", "dynamic_net.nns", "residual_mlp.nns",
+                              "reverse_transformer.nns", "sine_lstm.nns"}) {
+    projects.emplace_back(example, graph::load_project(std::string(NNS_SOURCE_DIR) +
+                                                       "/resources/examples/" + example));
+  }
+  return projects;
+}
+
 // One random edit of the top-level graph (or of the first block's); what the graph refuses
 // (a cycle, a taken port) changes nothing.
 void randomEdit(Project& p, std::mt19937& rng) {
@@ -120,20 +140,7 @@ void randomEdit(Project& p, std::mt19937& rng) {
 }
 
 TEST(GraphAnalysisCache, EveryEditGivesWhatAFreshAnalysisGives) {
-  std::vector<std::pair<std::string, Project>> projects = {
-      {"Net", net_project()},
-      {"BigNet", bignet_project()},
-      {"DynamicNet", dynamicnet_project("relu")},
-      {"Features", features_project()},
-      {"Residual", residual_project()},
-      {"Cnn", cnn_project()},
-      {"Tower", residual_tower(6, 4)},
-  };
-  for (const char* example : {"spirals.nns", "digits.nns", "dynamic_net.nns", "residual_mlp.nns",
-                              "reverse_transformer.nns", "sine_lstm.nns"}) {
-    projects.emplace_back(example, graph::load_project(std::string(NNS_SOURCE_DIR) +
-                                                       "/resources/examples/" + example));
-  }
+  std::vector<std::pair<std::string, Project>> projects = testProjects();
   std::mt19937 rng(31);
   for (auto& [name, project] : projects) {
     graph::AnalysisCache cache;
@@ -174,20 +181,7 @@ namespace {
 // parameter_count (what a collapsed group's box shows) against the built model's modules: every
 // top-level node of the test models and the examples, layers, groups and block instances.
 TEST(GraphParameterCount, EveryNodeCountsWhatItsBuiltModuleHolds) {
-  std::vector<std::pair<std::string, graph::Project>> projects = {
-      {"Net", net_project()},
-      {"BigNet", bignet_project()},
-      {"DynamicNet", dynamicnet_project("relu")},
-      {"Features", features_project()},
-      {"Residual", residual_project()},
-      {"Cnn", cnn_project()},
-      {"Tower", residual_tower(6, 4)},
-  };
-  for (const char* example : {"spirals.nns", "digits.nns", "dynamic_net.nns", "residual_mlp.nns",
-                              "reverse_transformer.nns", "sine_lstm.nns"}) {
-    projects.emplace_back(example, graph::load_project(std::string(NNS_SOURCE_DIR) +
-                                                       "/resources/examples/" + example));
-  }
+  const std::vector<std::pair<std::string, graph::Project>> projects = testProjects();
   size_t counted = 0;
   for (const auto& [name, project] : projects) {
     const auto model = graph::build_model(project);
