@@ -57,13 +57,18 @@ struct Resolved {
   Kind kind = Kind::Unknown;
   const NodeType* type = nullptr;
   const BlockDef* block = nullptr;
-  Json options;     // checked options (Type), instance arguments (Block), as given (others)
+  // Checked options (Type), instance arguments (Block), as given (others); and the port names.
+  // The analysis cache's when the node came from it or went into it (no copy per node).
+  const Json& options() const;
+  const std::vector<std::string>& inputs() const;
+  const std::vector<std::string>& outputs() const;
+  Json own_options;
+  std::vector<std::string> own_inputs, own_outputs;
   bool ok = false;  // options are usable
   bool ports_known = false;
-  std::vector<std::string> inputs, outputs;  // port names
-  const Node* parent = nullptr;              // the group it is a member of
-  bool runs = false;                         // a step of the forward (not run by its group)
-  AnalysisCache::Entry* cached = nullptr;    // where the analysis keeps what it found
+  const Node* parent = nullptr;            // the group it is a member of
+  bool runs = false;                       // a step of the forward (not run by its group)
+  AnalysisCache::Entry* cached = nullptr;  // where the analysis keeps what it found
 
   bool is(NodeKind k) const { return kind == Kind::Type && type->kind == k; }
   bool is_switch() const { return kind == Kind::Container && is_switch_dict(*node); }
@@ -128,6 +133,18 @@ struct AnalysisCache::Entry {
   std::optional<Shapes> out;
   std::vector<Problem> infer_problems;
 };
+
+const Json& Resolved::options() const {
+  return cached ? cached->options : own_options;
+}
+
+const std::vector<std::string>& Resolved::inputs() const {
+  return cached ? cached->inputs : own_inputs;
+}
+
+const std::vector<std::string>& Resolved::outputs() const {
+  return cached ? cached->outputs : own_outputs;
+}
 
 AnalysisCache::AnalysisCache() = default;
 AnalysisCache::~AnalysisCache() = default;
@@ -247,15 +264,15 @@ class Builder {
       }
       if (is_container_type(node.type)) {
         r.kind = Resolved::Kind::Container;
-        r.options = options;
+        r.own_options = options;
         r.ok = substituted && check_container_options(node);
       } else if (const NodeType* t = find_node_type(node.type)) {
         r.kind = Resolved::Kind::Type;
         r.type = t;
-        r.options = options;
+        r.own_options = options;
         if (substituted) {
           try {
-            r.options = t->checked_options(options);
+            r.own_options = t->checked_options(options);
             r.ok = true;
           } catch (const Error& e) {
             problem(node, "", describe(node) + ": " + e.what());
@@ -264,7 +281,7 @@ class Builder {
       } else if (const BlockDef* b = project_.find_block(node.type)) {
         r.kind = Resolved::Kind::Block;
         r.block = b;
-        r.ok = substituted && resolve_block_arguments(node, *b, options, r.options);
+        r.ok = substituted && resolve_block_arguments(node, *b, options, r.own_options);
       } else if (auto plugin = project_.plugin_types.find(node.type);
                  plugin != project_.plugin_types.end()) {
         // A type the project records as a plugin's (project.h): name the plugin to install.
@@ -311,10 +328,7 @@ class Builder {
     c.generation = cache_->generation_;
     r.kind = c.kind;
     r.type = c.node_type;
-    r.options = c.options;
     r.ok = c.ok;
-    r.inputs = c.inputs;
-    r.outputs = c.outputs;
     r.ports_known = true;
     r.cached = &c;
     for (const Problem& p : c.resolve_problems) problems_.add(p.block, p.node, p.port, p.message);
@@ -339,10 +353,10 @@ class Builder {
     c.given = r.node->options;
     c.node_type = r.type;
     c.kind = r.kind;
-    c.options = r.options;
+    c.options = std::move(r.own_options);
     c.ok = r.ok;
-    c.inputs = r.inputs;
-    c.outputs = r.outputs;
+    c.inputs = std::move(r.own_inputs);
+    c.outputs = std::move(r.own_outputs);
     c.resolve_problems.assign(problems_.list.begin() + static_cast<std::ptrdiff_t>(first),
                               problems_.list.begin() + static_cast<std::ptrdiff_t>(end));
     r.cached = &c;
@@ -399,12 +413,12 @@ class Builder {
   void resolve_ports(Resolved& r) {
     if (r.kind == Resolved::Kind::Block) {
       const NodePorts ports = block_ports(*r.block);
-      r.inputs = ports.inputs;
-      r.outputs = ports.outputs;
+      r.own_inputs = ports.inputs;
+      r.own_outputs = ports.outputs;
       r.ports_known = true;
     } else if (r.is(NodeKind::Ref)) {
       if (!r.ok) return;
-      const NodeId target = r.options.at("target").get<NodeId>();
+      const NodeId target = r.options().at("target").get<NodeId>();
       auto it = index_.find(target);
       if (it == index_.end()) {
         problem(*r.node, "",
@@ -423,13 +437,13 @@ class Builder {
         return;
       }
       if (!t.ports_known) resolve_ports(t);
-      r.inputs = t.inputs;
-      r.outputs = t.outputs;
+      r.own_inputs = t.inputs();
+      r.own_outputs = t.outputs();
       r.ports_known = t.ports_known;
     } else if (r.kind != Resolved::Kind::Unknown) {
       const std::optional<NodePorts> p = node_ports(*r.node);
-      r.inputs = p->inputs;
-      r.outputs = p->outputs;
+      r.own_inputs = p->inputs;
+      r.own_outputs = p->outputs;
       r.ports_known = true;
     }
   }
@@ -476,7 +490,7 @@ class Builder {
         continue;
       }
       if (chained) {
-        if (m.ports_known && (m.inputs.size() != 1 || m.outputs.size() != 1))
+        if (m.ports_known && (m.inputs().size() != 1 || m.outputs().size() != 1))
           problem(*m.node, "",
                   describe(*m.node) + " cannot be a member of " + describe(group) +
                       ": its members take one input and give one output");
@@ -550,12 +564,12 @@ class Builder {
           ok = false;
         }
       }
-      if (from.ports_known && !has(from.outputs, e.from.port)) {
+      if (from.ports_known && !has(from.outputs(), e.from.port)) {
         problem(*from.node, e.from.port,
                 describe(*from.node) + " has no output port '" + e.from.port + "'");
         ok = false;
       }
-      if (to.ports_known && !has(to.inputs, e.to.port)) {
+      if (to.ports_known && !has(to.inputs(), e.to.port)) {
         problem(*to.node, e.to.port, describe(*to.node) + " has no input port '" + e.to.port + "'");
         ok = false;
       }
@@ -563,7 +577,7 @@ class Builder {
     }
     for (const Resolved& r : nodes_) {
       if (!r.runs) continue;
-      for (const std::string& port : r.inputs) {
+      for (const std::string& port : r.inputs()) {
         if (!edge_into(r.node->id, port))
           problem(*r.node, port, describe(*r.node) + ": input '" + port + "' is not connected");
       }
@@ -653,7 +667,7 @@ class Builder {
     for (NodeId id : order_) {
       Resolved& r = resolved(id);
       Shapes in;
-      for (const std::string& port : r.inputs) {
+      for (const std::string& port : r.inputs()) {
         const Edge* e = edge_into(id, port);
         const SymShape* s = e ? shape_of(e->from) : nullptr;
         if (!s) break;
@@ -663,12 +677,12 @@ class Builder {
       if (r.is(NodeKind::Input) && input_shapes) {
         if (input_index < input_shapes->size()) out = Shapes{(*input_shapes)[input_index]};
         ++input_index;
-      } else if (in.size() == r.inputs.size()) {
+      } else if (in.size() == r.inputs().size()) {
         out = infer_call(r, r, in);
       }
       if (!out) continue;
-      for (size_t i = 0; i < out->size() && i < r.outputs.size(); ++i)
-        shapes[id][r.outputs[i]] = (*out)[i];
+      for (size_t i = 0; i < out->size() && i < r.outputs().size(); ++i)
+        shapes[id][r.outputs()[i]] = (*out)[i];
     }
   }
 
@@ -681,7 +695,7 @@ class Builder {
       switch (callee.kind) {
         case Resolved::Kind::Type:
           if (callee.is(NodeKind::Ref)) {
-            const Resolved& target = resolved(callee.options.at("target").get<NodeId>());
+            const Resolved& target = resolved(callee.options().at("target").get<NodeId>());
             return infer_call(blame, target, in);
           }
           return infer_layer(blame, callee, in);
@@ -726,7 +740,7 @@ class Builder {
     const size_t first = problems_.list.size();
     std::optional<Shapes> out;
     try {
-      out = callee.type->infer_shapes(callee.options, in);
+      out = callee.type->infer_shapes(callee.options(), in);
     } catch (const Error& e) {
       problem(*blame.node, port_of(e.what()), describe(*blame.node) + ": " + e.what());
     }
@@ -761,7 +775,7 @@ class Builder {
     }
     std::vector<std::string> stack = stack_;
     stack.push_back(b.name);
-    Builder inner(project_, b.graph, b.name, callee.options, std::move(stack), problems_);
+    Builder inner(project_, b.graph, b.name, callee.options(), std::move(stack), problems_);
     return inner.analyze(&in);
   }
 
@@ -805,14 +819,15 @@ GraphModule::~GraphModule() = default;
 nn::ModulePtr Builder::make_module(const Resolved& r) {
   switch (r.kind) {
     case Resolved::Kind::Type:
-      return r.type->make_module(r.options);
+      return r.type->make_module(r.options());
     case Resolved::Kind::Block: {
       std::vector<std::string> stack = stack_;
       stack.push_back(r.block->name);
       // The instance's shapes were checked by analyze(); this pass only orders the block's
       // nodes, so what it finds about the block's own Input shapes does not matter.
       Problems scratch;
-      Builder inner(project_, r.block->graph, r.block->name, r.options, std::move(stack), scratch);
+      Builder inner(project_, r.block->graph, r.block->name, r.options(), std::move(stack),
+                    scratch);
       inner.analyze(nullptr);
       return inner.build(r.block->name);
     }
@@ -839,10 +854,11 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
     if (r.parent) continue;
     const std::string& name = r.node->name;
     if (r.is(NodeKind::Parameter)) {
-      gm->register_parameter(name, nn::Parameter(initial_tensor(r.options),
-                                                 r.options.at("requires_grad").get<bool>()));
+      gm->register_parameter(name, nn::Parameter(initial_tensor(r.options()),
+                                                 r.options().at("requires_grad").get<bool>()));
     } else if (r.is(NodeKind::Buffer)) {
-      gm->register_buffer(name, initial_tensor(r.options), r.options.at("persistent").get<bool>());
+      gm->register_buffer(name, initial_tensor(r.options()),
+                          r.options().at("persistent").get<bool>());
     } else if (r.is_module()) {
       nn::ModulePtr m = make_module(r);
       gm->register_module(name, m);
@@ -869,7 +885,7 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
 
   // The callable module of a node: its own, or for a switch the active member's.
   std::function<nn::Module*(const Resolved&)> callable = [&](const Resolved& r) -> nn::Module* {
-    if (r.is(NodeKind::Ref)) return callable(resolved(r.options.at("target").get<NodeId>()));
+    if (r.is(NodeKind::Ref)) return callable(resolved(r.options().at("target").get<NodeId>()));
     if (r.is_switch()) return callable(resolved(member_by_key(*r.node)->id));
     return gm->node_modules_.at(r.node->id).first.get();
   };
@@ -880,13 +896,13 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
     const Resolved& r = resolved(id);
     GraphModule::Step step;
     step.node = id;
-    for (const std::string& port : r.inputs) {
+    for (const std::string& port : r.inputs()) {
       const Edge* e = edge_into(id, port);
       step.inputs.push_back(slot.at({e->from.node, e->from.port}));
     }
     step.output = slots;
-    step.outputs = r.outputs.size();
-    for (const std::string& port : r.outputs) slot[{id, port}] = slots++;
+    step.outputs = r.outputs().size();
+    for (const std::string& port : r.outputs()) slot[{id, port}] = slots++;
     if (r.is(NodeKind::Input)) {
       step.kind = GraphModule::Step::Kind::Input;
       step.member_index = gm->inputs_.size();
@@ -905,7 +921,7 @@ std::shared_ptr<GraphModule> Builder::build(const std::string& class_name) {
     } else if (r.is(NodeKind::Functional)) {
       step.kind = GraphModule::Step::Kind::Function;
       step.type = r.type;
-      step.options = r.options;
+      step.options = r.options();
     } else {
       step.kind = GraphModule::Step::Kind::Module;
       step.module = callable(r);

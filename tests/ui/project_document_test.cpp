@@ -260,6 +260,37 @@ TEST(ProjectDocument, SaveAndReopenGivesTheSameProjectAndACleanStack) {
   EXPECT_EQ(reopened.undoStack()->count(), 0);
 }
 
+// Edits run on a spare copy of the project (edit()): what changed the project between two
+// edits (a drag, a setting, a refused edit, an undo) is in the copy too, so the next edit
+// neither loses it nor undoes it.
+TEST(ProjectDocument, AnEditKeepsWhatHappenedSinceTheLastOne) {
+  Chain c;
+  c.doc.moveNodes({{c.fc1, QPointF(250, 30)}});
+  graph::TrainingSettings training = c.doc.project().training;
+  training.epochs = 7;
+  c.doc.setTrainingSettings(training, "epochs");
+  EXPECT_FALSE(c.doc.renameNode(c.act, "x"));  // refused: taken
+  c.doc.undoStack()->undo();                   // the epochs
+  c.doc.undoStack()->redo();
+  ASSERT_TRUE(c.doc.renameNode(c.act, "act"));
+  const graph::Project& p = c.doc.project();
+  EXPECT_EQ(p.graph.at(c.fc1).x, 250);
+  EXPECT_EQ(p.graph.at(c.fc1).y, 30);
+  EXPECT_EQ(p.training.epochs, 7);
+  EXPECT_EQ(p.graph.at(c.act).name, "act");
+  EXPECT_EQ(p.graph.at(c.x).name, "x");
+  c.doc.undoStack()->undo();  // the rename only
+  EXPECT_EQ(p.graph.at(c.act).name, "relu");
+  EXPECT_EQ(p.graph.at(c.fc1).x, 250);
+  // A move undone, then an edit: the node stays where the undo put it.
+  c.doc.undoStack()->undo();  // the epochs
+  c.doc.undoStack()->undo();  // the move
+  EXPECT_EQ(p.graph.at(c.fc1).x, 200);
+  ASSERT_TRUE(c.doc.renameNode(c.y, "out"));
+  EXPECT_EQ(p.graph.at(c.fc1).x, 200);
+  EXPECT_EQ(p.training.epochs, graph::TrainingSettings{}.epochs);
+}
+
 // Each undo step keeps only what its edit changed (GraphPatch): undoing every step of a long
 // mixed session gives back each state before it exactly, and redoing gives each state after,
 // node order, ids, wires, blocks and probes included.

@@ -100,7 +100,10 @@ void ProjectDocument::load(const QString& path) {
 
 void ProjectDocument::save(const QString& path) {
   // The positions are the canvas's (made or kept by it): the file says so, and opens as it is.
-  if (project_.layout_direction.empty()) project_.layout_direction = layout().direction;
+  if (project_.layout_direction.empty()) {
+    project_.layout_direction = layout().direction;
+    shadow_.layout_direction = project_.layout_direction;
+  }
   graph::save_project(project_, path.toStdString());
   undoStack_->setClean();
   if (filePath_ != path) {
@@ -113,6 +116,7 @@ void ProjectDocument::save(const QString& path) {
 void ProjectDocument::setProject(graph::Project project, const QString& path) {
   undoStack_->clear();
   project_ = std::move(project);
+  shadowValid_ = false;
   parameterCounts_.clear();
   layoutStale_ = true;
   model_.reset();
@@ -128,16 +132,28 @@ void ProjectDocument::setProject(graph::Project project, const QString& path) {
 }
 
 bool ProjectDocument::edit(const QString& text, const std::function<void(graph::Project&)>& fn) {
-  graph::Project changed = project_;
+  // fn runs on the spare copy (what the project is, kept so that an edit copies nothing: at
+  // 10,000 nodes the copy and freeing it were a fifth of a rename); a refused edit leaves it
+  // half changed, so it is made again from the project next time.
+  if (!shadowValid_) {
+    shadow_ = project_;
+    shadowValid_ = true;
+  }
   try {
-    fn(changed);
+    fn(shadow_);
   } catch (const Error& e) {
+    shadowValid_ = false;
     emit logMessage(tr("%1 refused: %2").arg(text, qs(e.what())));
     return false;
   }
-  GraphPatch patch = GraphPatch::between(project_, changed);
+  GraphPatch patch = GraphPatch::between(project_, shadow_);
   if (patch.empty()) return true;
+  shadowAhead_ = true;
   undoStack_->push(new GraphEditCommand(this, text, std::move(patch)));
+  if (shadowAhead_) {  // the command was not done (it always is): start again from the project
+    shadowAhead_ = false;
+    shadowValid_ = false;
+  }
   return true;
 }
 
@@ -159,6 +175,8 @@ void ProjectDocument::restoreSettings(const graph::DatasetSettings& dataset,
                                       const graph::TrainingSettings& training) {
   project_.dataset = dataset;
   project_.training = training;
+  shadow_.dataset = dataset;
+  shadow_.training = training;
   emit settingsChanged();
 }
 
@@ -298,8 +316,9 @@ GraphChange ProjectDocument::changeOf(const GraphPatch& patch, bool forward) con
   return change;
 }
 
-void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
-  std::vector<graph::Node>& nodes = project_.graph.nodes;
+void GraphPatch::apply(graph::Project& project, bool forward) const {
+  const GraphPatch& patch = *this;
+  std::vector<graph::Node>& nodes = project.graph.nodes;
   if (patch.nodes) {
     nodes = side(*patch.nodes, forward);
   } else {
@@ -312,10 +331,10 @@ void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
     }
     for (const auto& both : patch.changed) {
       const graph::Node& to = side(both, forward);
-      project_.graph.at(to.id) = to;
+      project.graph.at(to.id) = to;
     }
     for (const GraphPatch::Moved& m : patch.moved) {
-      graph::Node& n = project_.graph.at(m.id);
+      graph::Node& n = project.graph.at(m.id);
       n.x = forward ? m.afterX : m.beforeX;
       n.y = forward ? m.afterY : m.beforeY;
     }
@@ -342,17 +361,25 @@ void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
       nodes = std::move(merged);
     }
   }
-  project_.graph.next_id = side(patch.nextId, forward);
-  if (patch.edges) project_.graph.edges = side(*patch.edges, forward);
-  if (patch.blocks) {
-    project_.blocks = side(*patch.blocks, forward);
-    parameterCounts_.clear();
+  project.graph.next_id = side(patch.nextId, forward);
+  if (patch.edges) project.graph.edges = side(*patch.edges, forward);
+  if (patch.blocks) project.blocks = side(*patch.blocks, forward);
+  if (patch.probes) project.probes = side(*patch.probes, forward);
+  if (patch.extra) project.extra = side(*patch.extra, forward);
+  if (patch.name) project.name = side(*patch.name, forward);
+  if (patch.frozen) project.frozen_parameters = side(*patch.frozen, forward);
+  if (patch.layoutDirection) project.layout_direction = side(*patch.layoutDirection, forward);
+}
+
+void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
+  patch.apply(project_, forward);
+  // The spare copy edits run on follows (an edit's own redo finds it there already).
+  if (shadowAhead_) {
+    shadowAhead_ = false;
+  } else if (shadowValid_) {
+    patch.apply(shadow_, forward);
   }
-  if (patch.probes) project_.probes = side(*patch.probes, forward);
-  if (patch.extra) project_.extra = side(*patch.extra, forward);
-  if (patch.name) project_.name = side(*patch.name, forward);
-  if (patch.frozen) project_.frozen_parameters = side(*patch.frozen, forward);
-  if (patch.layoutDirection) project_.layout_direction = side(*patch.layoutDirection, forward);
+  if (patch.blocks) parameterCounts_.clear();
 
   const bool structural = patch.nodes || !patch.changed.empty() || !patch.moved.empty() ||
                           !patch.removed.empty() || !patch.added.empty() || patch.edges ||
@@ -391,6 +418,10 @@ void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& pos
     if (graph::Node* n = project_.graph.find(id)) {
       n->x = pos.x();
       n->y = pos.y();
+      if (graph::Node* spare = shadowValid_ ? shadow_.graph.find(id) : nullptr) {
+        spare->x = pos.x();
+        spare->y = pos.y();
+      }
       moved.push_back(id);
     }
   }
@@ -660,6 +691,7 @@ bool ProjectDocument::collapseForCanvas(graph::Project& project) {
 void ProjectDocument::prepareForCanvas() {
   graph::Graph& g = project_.graph;
   if (collapseForCanvas(project_)) {
+    shadowValid_ = false;
     graphChanged();
     layoutStale_ = true;
   }
@@ -689,6 +721,7 @@ void ProjectDocument::prepareForCanvas() {
   }
   if (!overlap && !project_.layout_direction.empty()) return;
   project_.layout_direction = layout_.direction;
+  shadow_.layout_direction = layout_.direction;
   std::map<graph::NodeId, QPointF> positions;
   for (const auto& [id, box] : layout_.boxes) positions[id] = QPointF(box.x, box.y);
   applyPositions(positions);

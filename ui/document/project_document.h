@@ -59,6 +59,8 @@ struct GraphPatch {
 
   // What turns `from` into `to`.
   static GraphPatch between(const graph::Project& from, const graph::Project& to);
+  // Makes `project` (in the state before, or after when backwards) what it is after (before).
+  void apply(graph::Project& project, bool forward) const;
   bool empty() const;
   // Whether it changes what graph::analyze and the model read: not when only positions, a
   // group's collapse or a run's fold changed (the canvas's view of the same model).
@@ -275,6 +277,12 @@ class ProjectDocument : public QObject {
   void applyFrozen(graph::GraphModule& model) const;
 
   graph::Project project_;
+  // A spare copy of project_ that edits run on (edit()): kept equal to it (patches, positions,
+  // settings) while shadowValid_; shadowAhead_ while an edit's command is pushed, whose redo
+  // finds the copy already changed.
+  graph::Project shadow_;
+  bool shadowValid_ = false;
+  bool shadowAhead_ = false;
   QUndoStack* undoStack_;
   QString filePath_;
   std::vector<graph::NodeId> selection_;
