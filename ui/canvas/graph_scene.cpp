@@ -7,6 +7,7 @@
 #include <QTimer>
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 #include "engine/graph/layout.h"
@@ -348,14 +349,23 @@ std::vector<graph::NodeId> GraphScene::selectedProbes() const {
 
 void GraphScene::syncProbes() {
   const graph::Project& p = document_->project();
-  // A probed node is taller by its health strip (graph::node_box_size).
-  if (!syncing_) {
-    for (const auto& [id, item] : nodes_) {
-      if (item->isFrame()) continue;
+  // A probed node is taller by its health strip (graph::node_box_size): the boxes whose probe
+  // came or went take their new size (a look at every box made each edit of a 10,000-node
+  // graph pay for it).
+  std::set<graph::NodeId> probed;
+  for (const graph::ProbeSpec& spec : p.probes) probed.insert(spec.node);
+  if (!syncing_ && probed != probedBoxes_) {
+    std::vector<graph::NodeId> flipped;
+    std::set_symmetric_difference(probed.begin(), probed.end(), probedBoxes_.begin(),
+                                  probedBoxes_.end(), std::back_inserter(flipped));
+    for (graph::NodeId id : flipped) {
+      NodeItem* item = nodeItem(id);
+      if (!item || item->isFrame()) continue;
       const graph::NodeSize size = graph::node_box_size(p, node(id));
       if (item->boxSize() != QSizeF(size.width, size.height)) item->refresh();
     }
   }
+  probedBoxes_ = std::move(probed);
   for (auto it = probes_.begin(); it != probes_.end();) {
     if (document_->probeOf(it->first) && nodeItem(it->first)) {
       ++it;

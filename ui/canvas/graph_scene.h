@@ -148,6 +148,7 @@ class GraphScene : public QGraphicsScene {
   std::map<graph::NodeId, std::unique_ptr<NodeItem>> nodes_;
   // Wires by the input port they feed (an input takes one wire).
   std::map<std::pair<graph::NodeId, std::string>, std::unique_ptr<EdgeItem>> edges_;
+  std::set<graph::NodeId> probedBoxes_;  // the nodes with a probe at the last syncProbes()
   // Each member's group, as of the last sync (membership changes always sync).
   std::unordered_map<graph::NodeId, graph::NodeId> parents_;
   graph::FoldedRepeats folds_;  // the folded groups' hidden repeats (engine/graph/repeats.h)

@@ -90,12 +90,11 @@ void NodeItem::refresh() {
   }
   problems_.clear();
   portProblems_.clear();
-  for (const graph::Problem& p : scene_.document()->analysis().problems) {
-    if (p.node != id_ || !p.block.empty()) continue;
-    if (p.port.empty()) {
-      problems_ << qs(p.message);
+  for (const graph::Problem* p : scene_.document()->problemsAt(id_)) {
+    if (p->port.empty()) {
+      problems_ << qs(p->message);
     } else {
-      portProblems_[p.port] << qs(p.message);
+      portProblems_[p->port] << qs(p->message);
     }
   }
   const auto& marks = scene_.document()->loadMarks();
@@ -173,10 +172,8 @@ QRectF NodeItem::boundingRect() const {
 }
 
 QPainterPath NodeItem::shape() const {
-  return shape_;
-}
-
-void NodeItem::updateShape() {
+  if (!shapeStale_) return shape_;
+  shapeStale_ = false;
   // The box (a frame: its title bar only, so that clicks inside it reach the canvas for
   // rubber-band selection) united with the ports' hit circles, which reach past its edges.
   QPainterPath path;
@@ -194,6 +191,7 @@ void NodeItem::updateShape() {
     path.addEllipse(portLocalPos(i, true), kPortHitRadius, kPortHitRadius);
   }
   shape_ = path;
+  return shape_;
 }
 
 QPointF NodeItem::portLocalPos(size_t index, bool output) const {

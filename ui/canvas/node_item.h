@@ -75,7 +75,9 @@ class NodeItem : public QGraphicsItem {
 
  private:
   QPointF portLocalPos(size_t index, bool output) const;
-  void updateShape();
+  // The hit shape is made when first asked for after a change (hit tests, not drawing, need
+  // it): refreshing thousands of boxes on a sync made a path for each.
+  void updateShape() { shapeStale_ = true; }
   QString tooltipAt(QPointF localPos) const;
   void paintFrame(QPainter* painter);
   // The xN of a folded run on a title band ending at `right`; returns its width.
@@ -95,7 +97,8 @@ class NodeItem : public QGraphicsItem {
   bool quiet_ = false;          // set while the scene positions the item
   bool movingMembers_ = false;  // set while a dragged frame carries its members
   QSizeF size_;
-  QPainterPath shape_;
+  mutable QPainterPath shape_;
+  mutable bool shapeStale_ = true;
   bool leftToRight_ = false;  // ports on the left and right sides instead of top and bottom
   QString title_, typeName_, detail_;
   graph::NodePorts ports_;

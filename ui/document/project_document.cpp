@@ -44,11 +44,17 @@ ProjectDocument::~ProjectDocument() = default;
 
 QStringList ProjectDocument::problemsOf(graph::NodeId node, const std::string& port) const {
   QStringList out;
-  for (const graph::Problem& p : analysis_.problems) {
-    if (p.node == node && p.block.empty() && (port.empty() || p.port == port)) {
-      out << qs(p.message);
-    }
+  for (const graph::Problem* p : problemsAt(node)) {
+    if (port.empty() || p->port == port) out << qs(p->message);
   }
+  return out;
+}
+
+std::vector<const graph::Problem*> ProjectDocument::problemsAt(graph::NodeId node) const {
+  std::vector<const graph::Problem*> out;
+  auto it = problemIndex_.find(node);
+  if (it == problemIndex_.end()) return out;
+  for (size_t i : it->second) out.push_back(&analysis_.problems[i]);
   return out;
 }
 
@@ -439,6 +445,12 @@ void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
     }
     if (!change.everything) addAnalysisChanges(before, change);
     modelStale_ = true;
+    // Each node's problems by node: every box and wire asks for its own on each refresh.
+    problemIndex_.clear();
+    for (size_t i = 0; i < analysis_.problems.size(); ++i) {
+      const graph::Problem& p = analysis_.problems[i];
+      if (p.block.empty()) problemIndex_[p.node].push_back(i);
+    }
   }
   if (!loadMarks_.empty()) {
     loadMarks_.clear();

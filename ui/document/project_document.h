@@ -103,6 +103,8 @@ class ProjectDocument : public QObject {
   const graph::Analysis& analysis() const { return analysis_; }
   // Problems of one node (all of them when port is empty, else those of that port).
   QStringList problemsOf(graph::NodeId node, const std::string& port = {}) const;
+  // The top level's problems at one node, in the analysis's order (from an index by node).
+  std::vector<const graph::Problem*> problemsAt(graph::NodeId node) const;
 
   // The architecture: the model the graph builds, for its structure (module names, the repr,
   // parameter names and shapes, requires_grad from the frozen set); nullptr while the graph
@@ -287,6 +289,7 @@ class ProjectDocument : public QObject {
   QString filePath_;
   std::vector<graph::NodeId> selection_;
   graph::Analysis analysis_;
+  std::unordered_map<graph::NodeId, std::vector<size_t>> problemIndex_;  // into analysis_
   // What the last analysis found for each node: an edit analyses again only what it changed
   // (and what its shapes reach). checkConnection's trial analysis uses it too.
   mutable graph::AnalysisCache analysisCache_;
