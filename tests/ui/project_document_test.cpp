@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 #include "engine/graph/node_types.h"
 #include "support/generated_projects.h"
@@ -289,6 +290,16 @@ TEST(ProjectDocument, AnEditKeepsWhatHappenedSinceTheLastOne) {
   ASSERT_TRUE(c.doc.renameNode(c.y, "out"));
   EXPECT_EQ(p.graph.at(c.fc1).x, 200);
   EXPECT_EQ(p.training.epochs, graph::TrainingSettings{}.epochs);
+  // An edit that throws what no edit should (not an engine error) changes nothing either,
+  // then or at the next edit.
+  EXPECT_THROW(c.doc.edit("broken",
+                          [&](graph::Project& q) {
+                            q.graph.at(c.fc1).name = "half_done";
+                            throw std::runtime_error("a bug in an edit");
+                          }),
+               std::runtime_error);
+  ASSERT_TRUE(c.doc.renameNode(c.y, "output"));
+  EXPECT_EQ(p.graph.at(c.fc1).name, "linear");
 }
 
 // Each undo step keeps only what its edit changed (GraphPatch): undoing every step of a long

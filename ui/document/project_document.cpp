@@ -151,6 +151,9 @@ bool ProjectDocument::edit(const QString& text, const std::function<void(graph::
     shadowValid_ = false;
     emit logMessage(tr("%1 refused: %2").arg(text, qs(e.what())));
     return false;
+  } catch (...) {
+    shadowValid_ = false;  // whatever else fn threw, the copy is not the project any more
+    throw;
   }
   GraphPatch patch = GraphPatch::between(project_, shadow_);
   if (patch.empty()) return true;
