@@ -425,9 +425,7 @@ TEST_F(ScreenshotRuns, CompareTwoSnapshots) {
 // DDP processes (Debian's torch, gloo) records into its runs/, which the Runs panel watches;
 // the run carries the PyTorch badge with its two processes, its curves drawn with run 1's.
 TEST_F(ScreenshotRuns, APyTorchTwoProcessRunWatched) {
-  QProcess probe;
-  probe.start("/usr/bin/python3", {"-c", "import torch"});
-  if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
+  if (!test::pythonHasTorch()) {
     GTEST_SKIP() << "Debian's torch is not importable by /usr/bin/python3";
   }
   const QString exported = dir_.filePath("export");

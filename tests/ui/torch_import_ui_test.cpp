@@ -29,16 +29,10 @@ namespace {
 
 const char* kPython = "/usr/bin/python3";
 
-bool pythonHasTorch() {
-  QProcess p;
-  p.start(kPython, {"-c", "import torch"});
-  return p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
-}
-
 class TorchImportUiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!pythonHasTorch()) GTEST_SKIP() << kPython << " has no torch";
+    if (!test::pythonHasTorch()) GTEST_SKIP() << kPython << " has no torch";
     window = std::make_unique<MainWindow>();
     window->resize(1200, 800);
     window->document()->setProject(spiralsExample(), QString());

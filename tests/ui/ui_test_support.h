@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QGraphicsView>
 #include <QMouseEvent>
+#include <QProcess>
 #include <QTest>
 
 namespace nns::ui::test {
@@ -18,6 +19,13 @@ inline void settle() {
 template <typename Pred>
 bool waitFor(Pred pred, int timeoutMs = 15000) {
   return QTest::qWaitFor(pred, timeoutMs);
+}
+
+// Whether Debian's torch imports in /usr/bin/python3 (the tests that run PyTorch skip without).
+inline bool pythonHasTorch() {
+  QProcess p;
+  p.start("/usr/bin/python3", {"-c", "import torch"});
+  return p.waitForFinished(60000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
 }
 
 // Sends one mouse event to the view's viewport at a scene position.

@@ -32,9 +32,7 @@ namespace {
 // the session at its snapshot, Compare measures it against a run of the project's own, and
 // Branch from here trains on from it as a run of the project that says where it came from.
 TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
-  QProcess probe;
-  probe.start("/usr/bin/python3", {"-c", "import torch"});
-  if (!probe.waitForFinished(60000) || probe.exitCode() != 0) {
+  if (!test::pythonHasTorch()) {
     GTEST_SKIP() << "Debian's torch is not importable by /usr/bin/python3";
   }
   const QString exported = dir_.filePath("export");
