@@ -21,9 +21,11 @@ namespace nns::ui {
 
 GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
     : QGraphicsScene(parent), document_(document), theme_(CanvasTheme::fromPalette(QPalette())) {
-  setItemIndexMethod(QGraphicsScene::NoIndex);
+  // The BSP index (Qt's default): a paint, a hover or a click looks only at the items where it
+  // is; with no index each walked and sorted all of them (at 10,000 nodes, most of a paint).
+  setItemIndexMethod(QGraphicsScene::BspTreeIndex);
   connect(document_, &ProjectDocument::graphEdited, this, &GraphScene::applyChange);
-  connect(document_, &ProjectDocument::loadMarksChanged, this, &GraphScene::sync);
+  connect(document_, &ProjectDocument::loadMarksChanged, this, &GraphScene::syncLoadMarks);
   connect(document_, &ProjectDocument::nodesMoved, this, &GraphScene::onNodesMoved);
   connect(document_, &ProjectDocument::selectionChanged, this, &GraphScene::selectionFromDocument);
   connect(this, &QGraphicsScene::selectionChanged, this, &GraphScene::selectionToDocument);
@@ -78,6 +80,10 @@ const graph::Node& GraphScene::node(graph::NodeId id) const {
 }
 
 NodeItem* GraphScene::shownItem(graph::NodeId id) const {
+  return nodeItem(shownNode(id));
+}
+
+graph::NodeId GraphScene::shownNode(graph::NodeId id) const {
   // The outermost collapsed group holding the node, or the first of a folded run it is a hidden
   // repeat in (graph::shown_node, through the index).
   graph::NodeId shown = id;
@@ -89,7 +95,7 @@ NodeItem* GraphScene::shownItem(graph::NodeId id) const {
     const graph::Node* group = findNode(at);
     if (group && group->collapsed) shown = at;
   }
-  return nodeItem(shown);
+  return shown;
 }
 
 int GraphScene::repeatCount(graph::NodeId id) const {
@@ -189,17 +195,19 @@ void GraphScene::sync() {
     it = nodes_.erase(it);
     retire(std::move(item));
   }
+  // Only what is drawn has an item, brought up to date: the members of collapsed groups and
+  // folded runs (most of a 10,000-node model) get theirs when a sync shows them.
+  for (const auto& [id, item] : nodes_) item->setVisible(shownNode(id) == id);
+  std::vector<NodeItem*> shown;
   for (const graph::Node& n : g.nodes) {
+    if (shownNode(n.id) != n.id) continue;
     if (!nodes_.count(n.id)) addNodeItem(n.id);
+    shown.push_back(nodes_.at(n.id).get());
   }
-  // Only what is drawn is brought up to date: the members of collapsed groups and folded
-  // runs (most of a 10,000-node model) are refreshed by the sync that shows them again.
-  for (const auto& [id, item] : nodes_) item->setVisible(shownItem(id) == item.get());
   // Boxes first, then frames from the innermost out, since a frame wraps what it holds.
   std::vector<const graph::Node*> frames;
-  for (const graph::Node& n : g.nodes) {
-    NodeItem* item = nodes_.at(n.id).get();
-    if (!item->isVisible()) continue;
+  for (NodeItem* item : shown) {
+    const graph::Node& n = node(item->id());
     if (isGroup(n) && !n.collapsed) {
       frames.push_back(&n);
     } else {
@@ -220,8 +228,8 @@ void GraphScene::sync() {
     if (old != oldEdges.end() && old->second->edge() == e) {
       old->second->refresh();
       edges_.insert(oldEdges.extract(old));
-    } else {
-      addEdgeItem(e);
+    } else if (shownNode(e.from.node) != shownNode(e.to.node)) {
+      addEdgeItem(e);  // a wire inside a collapsed group or a folded run gets none until shown
     }
   }
   for (auto& [port, e] : oldEdges) retire(std::move(e));
@@ -255,8 +263,9 @@ void GraphScene::applyChange(const GraphChange& change) {
     retire(std::move(item));
   }
   for (graph::NodeId id : change.added) {
+    if (shownNode(id) != id) continue;  // made when a sync shows it
     addNodeItem(id);
-    nodes_.at(id)->setVisible(shownItem(id) == nodes_.at(id).get());
+    nodes_.at(id)->refresh();
   }
   for (graph::NodeId id : change.changed) {
     if (NodeItem* item = nodeItem(id)) item->refresh();
@@ -389,6 +398,17 @@ void GraphScene::syncProbes() {
   }
 }
 
+void GraphScene::syncLoadMarks() {
+  std::set<graph::NodeId> marked;
+  for (const auto& [id, mark] : document_->loadMarks()) marked.insert(id);
+  std::set<graph::NodeId> redraw = markedBoxes_;
+  redraw.insert(marked.begin(), marked.end());
+  for (graph::NodeId id : redraw) {
+    if (NodeItem* item = nodeItem(id); item && item->isVisible()) item->refresh();
+  }
+  markedBoxes_ = std::move(marked);
+}
+
 void GraphScene::placeProbe(graph::NodeId node) {
   ProbeItem* probe = probeItem(node);
   if (!probe) return;
@@ -445,7 +465,9 @@ void GraphScene::followTouched(const std::set<graph::NodeId>& touched) {
   std::vector<graph::NodeId> frames(framesToFit.begin(), framesToFit.end());
   std::sort(frames.begin(), frames.end(),
             [&](graph::NodeId a, graph::NodeId b) { return groupDepth(a) > groupDepth(b); });
-  for (graph::NodeId id : frames) nodes_.at(id)->fitMembers();
+  for (graph::NodeId id : frames) {
+    if (NodeItem* frame = nodeItem(id)) frame->fitMembers();
+  }
   for (const auto& [port, e] : edges_) {
     const graph::Edge& edge = e->edge();
     if (touched.count(edge.from.node) || touched.count(edge.to.node) ||
@@ -644,18 +666,26 @@ void GraphScene::drawBackground(QPainter* painter, const QRectF& rect) {
   // Zoomed out over a whole large model the lines would be closer than a few pixels: a grey
   // wash, and thousands of lines a frame.
   if (step * scale < 6) return;
-  QPen minor(theme_.grid, 0);
-  QPen major(theme_.grid.darker(theme_.dark() ? 80 : 110), 0);
+  // Hairlines on pixels need no antialiasing, which was a third of painting the view; two
+  // batches (minor and major lines) rather than a pen change per line.
+  std::vector<QLineF> minor, major;
   const double left = std::floor(rect.left() / step) * step;
   const double top = std::floor(rect.top() / step) * step;
   for (double x = left; x < rect.right(); x += step) {
-    painter->setPen(std::fmod(std::abs(x), 100) < 1e-6 ? major : minor);
-    painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+    (std::fmod(std::abs(x), 100) < 1e-6 ? major : minor)
+        .emplace_back(x, rect.top(), x, rect.bottom());
   }
   for (double y = top; y < rect.bottom(); y += step) {
-    painter->setPen(std::fmod(std::abs(y), 100) < 1e-6 ? major : minor);
-    painter->drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y));
+    (std::fmod(std::abs(y), 100) < 1e-6 ? major : minor)
+        .emplace_back(rect.left(), y, rect.right(), y);
   }
+  painter->save();
+  painter->setRenderHint(QPainter::Antialiasing, false);
+  painter->setPen(QPen(theme_.grid, 0));
+  painter->drawLines(minor.data(), static_cast<int>(minor.size()));
+  painter->setPen(QPen(theme_.grid.darker(theme_.dark() ? 80 : 110), 0));
+  painter->drawLines(major.data(), static_cast<int>(major.size()));
+  painter->restore();
 }
 
 }  // namespace nns::ui

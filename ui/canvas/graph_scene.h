@@ -38,6 +38,8 @@ class GraphScene : public QGraphicsScene {
   const CanvasTheme& theme() const { return theme_; }
   void setTheme(const CanvasTheme& theme);
 
+  // The node's item, or nullptr: items are made for the nodes the canvas shows, when it first
+  // shows them (the members of collapsed groups, most of a large model, have none until then).
   NodeItem* nodeItem(graph::NodeId id) const;
   // The document's node by id, or nullptr: through an index (the graph's own lookup scans
   // every node, which at 10,000 nodes is the most of an edit's time).
@@ -45,6 +47,8 @@ class GraphScene : public QGraphicsScene {
   const graph::Node& node(graph::NodeId id) const;
   // The item that shows the node: itself, or the outermost collapsed group holding it.
   NodeItem* shownItem(graph::NodeId id) const;
+  // The id of the node that shows it (as shownItem, without the item).
+  graph::NodeId shownNode(graph::NodeId id) const;
   // N for the first member of a folded run of N repeats (drawn for all of them), else 0.
   int repeatCount(graph::NodeId id) const;
   std::vector<EdgeItem*> edgeItems() const;
@@ -140,6 +144,8 @@ class GraphScene : public QGraphicsScene {
   void selectionFromDocument();
   void selectionToDocument();
   void syncProbes();
+  // The boxes whose state-dict mark came, went or changed are drawn again.
+  void syncLoadMarks();
   void placeProbe(graph::NodeId node);
   void healthUpdated(const std::vector<graph::NodeId>& nodes);
 
@@ -149,6 +155,7 @@ class GraphScene : public QGraphicsScene {
   // Wires by the input port they feed (an input takes one wire).
   std::map<std::pair<graph::NodeId, std::string>, std::unique_ptr<EdgeItem>> edges_;
   std::set<graph::NodeId> probedBoxes_;  // the nodes with a probe at the last syncProbes()
+  std::set<graph::NodeId> markedBoxes_;  // the nodes with a load mark at the last syncLoadMarks()
   // Each member's group, as of the last sync (membership changes always sync).
   std::unordered_map<graph::NodeId, graph::NodeId> parents_;
   graph::FoldedRepeats folds_;  // the folded groups' hidden repeats (engine/graph/repeats.h)

@@ -55,7 +55,8 @@ QString markText(NodeLoadMark::Status s) {
 NodeItem::NodeItem(GraphScene& scene, graph::NodeId id) : scene_(scene), id_(id) {
   setFlags(ItemIsSelectable | ItemIsMovable | ItemSendsGeometryChanges);
   setAcceptHoverEvents(true);
-  refresh();
+  // Not drawn yet: the scene refreshes the items it shows (most of a 10,000-node model is
+  // inside collapsed groups, and each box refreshed twice was a fifth of the open).
 }
 
 void NodeItem::refresh() {

@@ -5,6 +5,7 @@
 #include <QRectF>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <exception>
 #include <iterator>
 #include <tuple>
@@ -97,11 +98,22 @@ void ProjectDocument::newProject() {
 }
 
 void ProjectDocument::load(const QString& path) {
-  graph::Project loaded = graph::load_project(path.toStdString());
-  // Collapsed before it is shown: the canvas never draws all of a large model first.
-  collapseForCanvas(loaded);
-  setProject(std::move(loaded), path);
+  open(graph::load_project(path.toStdString()), path);
   emit logMessage(tr("Opened %1").arg(QFileInfo(path).fileName()));
+}
+
+void ProjectDocument::open(graph::Project project, const QString& path) {
+  // Collapsed and placed before it is shown: the canvas never draws all of a large model, nor
+  // draws it once where the file had it and again where the layout puts it.
+  collapseForCanvas(project);
+  std::optional<graph::Layout> layout;
+  try {
+    layout = graph::layout_graph(project);
+    placeForCanvas(project, *layout);
+  } catch (const std::exception&) {
+    // prepareForCanvas() tries again and says why.
+  }
+  replaceProject(std::move(project), path, std::move(layout));
 }
 
 void ProjectDocument::save(const QString& path) {
@@ -120,11 +132,17 @@ void ProjectDocument::save(const QString& path) {
 }
 
 void ProjectDocument::setProject(graph::Project project, const QString& path) {
+  replaceProject(std::move(project), path, std::nullopt);
+}
+
+void ProjectDocument::replaceProject(graph::Project project, const QString& path,
+                                     std::optional<graph::Layout> layout) {
   undoStack_->clear();
   project_ = std::move(project);
   shadowValid_ = false;
   parameterCounts_.clear();
-  layoutStale_ = true;
+  layoutStale_ = !layout;
+  if (layout) layout_ = std::move(*layout);
   model_.reset();
   selection_.clear();
   loadMarks_.clear();
@@ -704,7 +722,6 @@ bool ProjectDocument::collapseForCanvas(graph::Project& project) {
 }
 
 void ProjectDocument::prepareForCanvas() {
-  graph::Graph& g = project_.graph;
   if (collapseForCanvas(project_)) {
     shadowValid_ = false;
     graphChanged();
@@ -712,34 +729,50 @@ void ProjectDocument::prepareForCanvas() {
   }
   if (!layoutStale_ && layout_.boxes.empty()) return;  // the layout engine failed
   if (layoutStale_ && !relayout()) return;
+  if (!placeForCanvas(project_, layout_)) return;
+  shadow_.layout_direction = project_.layout_direction;
+  std::map<graph::NodeId, QPointF> positions;
+  // placeForCanvas moved the project's nodes: the document says so, and moves its copy.
+  for (const auto& [id, box] : layout_.boxes) positions[id] = QPointF(box.x, box.y);
+  applyPositions(positions);
+}
+
+bool ProjectDocument::placeForCanvas(graph::Project& project, const graph::Layout& layout) {
+  graph::Graph& g = project.graph;
   // Positions that make boxes overlap are no layout (a file written by hand), and neither are
   // those of a file no layered layout made (layout_direction unset): the layout's positions
   // replace them.
-  std::vector<std::pair<graph::NodeId, QRectF>> boxes;
-  for (graph::NodeId id : layout_.order) {
+  // Any two boxes that overlap, found through a grid of cells (each box listed in the cells it
+  // covers): a sweep along one axis was quadratic for a column of boxes that all start at the
+  // same x (a 10,000-node tower).
+  constexpr double kCell = 256;
+  std::unordered_map<int64_t, std::vector<QRectF>> cells;
+  bool overlap = false;
+  for (graph::NodeId id : layout.order) {
     const graph::Node& n = g.at(id);
     if (isGroup(n) && !n.collapsed && !n.members.empty()) continue;  // a frame
-    const graph::NodeSize size = graph::node_box_size(project_, n);
-    boxes.emplace_back(n.id, QRectF(n.x, n.y, size.width, size.height));
-  }
-  std::sort(boxes.begin(), boxes.end(),
-            [](const auto& a, const auto& b) { return a.second.left() < b.second.left(); });
-  bool overlap = false;
-  for (size_t i = 0; i < boxes.size() && !overlap; ++i) {
-    for (size_t j = i + 1; j < boxes.size(); ++j) {
-      if (boxes[j].second.left() >= boxes[i].second.right()) break;
-      if (boxes[i].second.intersects(boxes[j].second)) {
-        overlap = true;
-        break;
+    const graph::NodeSize size = graph::node_box_size(project, n);
+    const QRectF box(n.x, n.y, size.width, size.height);
+    const auto first = [](double v) { return static_cast<int64_t>(std::floor(v / kCell)); };
+    for (int64_t cx = first(box.left()); cx <= first(box.right()) && !overlap; ++cx) {
+      for (int64_t cy = first(box.top()); cy <= first(box.bottom()) && !overlap; ++cy) {
+        std::vector<QRectF>& cell = cells[(cx << 32) ^ (cy & 0xffffffff)];
+        overlap = std::any_of(cell.begin(), cell.end(),
+                              [&](const QRectF& other) { return other.intersects(box); });
+        cell.push_back(box);
       }
     }
+    if (overlap) break;
   }
-  if (!overlap && !project_.layout_direction.empty()) return;
-  project_.layout_direction = layout_.direction;
-  shadow_.layout_direction = layout_.direction;
-  std::map<graph::NodeId, QPointF> positions;
-  for (const auto& [id, box] : layout_.boxes) positions[id] = QPointF(box.x, box.y);
-  applyPositions(positions);
+  if (!overlap && !project.layout_direction.empty()) return false;
+  project.layout_direction = layout.direction;
+  for (const auto& [id, box] : layout.boxes) {
+    if (graph::Node* n = g.find(id)) {
+      n->x = box.x;
+      n->y = box.y;
+    }
+  }
+  return true;
 }
 
 void ProjectDocument::setParameterFrozen(const QString& name, bool frozen) {

@@ -131,6 +131,10 @@ class ProjectDocument : public QObject {
   void newProject();
   // Replaces the project with a file's; throws the engine's error (the document is unchanged).
   void load(const QString& path);
+  // What load() does with the file read: a large graph collapsed (collapseForCanvas), laid out
+  // and its boxes placed before the canvas first draws it (prepareForCanvas then has nothing
+  // left to do), then set.
+  void open(graph::Project project, const QString& path);
   void save(const QString& path);
   // Replaces the project with one from memory (crash recovery, the built-in example).
   void setProject(graph::Project project, const QString& path);
@@ -188,6 +192,9 @@ class ProjectDocument : public QObject {
   // repeats folded, for a graph over kLargeGraph nodes with no collapsed group. True when it
   // changed anything.
   static bool collapseForCanvas(graph::Project& project);
+  // The second part: the layout's positions, where the project's own are no layout (boxes that
+  // overlap, or no layout_direction: a file no layered layout made). True when it moved them.
+  static bool placeForCanvas(graph::Project& project, const graph::Layout& layout);
   // Freezes or unfreezes a parameter by its qualified name; kept in the project file.
   void setParameterFrozen(const QString& name, bool frozen);
   bool isParameterFrozen(const QString& name) const;
@@ -269,6 +276,9 @@ class ProjectDocument : public QObject {
   // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
   // layout engine fails.
   bool relayout() const;
+  // setProject, with the layout already made for it (open()) or none.
+  void replaceProject(graph::Project project, const QString& path,
+                      std::optional<graph::Layout> layout);
   // What a patch applied that way does to the items (everything when groups changed).
   GraphChange changeOf(const GraphPatch& patch, bool forward) const;
   // Adds the nodes whose shapes or problems differ from `before` (the last analysis).
