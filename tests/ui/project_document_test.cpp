@@ -3,7 +3,9 @@
 // no-op edits leave no step, refused edits change nothing.
 #include <gtest/gtest.h>
 
+#include <QCoreApplication>
 #include <QTemporaryDir>
+#include <QTest>
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
@@ -11,6 +13,8 @@
 #include "engine/graph/node_types.h"
 #include "support/generated_projects.h"
 #include "ui/app/example_project.h"
+#include "ui/canvas/graph_scene.h"
+#include "ui/canvas/node_item.h"
 #include "ui/document/project_document.h"
 
 namespace nns::ui {
@@ -77,6 +81,40 @@ TEST(ProjectDocument, ConnectAnalyzesShapesAndRefusesCycles) {
   EXPECT_FALSE(c.doc.connectPorts({c.act, "out"}, {c.fc1, "in"}));
   EXPECT_EQ(c.doc.undoStack()->count(), steps);
   EXPECT_EQ(c.doc.project().graph.edge_into({c.fc1, "in"})->from.node, c.x);
+}
+
+TEST(ProjectDocument, AnEditsAnalysisComesInTheEventAfterItAndRedrawsWhatItChanged) {
+  Chain c;
+  QCoreApplication::processEvents();  // the chain's own analyses told
+  GraphScene scene(&c.doc);
+  std::vector<GraphChange> told;
+  int analysed = 0;
+  QObject::connect(&c.doc, &ProjectDocument::graphEdited,
+                   [&](const GraphChange& change) { told.push_back(change); });
+  QObject::connect(&c.doc, &ProjectDocument::analysed, [&] { ++analysed; });
+  ASSERT_TRUE(c.doc.setNodeOptions(c.fc1, {{"in_features", 2}, {"out_features", 16}}));
+  // The edit is told at once (the linear redrawn), its analysis not yet: the canvas still
+  // draws the shapes it had, while whoever asks for the analysis gets the new one.
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_TRUE(told[0].changed.count(c.fc1));
+  EXPECT_EQ(analysed, 0);
+  EXPECT_EQ(graph::shape_str(c.doc.lastAnalysis().output_shapes.at(c.act).at("out")), "[N, 8]");
+  EXPECT_EQ(scene.nodeItem(c.act)->outputText(), "[N, 8]");
+  EXPECT_EQ(graph::shape_str(c.doc.analysis().output_shapes.at(c.act).at("out")), "[N, 16]");
+  // In the next event: the nodes whose shapes changed (the linear and the ReLU after it, not
+  // the input) are told and drawn again, once.
+  QTRY_COMPARE(analysed, 1);
+  ASSERT_EQ(told.size(), 2u);
+  EXPECT_TRUE(told[1].changed.count(c.fc1));
+  EXPECT_TRUE(told[1].changed.count(c.act));
+  EXPECT_FALSE(told[1].changed.count(c.x));
+  EXPECT_EQ(scene.nodeItem(c.act)->outputText(), "[N, 16]");
+  // A burst of edits is analysed once, after the last.
+  c.doc.renameNode(c.act, "relu_a");
+  c.doc.renameNode(c.act, "relu_b");
+  QTRY_COMPARE(analysed, 2);
+  QCoreApplication::processEvents();
+  EXPECT_EQ(analysed, 2);
 }
 
 TEST(ProjectDocument, AShapeMismatchIsAWarningNamingTheShape) {

@@ -9,6 +9,7 @@
 
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/node_item.h"
+#include "ui/document/qt_strings.h"
 
 namespace nns::ui {
 
@@ -40,7 +41,11 @@ void EdgeItem::refresh() {
   setVisible(from != to);
   if (from == to) return;
   setPath(scene_.wirePath(edge_, false));
-  const QStringList problems = scene_.document()->problemsOf(edge_.to.node, edge_.to.port);
+  // As the last analysis found them (an edit's own comes after it, and redraws what changed).
+  QStringList problems;
+  for (const graph::Problem* p : scene_.document()->lastProblemsAt(edge_.to.node)) {
+    if (p->port == edge_.to.port) problems << qs(p->message);
+  }
   bad_ = !problems.isEmpty();
   setToolTip(problems.join("\n"));
   update();

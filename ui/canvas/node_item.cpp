@@ -85,13 +85,13 @@ void NodeItem::refresh() {
   }
   ports_ = graph::project_node_ports(project, node);
   outShapes_.clear();
-  const auto& shapes = scene_.document()->analysis().output_shapes;
+  const auto& shapes = scene_.document()->lastAnalysis().output_shapes;
   if (auto it = shapes.find(id_); it != shapes.end()) {
     for (const auto& [port, shape] : it->second) outShapes_[port] = qs(graph::shape_str(shape));
   }
   problems_.clear();
   portProblems_.clear();
-  for (const graph::Problem* p : scene_.document()->problemsAt(id_)) {
+  for (const graph::Problem* p : scene_.document()->lastProblemsAt(id_)) {
     if (p->port.empty()) {
       problems_ << qs(p->message);
     } else {

@@ -50,6 +50,8 @@ class NodeItem : public QGraphicsItem {
   QSizeF boxSize() const { return size_; }
   // Whether the health strip is drawn (its probe has samples).
   bool showsHealth() const { return healthStrip_; }
+  // The output shapes as the box writes them: "[N, 64]", or "out [N, 8]  h_n [1, N, 8]".
+  QString outputText() const;
   // Re-reads the node's health from the scene's health model: the strip appears with the
   // first samples and goes when they are cleared.
   void refreshHealth();
@@ -86,7 +88,6 @@ class NodeItem : public QGraphicsItem {
   void paintPorts(QPainter* painter, const QFont& font);
   void paintHealth(QPainter* painter);
   void paintFailure(QPainter* painter);
-  QString outputText() const;
   QString groupSummary(const graph::Node& node) const;
 
   GraphScene& scene_;

@@ -3,6 +3,7 @@
 
 #include <QFileInfo>
 #include <QRectF>
+#include <QTimer>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -37,7 +38,10 @@ std::vector<graph::NodeId> withMembers(const graph::Graph& g, std::vector<graph:
 }  // namespace
 
 ProjectDocument::ProjectDocument(QObject* parent)
-    : QObject(parent), undoStack_(new QUndoStack(this)) {
+    : QObject(parent), undoStack_(new QUndoStack(this)), analysisTimer_(new QTimer(this)) {
+  analysisTimer_->setSingleShot(true);
+  analysisTimer_->setInterval(0);
+  connect(analysisTimer_, &QTimer::timeout, this, &ProjectDocument::publishAnalysis);
   graphChanged();
 }
 
@@ -51,7 +55,17 @@ QStringList ProjectDocument::problemsOf(graph::NodeId node, const std::string& p
   return out;
 }
 
+const graph::Analysis& ProjectDocument::analysis() const {
+  if (analysisStale_) analyseNow();
+  return analysis_;
+}
+
 std::vector<const graph::Problem*> ProjectDocument::problemsAt(graph::NodeId node) const {
+  analysis();
+  return lastProblemsAt(node);
+}
+
+std::vector<const graph::Problem*> ProjectDocument::lastProblemsAt(graph::NodeId node) const {
   std::vector<const graph::Problem*> out;
   auto it = problemIndex_.find(node);
   if (it == problemIndex_.end()) return out;
@@ -457,20 +471,14 @@ void ProjectDocument::applyPositions(const std::map<graph::NodeId, QPointF>& pos
 
 void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
   if (analysed) {
-    graph::Analysis before = std::move(analysis_);
-    try {
-      analysis_ = graph::analyze(project_, &analysisCache_);
-    } catch (const std::exception& e) {
-      analysis_ = {};
-      analysis_.problems.push_back({0, {}, e.what(), {}});
-    }
-    if (!change.everything) addAnalysisChanges(before, change);
     modelStale_ = true;
-    // Each node's problems by node: every box and wire asks for its own on each refresh.
-    problemIndex_.clear();
-    for (size_t i = 0; i < analysis_.problems.size(); ++i) {
-      const graph::Problem& p = analysis_.problems[i];
-      if (p.block.empty()) problemIndex_[p.node].push_back(i);
+    analysisStale_ = true;
+    if (change.everything) {
+      // Every item is drawn again: with the shapes, so that none is drawn twice.
+      analyseNow();
+      analysisChange_ = {};
+    } else if (!analysisTimer_->isActive()) {
+      analysisTimer_->start();
     }
   }
   if (!loadMarks_.empty()) {
@@ -479,6 +487,34 @@ void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
   }
   emit graphEdited(change);
   emit changed();
+  if (analysed && change.everything) emit this->analysed();
+}
+
+void ProjectDocument::analyseNow() const {
+  analysisStale_ = false;
+  graph::Analysis before = std::move(analysis_);
+  try {
+    analysis_ = graph::analyze(project_, &analysisCache_);
+  } catch (const std::exception& e) {
+    analysis_ = {};
+    analysis_.problems.push_back({0, {}, e.what(), {}});
+  }
+  addAnalysisChanges(before, analysisChange_);
+  // Each node's problems by node: every box and wire asks for its own on each refresh.
+  problemIndex_.clear();
+  for (size_t i = 0; i < analysis_.problems.size(); ++i) {
+    const graph::Problem& p = analysis_.problems[i];
+    if (p.block.empty()) problemIndex_[p.node].push_back(i);
+  }
+}
+
+void ProjectDocument::publishAnalysis() {
+  if (analysisStale_) analyseNow();
+  GraphChange change = std::move(analysisChange_);
+  analysisChange_ = {};
+  // Nodes removed since have no items; the scene skips them.
+  if (!change.changed.empty()) emit graphEdited(change);
+  emit analysed();
 }
 
 void ProjectDocument::addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const {
@@ -508,8 +544,6 @@ void ProjectDocument::addAnalysisChanges(const graph::Analysis& before, GraphCha
   };
   differ(before.output_shapes, analysis_.output_shapes);
   differ(problemsByNode(before), problemsByNode(analysis_));
-  for (graph::NodeId id : change.added) change.changed.erase(id);
-  for (graph::NodeId id : change.removed) change.changed.erase(id);
   change.changed.erase(0);
 }
 

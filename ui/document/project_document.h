@@ -27,6 +27,8 @@
 #include "engine/graph/project.h"
 #include "engine/serialize/serialize.h"
 
+class QTimer;
+
 namespace nns::ui {
 
 // One edit of a project's graph, both ways, as an undo step keeps it: the nodes it changed,
@@ -100,11 +102,19 @@ class ProjectDocument : public QObject {
 
   const graph::Project& project() const { return project_; }
   QUndoStack* undoStack() const { return undoStack_; }
-  const graph::Analysis& analysis() const { return analysis_; }
+  // The analysis of the graph as it is (made now if an edit since the last one has not been
+  // analysed yet).
+  const graph::Analysis& analysis() const;
   // Problems of one node (all of them when port is empty, else those of that port).
   QStringList problemsOf(graph::NodeId node, const std::string& port = {}) const;
   // The top level's problems at one node, in the analysis's order (from an index by node).
   std::vector<const graph::Problem*> problemsAt(graph::NodeId node) const;
+  // The same as the last analysis made found them, without making one: what the canvas draws
+  // while it redraws an edit. An edit's analysis comes a moment after it, in an event of its
+  // own (at 10,000 nodes it was two thirds of each edit), and then graphEdited names the nodes
+  // whose shapes or problems it changed, and analysed() follows.
+  const graph::Analysis& lastAnalysis() const { return analysis_; }
+  std::vector<const graph::Problem*> lastProblemsAt(graph::NodeId node) const;
 
   // The architecture: the model the graph builds, for its structure (module names, the repr,
   // parameter names and shapes, requires_grad from the frozen set); nullptr while the graph
@@ -251,6 +261,8 @@ class ProjectDocument : public QObject {
   // first with what changed, item by item.
   void graphEdited(const nns::ui::GraphChange& change);
   void changed();
+  // An analysis was made: after an edit, in the event after it; for a new project, at once.
+  void analysed();
   // The dataset or training settings changed.
   void settingsChanged();
   // Only positions changed.
@@ -283,6 +295,12 @@ class ProjectDocument : public QObject {
   GraphChange changeOf(const GraphPatch& patch, bool forward) const;
   // Adds the nodes whose shapes or problems differ from `before` (the last analysis).
   void addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const;
+  // Analyses the project now; the nodes whose shapes or problems changed are kept for
+  // publishAnalysis() to tell.
+  void analyseNow() const;
+  // The edit's analysis, in the event after it: made (unless something asked for it first)
+  // and told (graphEdited with the nodes it changed, then analysed()).
+  void publishAnalysis();
   void takePendingLayout();
   // edit() with fn, then the graph laid out again, in one undo step.
   void editAndLayOut(const QString& text, const std::function<void(graph::Project&)>& fn);
@@ -298,8 +316,13 @@ class ProjectDocument : public QObject {
   QUndoStack* undoStack_;
   QString filePath_;
   std::vector<graph::NodeId> selection_;
-  graph::Analysis analysis_;
-  std::unordered_map<graph::NodeId, std::vector<size_t>> problemIndex_;  // into analysis_
+  mutable graph::Analysis analysis_;
+  mutable bool analysisStale_ = false;  // an edit since analysis_ was made
+  // Starts publishAnalysis() once the events already waiting are done: the edit's repaint
+  // comes first (a zero-time timer; a queued call would go before it).
+  QTimer* analysisTimer_;
+  mutable GraphChange analysisChange_;  // what analyses since the last publishAnalysis() changed
+  mutable std::unordered_map<graph::NodeId, std::vector<size_t>> problemIndex_;  // analysis_'s
   // What the last analysis found for each node: an edit analyses again only what it changed
   // (and what its shapes reach). checkConnection's trial analysis uses it too.
   mutable graph::AnalysisCache analysisCache_;

@@ -18,7 +18,8 @@ ProblemsWidget::ProblemsWidget(ProjectDocument* document, QWidget* parent)
   header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
   header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
   header()->setStretchLastSection(true);
-  connect(document_, &ProjectDocument::changed, this, &ProblemsWidget::refresh);
+  // After each analysis (an edit's comes in its own event, a moment after the edit).
+  connect(document_, &ProjectDocument::analysed, this, &ProblemsWidget::refresh);
   connect(this, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) {
     const graph::NodeId id = item->data(0, Qt::UserRole).toLongLong();
     if (id == 0 || !document_->project().graph.find(id)) return;
