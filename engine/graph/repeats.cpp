@@ -134,8 +134,10 @@ int fold_all_repeats(Project& project) {
 
 FoldedRepeats folded_repeats(const Project& project) {
   FoldedRepeats out;
+  // A collapsed group shows none of its runs: when every folded group is collapsed (a large
+  // model as opened) the index is not made at all (the canvas asks after every edit).
   const bool any = std::any_of(project.graph.nodes.begin(), project.graph.nodes.end(),
-                               [](const Node& n) { return n.folded; });
+                               [](const Node& n) { return n.folded && !n.collapsed; });
   if (!any) return out;
   const Index index(project.graph);
   for (const Node& n : project.graph.nodes) {

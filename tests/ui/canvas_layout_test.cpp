@@ -131,6 +131,32 @@ void checkCanvas(const std::string& name, ProjectDocument& doc, GraphScene& scen
   EXPECT_GE(downwards * 10, wires * 9) << downwards << " of " << wires << " wires flow down";
 }
 
+// The scene after edits shows what a scene made now for the document shows, box for box and
+// wire for wire.
+void drawnAsFresh(const std::string& name, ProjectDocument& doc, GraphScene& scene) {
+  SCOPED_TRACE(name);
+  GraphScene fresh(&doc);
+  for (const graph::Node& n : doc.project().graph.nodes) {
+    const NodeItem* a = scene.nodeItem(n.id);
+    const NodeItem* b = fresh.nodeItem(n.id);
+    if (!b || !b->isVisible()) {
+      EXPECT_TRUE(!a || !a->isVisible()) << n.name;
+      continue;
+    }
+    ASSERT_TRUE(a && a->isVisible()) << n.name;
+    EXPECT_EQ(boxOf(a), boxOf(b)) << n.name;
+    EXPECT_EQ(a->isFrame(), b->isFrame()) << n.name;
+  }
+  auto wires = [](const GraphScene& s) {
+    std::map<std::pair<NodeId, std::string>, QPainterPath> out;
+    for (const EdgeItem* e : s.edgeItems()) {
+      if (e->isVisible()) out[{e->edge().to.node, e->edge().to.port}] = e->path();
+    }
+    return out;
+  };
+  EXPECT_TRUE(wires(scene) == wires(fresh));
+}
+
 TEST(CanvasLayout, GroupsHoldExactlyTheirMembersAndWiresFlowDownAroundTheBoxes) {
   for (Case& c : cases()) {
     ProjectDocument doc;
@@ -171,7 +197,20 @@ TEST(CanvasLayout, LargeProjectsOpenWithNestedGroupsCollapsed) {
   // A member of a collapsed group is drawn by the group's box, and has no item of its own.
   const NodeId member = g.find_by_name("b0_fc0")->id;
   EXPECT_EQ(scene.nodeItem(member), nullptr);
-  EXPECT_EQ(scene.shownItem(member), scene.nodeItem(g.find_by_name("block0")->id));
+  const NodeId block0 = g.find_by_name("block0")->id;
+  EXPECT_EQ(scene.shownItem(member), scene.nodeItem(block0));
+  // Expanded, the block's members get their items (its runs of equal layers folded, as a
+  // fresh canvas draws them), and the canvas is as a fresh one draws it.
+  doc.setCollapsed(block0, false);
+  ASSERT_NE(scene.nodeItem(member), nullptr);
+  EXPECT_TRUE(scene.nodeItem(member)->isVisible());
+  EXPECT_TRUE(scene.nodeItem(block0)->isFrame());
+  checkCanvas("block0 expanded", doc, scene);
+  drawnAsFresh("block0 expanded", doc, scene);
+  doc.undoStack()->undo();
+  EXPECT_FALSE(scene.nodeItem(member)->isVisible());
+  EXPECT_FALSE(scene.nodeItem(block0)->isFrame());
+  checkCanvas("block0 collapsed by undo", doc, scene);
   EXPECT_FALSE(scene.nodeItem(g.find_by_name("block0")->id)->isFrame());
   // A small one opens as it is.
   ProjectDocument small;
@@ -192,7 +231,9 @@ TEST(CanvasLayout, CollapseAndExpandRoundTripPositionsAndACollapsedGroupReopensC
   EXPECT_EQ(scene.nodeItem(block)->boxSize(),
             QSizeF(graph::kCollapsedGroupWidth, graph::kCollapsedGroupHeight));
   checkCanvas("block1 collapsed", doc, scene);
+  drawnAsFresh("block1 collapsed", doc, scene);
   doc.setCollapsed(block, false);
+  drawnAsFresh("block1 expanded", doc, scene);
   for (const graph::Node& n : before.graph.nodes) {
     const graph::Node& now = doc.project().graph.at(n.id);
     EXPECT_EQ(QPointF(now.x, now.y), QPointF(n.x, n.y)) << n.name;
@@ -200,6 +241,7 @@ TEST(CanvasLayout, CollapseAndExpandRoundTripPositionsAndACollapsedGroupReopensC
   doc.undoStack()->undo();
   EXPECT_TRUE(doc.project().graph.at(block).collapsed);
   checkCanvas("block1 collapsed again by undo", doc, scene);
+  drawnAsFresh("block1 collapsed again by undo", doc, scene);
 
   QTemporaryDir dir;
   const QString path = dir.filePath("collapsed.nns");

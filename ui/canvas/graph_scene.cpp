@@ -204,20 +204,7 @@ void GraphScene::sync() {
     if (!nodes_.count(n.id)) addNodeItem(n.id);
     shown.push_back(nodes_.at(n.id).get());
   }
-  // Boxes first, then frames from the innermost out, since a frame wraps what it holds.
-  std::vector<const graph::Node*> frames;
-  for (NodeItem* item : shown) {
-    const graph::Node& n = node(item->id());
-    if (isGroup(n) && !n.collapsed) {
-      frames.push_back(&n);
-    } else {
-      item->refresh();
-    }
-  }
-  std::sort(frames.begin(), frames.end(), [&](const graph::Node* a, const graph::Node* b) {
-    return groupDepth(a->id) > groupDepth(b->id);
-  });
-  for (const graph::Node* n : frames) nodes_.at(n->id)->refresh();
+  refreshShown(shown);
 
   // Wires the graph still has keep their items (drawn again); the others go.
   auto oldEdges = std::move(edges_);
@@ -240,10 +227,65 @@ void GraphScene::sync() {
   update();
 }
 
+void GraphScene::refreshShown(const std::vector<NodeItem*>& items) {
+  std::vector<NodeItem*> frames;
+  for (NodeItem* item : items) {
+    const graph::Node& n = node(item->id());
+    if (isGroup(n) && !n.collapsed) {
+      frames.push_back(item);
+    } else {
+      item->refresh();
+    }
+  }
+  std::sort(frames.begin(), frames.end(), [&](const NodeItem* a, const NodeItem* b) {
+    return groupDepth(a->id()) > groupDepth(b->id());
+  });
+  for (NodeItem* frame : frames) frame->refresh();
+}
+
+void GraphScene::showRegrouped(const std::set<graph::NodeId>& groups,
+                               std::set<graph::NodeId>& touched) {
+  // The groups and everything inside them: only their items change.
+  std::set<graph::NodeId> inside;
+  std::vector<graph::NodeId> todo(groups.begin(), groups.end());
+  while (!todo.empty()) {
+    const graph::NodeId id = todo.back();
+    todo.pop_back();
+    const graph::Node* n = findNode(id);
+    if (!n || !inside.insert(id).second) continue;
+    todo.insert(todo.end(), n->members.begin(), n->members.end());
+  }
+  std::vector<NodeItem*> shown;
+  for (graph::NodeId id : inside) {
+    const bool show = shownNode(id) == id;
+    NodeItem* item = nodeItem(id);
+    if (show && !item) {
+      addNodeItem(id);
+      item = nodeItem(id);
+    }
+    if (!item) continue;
+    item->setVisible(show);
+    if (show) {
+      shown.push_back(item);
+      touched.insert(id);
+    }
+  }
+  refreshShown(shown);
+  for (const graph::Edge& e : document_->project().graph.edges) {
+    if (!inside.count(e.from.node) && !inside.count(e.to.node)) continue;
+    auto it = edges_.find({e.to.node, e.to.port});
+    if (it != edges_.end()) {
+      it->second->refresh();  // shown, or hidden when both ends are in one box
+    } else if (shownNode(e.from.node) != shownNode(e.to.node)) {
+      addEdgeItem(e);
+    }
+  }
+}
+
 void GraphScene::applyChange(const GraphChange& change) {
-  // An edit in a folded group may end or start a run: then every item's visibility changes.
-  if (change.everything ||
-      (!folds_.empty() && graph::folded_repeats(document_->project()) != folds_)) {
+  // An edit in a folded group may end or start a run, and expanding a group shows the runs in
+  // it: then every item's visibility changes.
+  if (change.everything || graph::folded_repeats(document_->project()) != folds_) {
     sync();
     return;
   }
@@ -280,8 +322,10 @@ void GraphScene::applyChange(const GraphChange& change) {
   std::set<graph::NodeId> touched = change.changed;
   touched.insert(change.added.begin(), change.added.end());
   touched.insert(change.moved.begin(), change.moved.end());
+  if (!change.regrouped.empty()) showRegrouped(change.regrouped, touched);
   followTouched(touched);
   syncing_ = false;
+  if (!change.regrouped.empty()) growSceneRect();
   syncProbes();
   selectionFromDocument();
 }

@@ -138,6 +138,12 @@ class GraphScene : public QGraphicsScene {
   void followTouched(const std::set<graph::NodeId>& touched);
   // Widens the scene's rect to take every node with room around it.
   void growSceneRect();
+  // Groups collapsed or expanded: what they hold shown (items made as needed) or hidden, the
+  // groups and the wires that meet them redrawn; adds what moved with them to `touched`.
+  void showRegrouped(const std::set<graph::NodeId>& groups, std::set<graph::NodeId>& touched);
+  // Refreshes shown items: boxes first, then frames from the innermost out (a frame wraps
+  // what it holds).
+  void refreshShown(const std::vector<NodeItem*>& items);
   void addNodeItem(graph::NodeId id);
   void addEdgeItem(const graph::Edge& edge);
   void retire(std::unique_ptr<QGraphicsItem> item);

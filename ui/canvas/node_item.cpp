@@ -62,7 +62,6 @@ NodeItem::NodeItem(GraphScene& scene, graph::NodeId id) : scene_(scene), id_(id)
 void NodeItem::refresh() {
   const graph::Project& project = scene_.document()->project();
   const graph::Node& node = scene_.node(id_);
-  prepareGeometryChange();
   group_ = isGroup(node);
   frame_ = group_ && !node.collapsed && !node.members.empty();
   leftToRight_ = project.layout_direction == "LR";
@@ -109,7 +108,11 @@ void NodeItem::refresh() {
     const NodeHealthModel* health = scene_.healthModel();
     healthStrip_ = health && !health->sparkline(id_).empty();
     const graph::NodeSize size = graph::node_box_size(project, node);
-    size_ = QSizeF(size.width, size.height);
+    // Only a new size moves the bounds (and the scene's index entry); most refreshes keep it.
+    if (QSizeF(size.width, size.height) != size_) {
+      prepareGeometryChange();
+      size_ = QSizeF(size.width, size.height);
+    }
     setPosQuietly(QPointF(node.x, node.y));
   }
   updateShape();

@@ -93,7 +93,9 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
 }
 
 std::optional<int64_t> ProjectDocument::parameterCount(graph::NodeId node) const {
-  return graph::parameter_count(project_, node, parameterCounts_);
+  auto [it, added] = nodeParameterCounts_.try_emplace(node);
+  if (added) it->second = graph::parameter_count(project_, node, parameterCounts_);
+  return it->second;
 }
 
 void ProjectDocument::applyFrozen(graph::GraphModule& model) const {
@@ -310,8 +312,8 @@ GraphChange ProjectDocument::changeOf(const GraphPatch& patch, bool forward) con
   for (const auto& [before, after] : patch.changed) {
     const graph::Node& from = forward ? before : after;
     const graph::Node& to = forward ? after : before;
-    if (from.members != to.members || from.collapsed != to.collapsed || from.folded != to.folded)
-      change.everything = true;
+    if (from.members != to.members || from.folded != to.folded) change.everything = true;
+    if (from.collapsed != to.collapsed) change.regrouped.insert(to.id);
     if (from.type != to.type || from.name != to.name || from.options != to.options ||
         from.extra != to.extra) {
       change.changed.insert(to.id);
@@ -432,7 +434,7 @@ void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
   if (pendingLayout_) {
     layout_ = std::move(*pendingLayout_);
     layoutStale_ = false;
-  } else if (change.everything) {
+  } else if (change.everything || !change.regrouped.empty()) {
     layoutStale_ = true;
   }
   pendingLayout_.reset();
@@ -473,6 +475,7 @@ void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
   if (analysed) {
     modelStale_ = true;
     analysisStale_ = true;
+    nodeParameterCounts_.clear();
     if (change.everything) {
       // Every item is drawn again: with the shapes, so that none is drawn twice.
       analyseNow();

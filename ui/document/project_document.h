@@ -83,6 +83,9 @@ struct GraphChange {
   std::set<graph::NodeId> added, removed;
   std::set<graph::NodeId> changed;  // type, name, options, or the analysis's shapes or problems
   std::set<graph::NodeId> moved;    // only the position
+  // Groups collapsed or expanded: their members are shown or hidden, the group turns between
+  // one box and a frame (the scene redraws them and what they hold, not everything).
+  std::set<graph::NodeId> regrouped;
   std::vector<graph::Edge> edgesAdded, edgesRemoved;
 };
 
@@ -328,6 +331,9 @@ class ProjectDocument : public QObject {
   mutable graph::AnalysisCache analysisCache_;
   // parameterCount's counts by type and options; cleared when the blocks change.
   mutable std::unordered_map<std::string, int64_t> parameterCounts_;
+  // And its answers by node, until the graph changes what the analysis reads (a collapse, a
+  // move or a new project's first draw asks for each group's once).
+  mutable std::unordered_map<graph::NodeId, std::optional<int64_t>> nodeParameterCounts_;
   std::shared_ptr<graph::GraphModule> model_;
   bool modelStale_ = true;
   QString modelError_;
