@@ -45,6 +45,13 @@ DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, Q
   setMinimumSize(180, 180);
   setAttribute(Qt::WA_OpaquePaintEvent);
   connect(controller_, &TrainingController::sessionReset, this, &DecisionBoundaryWidget::takeData);
+  // Why there was no session is about the graph before the edit (or the project before the
+  // one opened): until the new session is made (tick()), the panel says it is on its way.
+  connect(controller_, &TrainingController::sessionStale, this, [this] {
+    if (controller_->currentSession() || why_.isEmpty()) return;
+    why_ = tr("Making the model…");
+    update();
+  });
   connect(controller_, &TrainingController::predictionArrived, this,
           &DecisionBoundaryWidget::showPrediction);
   connect(controller_, &TrainingController::evaluationArrived, this,
