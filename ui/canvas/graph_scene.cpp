@@ -197,12 +197,18 @@ void GraphScene::sync() {
   }
   // Only what is drawn has an item, brought up to date: the members of collapsed groups and
   // folded runs (most of a 10,000-node model) get theirs when a sync shows them.
-  for (const auto& [id, item] : nodes_) item->setVisible(shownNode(id) == id);
+  // (Items whose node is gone were retired above: every item left has its node here.)
   std::vector<NodeItem*> shown;
   for (const graph::Node& n : g.nodes) {
-    if (shownNode(n.id) != n.id) continue;
-    if (!nodes_.count(n.id)) addNodeItem(n.id);
-    shown.push_back(nodes_.at(n.id).get());
+    const bool show = shownNode(n.id) == n.id;
+    NodeItem* item = nodeItem(n.id);
+    if (show && !item) {
+      addNodeItem(n.id);
+      item = nodeItem(n.id);
+    }
+    if (!item) continue;
+    item->setVisible(show);
+    if (show) shown.push_back(item);
   }
   refreshShown(shown);
 
@@ -247,13 +253,13 @@ void GraphScene::showRegrouped(const std::set<graph::NodeId>& groups,
                                std::set<graph::NodeId>& touched) {
   // The groups and everything inside them: only their items change.
   std::set<graph::NodeId> inside;
-  std::vector<graph::NodeId> todo(groups.begin(), groups.end());
-  while (!todo.empty()) {
-    const graph::NodeId id = todo.back();
-    todo.pop_back();
+  std::vector<graph::NodeId> toVisit(groups.begin(), groups.end());
+  while (!toVisit.empty()) {
+    const graph::NodeId id = toVisit.back();
+    toVisit.pop_back();
     const graph::Node* n = findNode(id);
     if (!n || !inside.insert(id).second) continue;
-    todo.insert(todo.end(), n->members.begin(), n->members.end());
+    toVisit.insert(toVisit.end(), n->members.begin(), n->members.end());
   }
   std::vector<NodeItem*> shown;
   for (graph::NodeId id : inside) {
