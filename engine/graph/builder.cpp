@@ -69,6 +69,7 @@ struct Resolved {
   const Node* parent = nullptr;            // the group it is a member of
   bool runs = false;                       // a step of the forward (not run by its group)
   AnalysisCache::Entry* cached = nullptr;  // where the analysis keeps what it found
+  bool shaped = false;                     // its output shapes were found in this pass
 
   bool is(NodeKind k) const { return kind == Kind::Type && type->kind == k; }
   bool is_switch() const { return kind == Kind::Container && is_switch_dict(*node); }
@@ -189,7 +190,23 @@ class Builder {
     return out;
   }
 
+  // Every node's output shapes. reanalyze() hands in the last analysis' map: only what differs
+  // is written, and the nodes it differs at go into *changed (forget_unshaped() at the end).
   std::map<NodeId, std::map<std::string, SymShape>> shapes;
+  std::set<NodeId>* changed = nullptr;
+
+  // The entries of nodes that got no shapes in this pass (gone, or no longer inferred).
+  void forget_unshaped() {
+    for (auto it = shapes.begin(); it != shapes.end();) {
+      const auto r = index_.find(it->first);
+      if (r != index_.end() && nodes_[r->second].shaped) {
+        ++it;
+        continue;
+      }
+      if (changed) changed->insert(it->first);
+      it = shapes.erase(it);
+    }
+  }
 
   // After analyze(): the nodes forward runs, in the order it runs them.
   const std::vector<NodeId>& run_order() const { return order_; }
@@ -663,6 +680,9 @@ class Builder {
   // ---- Shapes ---------------------------------------------------------------------------------
 
   const SymShape* shape_of(const PortRef& p) const {
+    // The map may still hold the last analysis' entry of a node this pass found none for.
+    const auto r = index_.find(p.node);
+    if (r == index_.end() || !nodes_[r->second].shaped) return nullptr;
     auto n = shapes.find(p.node);
     if (n == shapes.end()) return nullptr;
     auto s = n->second.find(p.port);
@@ -691,10 +711,7 @@ class Builder {
         for (const Problem& p : c->infer_problems) {
           problems_.add(p.block, p.node, p.port, p.message);
         }
-        if (c->out) {
-          for (size_t i = 0; i < c->out->size() && i < r.outputs().size(); ++i)
-            shapes[id][r.outputs()[i]] = (*c->out)[i];
-        }
+        if (c->out) put_shapes(r, r.outputs(), c->out->data(), c->out->size());
         continue;
       }
       Shapes in;
@@ -707,10 +724,43 @@ class Builder {
       } else if (in.size() == r.inputs().size()) {
         out = infer_call(r, r, in);
       }
-      if (!out) continue;
-      for (size_t i = 0; i < out->size() && i < r.outputs().size(); ++i)
-        shapes[id][r.outputs()[i]] = (*out)[i];
+      if (out) put_shapes(r, r.outputs(), out->data(), out->size());
     }
+  }
+
+  // A node's output shapes, port by port. An entry that is as it was (the last analysis') is
+  // left alone: an edit of a 10,000-node graph writes a handful, not the map.
+  void put_shapes(Resolved& r, const std::vector<std::string>& ports, const SymShape* out,
+                  size_t count) {
+    const size_t n = std::min(count, ports.size());
+    if (n == 0) return;
+    auto [it, added] = shapes.try_emplace(r.node->id);
+    std::map<std::string, SymShape>& m = it->second;
+    bool differs = added;
+    if (!r.shaped) {
+      // The first write of this pass: the last analysis' ports go unless they are these.
+      r.shaped = true;
+      bool same_ports = m.size() == n;
+      for (size_t i = 0; i < n && same_ports; ++i) same_ports = m.count(ports[i]) != 0;
+      if (!same_ports) {
+        m.clear();
+        differs = true;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      auto [port, fresh] = m.try_emplace(ports[i], out[i]);
+      if (fresh) {
+        differs = true;
+      } else if (port->second != out[i]) {
+        port->second = out[i];
+        differs = true;
+      }
+    }
+    if (differs && changed) changed->insert(r.node->id);
+  }
+  void put_shape(NodeId id, const SymShape& shape) {
+    static const std::vector<std::string> out_port{"out"};
+    put_shapes(resolved(id), out_port, &shape, 1);
   }
 
   // The outputs of calling `callee`'s module (or function) on `in`; problems go to `blame`
@@ -732,7 +782,7 @@ class Builder {
             if (!active) return std::nullopt;
             const Resolved& m = resolved(active->id);
             auto out = infer_call(&blame == &callee ? m : blame, m, in);
-            if (out && !out->empty()) shapes[active->id]["out"] = out->front();
+            if (out && !out->empty()) put_shape(active->id, out->front());
             return out;
           }
           Shapes x = in;
@@ -740,7 +790,7 @@ class Builder {
             const Resolved& m = resolved(id);
             auto out = infer_call(&blame == &callee ? m : blame, m, x);
             if (!out || out->size() != 1) return std::nullopt;
-            shapes[id]["out"] = out->front();
+            put_shape(id, out->front());
             x = std::move(*out);
           }
           return x;
@@ -1088,38 +1138,99 @@ CarriedState carry_state(GraphModule& from, GraphModule& to, const Graph& graph)
   return carried;
 }
 
+namespace {
+
+// Nodes gone (or no longer kept) leave the cache.
+void evict_unseen(std::unordered_map<NodeId, std::unique_ptr<AnalysisCache::Entry>>& entries,
+                  uint64_t generation) {
+  std::erase_if(entries, [&](const auto& entry) { return entry.second->generation != generation; });
+}
+
+// Each top-level node's problems, as "port: message" in the order found.
+std::map<NodeId, std::vector<std::string>> problems_by_node(const std::vector<Problem>& list) {
+  std::map<NodeId, std::vector<std::string>> out;
+  for (const Problem& p : list) {
+    if (p.block.empty()) out[p.node].push_back(p.port + ": " + p.message);
+  }
+  return out;
+}
+
+}  // namespace
+
 Analysis analyze(const Project& project, AnalysisCache* cache) {
   Problems problems;
   if (cache) ++cache->generation_;
   Builder b(project, project.graph, "", Json::object(), {}, problems, cache);
   b.analyze(nullptr);
-  if (cache) {
-    // Nodes gone (or no longer kept) leave the cache.
-    std::erase_if(cache->entries_, [&](const auto& entry) {
-      return entry.second->generation != cache->generation_;
-    });
-  }
+  if (cache) evict_unseen(cache->entries_, cache->generation_);
   return {std::move(b.shapes), std::move(problems.list)};
+}
+
+void reanalyze(const Project& project, AnalysisCache& cache, Analysis& last,
+               std::set<NodeId>& changed) {
+  Problems problems;
+  ++cache.generation_;
+  Builder b(project, project.graph, "", Json::object(), {}, problems, &cache);
+  b.shapes = std::move(last.output_shapes);
+  last.output_shapes.clear();
+  b.changed = &changed;
+  b.analyze(nullptr);
+  b.forget_unshaped();
+  evict_unseen(cache.entries_, cache.generation_);
+  // Both maps are ordered by node: one walk through the two side by side.
+  const auto before = problems_by_node(last.problems);
+  const auto after = problems_by_node(problems.list);
+  auto i = before.begin();
+  auto j = after.begin();
+  while (i != before.end() || j != after.end()) {
+    if (j == after.end() || (i != before.end() && i->first < j->first)) {
+      changed.insert((i++)->first);
+    } else if (i == before.end() || j->first < i->first) {
+      changed.insert((j++)->first);
+    } else {
+      if (i->second != j->second) changed.insert(i->first);
+      ++i;
+      ++j;
+    }
+  }
+  changed.erase(0);  // the graph as a whole is no node
+  last.output_shapes = std::move(b.shapes);
+  last.problems = std::move(problems.list);
+}
+
+namespace {
+
+// The one message for a graph that does not build: every problem, each with its block.
+GraphError graph_error(const Project& project, std::vector<Problem> problems) {
+  std::string message = project.name + ": the graph has " + std::to_string(problems.size()) +
+                        (problems.size() == 1 ? " problem: " : " problems: ");
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const Problem& p = problems[i];
+    message +=
+        (i ? "; " : "") + (p.block.empty() ? "" : "in block '" + p.block + "': ") + p.message;
+  }
+  return GraphError(message, std::move(problems));
+}
+
+}  // namespace
+
+void check_model(const Project& project) {
+  Problems problems;
+  Builder b(project, project.graph, "", Json::object(), {}, problems);
+  b.analyze(nullptr);
+  if (!problems.list.empty()) throw graph_error(project, std::move(problems.list));
 }
 
 std::shared_ptr<GraphModule> build_model(const Project& project) {
   Problems problems;
   Builder b(project, project.graph, "", Json::object(), {}, problems);
   b.analyze(nullptr);
-  if (!problems.list.empty()) {
-    std::string message = project.name + ": the graph has " + std::to_string(problems.list.size()) +
-                          (problems.list.size() == 1 ? " problem: " : " problems: ");
-    for (size_t i = 0; i < problems.list.size(); ++i) {
-      const Problem& p = problems.list[i];
-      message +=
-          (i ? "; " : "") + (p.block.empty() ? "" : "in block '" + p.block + "': ") + p.message;
-    }
-    throw GraphError(message, std::move(problems.list));
-  }
+  if (!problems.list.empty()) throw graph_error(project, std::move(problems.list));
   return b.build(project.name);
 }
 
 std::shared_ptr<GraphModule> build_initial_model(const Project& project) {
+  const auto seeded = seeded_draws();
   manual_seed(static_cast<uint64_t>(project.training.seed));
   return build_model(project);
 }

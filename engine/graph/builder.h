@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -64,12 +65,20 @@ class AnalysisCache {
  private:
   friend class Builder;
   friend Analysis analyze(const Project& project, AnalysisCache* cache);
+  friend void reanalyze(const Project& project, AnalysisCache& cache, Analysis& last,
+                        std::set<NodeId>& changed);
   std::unordered_map<NodeId, std::unique_ptr<Entry>> entries_;
   uint64_t generation_ = 0;
 };
 
 // Never throws for a bad graph: problems are collected. With a cache, the same answer sooner.
 Analysis analyze(const Project& project, AnalysisCache* cache = nullptr);
+// analyze() into `last`, the analysis of the project before an edit: only the shapes that
+// differ are written (a 10,000-node graph's map is not made again for each edit), and the
+// top-level nodes whose shapes or problems differ from last's are added to `changed` (the
+// canvas redraws those).
+void reanalyze(const Project& project, AnalysisCache& cache, Analysis& last,
+               std::set<NodeId>& changed);
 
 // How many parameter values the module of a top-level node holds (a layer's, a custom block
 // instance's, a group's with all its members'), without building the model: each distinct
@@ -117,6 +126,9 @@ class GraphModule : public nn::Module {
 };
 
 std::shared_ptr<GraphModule> build_model(const Project& project);
+// What build_model checks, without making a module: throws its GraphError for a graph that
+// does not build (a session checks before it draws weights, and builds once).
+void check_model(const Project& project);
 
 // The model with the weights a training run of the project starts from (TrainingSession's
 // reset): drawn from the default generator after manual_seed(project.training.seed). Every

@@ -81,4 +81,9 @@ void manual_seed(uint64_t seed) {
   generator.manual_seed(seed);
 }
 
+std::unique_lock<std::recursive_mutex> seeded_draws() {
+  static std::recursive_mutex mutex;
+  return std::unique_lock<std::recursive_mutex>(mutex);
+}
+
 }  // namespace nns

@@ -37,5 +37,9 @@ class Generator {
 Generator& default_generator();
 // torch.manual_seed.
 void manual_seed(uint64_t seed);
+// Held from a manual_seed to the end of the draws that must follow it (a model's initial
+// weights), so that two threads seeding and building at once (a session made in the
+// background, the window's model, a session's reset) each get the weights of their own seed.
+std::unique_lock<std::recursive_mutex> seeded_draws();
 
 }  // namespace nns

@@ -123,8 +123,9 @@ std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
   config.scheduler_per_step = same_name(t.scheduler, "OneCycleLR");
 
   SessionParts parts;
-  // Checked once here, so that a bad graph fails make_session with its GraphError.
-  graph::build_model(project);
+  // Checked here, so that a bad graph fails make_session with its GraphError before a loss or
+  // an optimizer's options are looked at (the session builds the model once, seeded).
+  graph::check_model(project);
   parts.make_model = [project] { return graph::build_model(project); };
   parts.loss = make_loss(t.loss, t.loss_options);
   const optim::OptionList opt = optimizer_option_list(t.optimizer, t.optimizer_options);

@@ -83,8 +83,12 @@ nn::ModulePtr seeded_model(const SessionParts& parts, const SessionConfig& confi
     throw ValueError("TrainingSession: batch_size must be at least 1, got " +
                      std::to_string(config.batch_size));
   }
-  manual_seed(config.seed);
-  nn::ModulePtr model = parts.make_model();
+  nn::ModulePtr model;
+  {
+    const auto seeded = seeded_draws();
+    manual_seed(config.seed);
+    model = parts.make_model();
+  }
   if (!model) throw ValueError("TrainingSession: make_model returned no model");
   model->train();
   if (!config.device.is_cpu()) model->to(config.device);
@@ -946,8 +950,12 @@ void TrainingSession::make_step_graph() {
 
 void TrainingSession::apply_reset(uint64_t seed) {
   config_.seed = seed;
-  manual_seed(seed);
-  const nn::ModulePtr fresh = parts_.make_model();
+  nn::ModulePtr fresh;
+  {
+    const auto seeded = seeded_draws();
+    manual_seed(seed);
+    fresh = parts_.make_model();
+  }
   if (!config_.device.is_cpu()) fresh->to(config_.device);
   {
     NoGradGuard no_grad;

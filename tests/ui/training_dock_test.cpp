@@ -435,6 +435,40 @@ TEST_F(TrainingControllerTest, GraphEditsMakeANewSessionWhenNotRunning) {
   EXPECT_GE(resets.count(), 1);
 }
 
+// The Output panel's new session after an edit is made on a worker thread (a 10,000-node
+// model's takes a tenth of a second): the one made for an edit that another followed is
+// dropped, and the session that comes is the latest project's, with the weights its seed
+// gives even while the window's thread seeds and builds a model of its own at the same time.
+TEST_F(TrainingControllerTest, ASessionMadeInTheBackgroundIsTheLatestEditsWithItsSeedsWeights) {
+  ASSERT_NE(controller->session(), nullptr);
+  QSignalSpy made(controller.get(), &TrainingController::sessionMade);
+  ASSERT_TRUE(document->setNodeOptions(node("fc2"), {{"in_features", 64}, {"out_features", 32}}));
+  ASSERT_TRUE(controller->isStale());
+  controller->makeSessionInBackground();
+  ASSERT_TRUE(document->setNodeOptions(node("fc3"), {{"in_features", 32}, {"out_features", 3}}));
+  controller->makeSessionInBackground();  // begun once the one for the first edit is dropped
+  // Seeded builds on this thread meanwhile: each the same weights.
+  const nn::StateDict initial = graph::build_initial_model(document->project())->state_dict();
+  while (controller->isStale()) {
+    const nn::StateDict again = graph::build_initial_model(document->project())->state_dict();
+    for (const auto& entry : initial) {
+      ASSERT_EQ(values(entry.value()), values(again[entry.key()])) << entry.key();
+    }
+    QCoreApplication::processEvents();
+  }
+  ASSERT_EQ(made.count(), 1);  // the first edit's session never became the current one
+  train::TrainingSession* session = controller->currentSession();
+  ASSERT_NE(session, nullptr) << controller->lastError().toStdString();
+  EXPECT_EQ(controller->session(), session);  // up to date: not made again
+  ASSERT_TRUE(session->wait_idle(std::chrono::seconds(10)));
+  const nn::StateDict state = session->model()->state_dict();
+  ASSERT_EQ(state.size(), initial.size());
+  EXPECT_EQ(state["fc3.weight"].sizes(), (Shape{3, 32}));
+  for (const auto& entry : initial) {
+    EXPECT_EQ(values(state[entry.key()]), values(entry.value())) << entry.key();
+  }
+}
+
 TEST_F(TrainingControllerTest, NonFiniteLossFailsTheRunAndNamesTheNode) {
   ASSERT_TRUE(controller->setLearningRate(1e30));
   QSignalSpy failed(controller.get(), &TrainingController::runFailed);

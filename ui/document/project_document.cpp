@@ -495,14 +495,14 @@ void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
 
 void ProjectDocument::analyseNow() const {
   analysisStale_ = false;
-  graph::Analysis before = std::move(analysis_);
   try {
-    analysis_ = graph::analyze(project_, &analysisCache_);
+    // In place: the nodes whose shapes or problems the edit changed are redrawn.
+    graph::reanalyze(project_, analysisCache_, analysis_, analysisChange_.changed);
   } catch (const std::exception& e) {
     analysis_ = {};
     analysis_.problems.push_back({0, {}, e.what(), {}});
+    analysisChange_.everything = true;
   }
-  addAnalysisChanges(before, analysisChange_);
   // Each node's problems by node: every box and wire asks for its own on each refresh.
   problemIndex_.clear();
   for (size_t i = 0; i < analysis_.problems.size(); ++i) {
@@ -516,38 +516,8 @@ void ProjectDocument::publishAnalysis() {
   GraphChange change = std::move(analysisChange_);
   analysisChange_ = {};
   // Nodes removed since have no items; the scene skips them.
-  if (!change.changed.empty()) emit graphEdited(change);
+  if (change.everything || !change.changed.empty()) emit graphEdited(change);
   emit analysed();
-}
-
-void ProjectDocument::addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const {
-  // An edit changes shapes and problems downstream of it: those nodes are redrawn too.
-  auto problemsByNode = [](const graph::Analysis& a) {
-    std::map<graph::NodeId, std::vector<std::string>> out;
-    for (const graph::Problem& p : a.problems) {
-      if (p.block.empty()) out[p.node].push_back(p.port + ": " + p.message);
-    }
-    return out;
-  };
-  // Both maps are ordered by node: one walk through the two side by side.
-  auto differ = [&](const auto& a, const auto& b) {
-    auto i = a.begin();
-    auto j = b.begin();
-    while (i != a.end() || j != b.end()) {
-      if (j == b.end() || (i != a.end() && i->first < j->first)) {
-        change.changed.insert((i++)->first);
-      } else if (i == a.end() || j->first < i->first) {
-        change.changed.insert((j++)->first);
-      } else {
-        if (i->second != j->second) change.changed.insert(i->first);
-        ++i;
-        ++j;
-      }
-    }
-  };
-  differ(before.output_shapes, analysis_.output_shapes);
-  differ(problemsByNode(before), problemsByNode(analysis_));
-  change.changed.erase(0);
 }
 
 graph::NodeId ProjectDocument::addNode(const QString& type, QPointF pos) {

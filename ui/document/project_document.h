@@ -296,8 +296,6 @@ class ProjectDocument : public QObject {
                       std::optional<graph::Layout> layout);
   // What a patch applied that way does to the items (everything when groups changed).
   GraphChange changeOf(const GraphPatch& patch, bool forward) const;
-  // Adds the nodes whose shapes or problems differ from `before` (the last analysis).
-  void addAnalysisChanges(const graph::Analysis& before, GraphChange& change) const;
   // Analyses the project now; the nodes whose shapes or problems changed are kept for
   // publishAnalysis() to tell.
   void analyseNow() const;

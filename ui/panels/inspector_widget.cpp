@@ -152,8 +152,13 @@ QString InspectorWidget::scopePrefix() const {
 void InspectorWidget::readValues() {
   // Only after the edits paused (the timer) or with a session that is up to date: making a
   // large model's session at every edit would cost every edit a frame.
-  if (training_->isStale() && !training_->editsSettled()) {
-    valuesTimer_->start(static_cast<int>(training_->settleMs() - training_->msSinceEdit()) + 1);
+  if (training_->isStale() && !training_->isRunning()) {
+    if (!training_->editsSettled()) {
+      valuesTimer_->start(static_cast<int>(training_->settleMs() - training_->msSinceEdit()) + 1);
+    } else {
+      // Made on a worker thread: its weightsChanged brings the values.
+      training_->makeSessionInBackground();
+    }
     return;
   }
   const bool read = training_->withRestingModel([&](graph::GraphModule& model) {

@@ -120,9 +120,13 @@ void AttentionView::chooseSequence() {
 
 void AttentionView::tick() {
   if (module_.isNull() || pending_ != 0 || !isVisible() || !input_.defined()) return;
-  // After an edit, the new session once the edits pause (as the Output panel asks for it).
-  if (controller_->isStale() && !controller_->isRunning() && !controller_->editsSettled()) return;
-  if (!controller_->session()) return;
+  // After an edit, the new session once the edits pause, made on a worker thread (as the
+  // Output panel asks for it); the next tick after it came asks for the maps.
+  if (controller_->isStale() && !controller_->isRunning()) {
+    if (controller_->editsSettled()) controller_->makeSessionInBackground();
+    return;
+  }
+  if (!controller_->currentSession()) return;
   const int64_t step = controller_->status().step;
   if (step == requestedStep_) return;
   pending_ = controller_->requestPrediction(input_);

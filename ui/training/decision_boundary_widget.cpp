@@ -45,6 +45,10 @@ DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, Q
   setMinimumSize(180, 180);
   setAttribute(Qt::WA_OpaquePaintEvent);
   connect(controller_, &TrainingController::sessionReset, this, &DecisionBoundaryWidget::takeData);
+  // None could be made (no sessionReset when there was none before either): why.
+  connect(controller_, &TrainingController::sessionMade, this, [this] {
+    if (!controller_->currentSession()) takeData();
+  });
   // Why there was no session is about the graph before the edit (or the project before the
   // one opened): until the new session is made (tick()), the panel says it is on its way.
   connect(controller_, &TrainingController::sessionStale, this, [this] {
@@ -370,13 +374,9 @@ void DecisionBoundaryWidget::tick() {
   if (!isVisible()) return;
   // An edit made the session out of date: the panel needs the new one, and asks
   // once the edits pause (a burst of edits, a slider's drag, makes one session,
-  // after it).
+  // after it). It is made on a worker thread: sessionReset or sessionMade brings it.
   if (controller_->isStale() && !controller_->isRunning()) {
-    if (!controller_->editsSettled()) return;
-    const bool had = controller_->currentSession() != nullptr;
-    // A new session comes with sessionReset (takeData); none at all only says
-    // why here.
-    if (!controller_->session() || !had) takeData();
+    if (controller_->editsSettled()) controller_->makeSessionInBackground();
     return;
   }
   if (mode_ == Mode::None || pending_ != 0) return;

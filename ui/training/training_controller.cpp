@@ -11,7 +11,9 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <limits>
+#include <utility>
 
 #include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
@@ -22,6 +24,40 @@
 #include "ui/document/qt_strings.h"
 
 namespace nns::ui {
+namespace {
+
+// A session made from the project (without its probes: the controller places them where it
+// knows their ids), or why none could be made, and what making it took.
+struct MadeSession {
+  std::unique_ptr<train::TrainingSession> session;
+  QString error;
+  qint64 tookMs = 0;
+};
+
+MadeSession makeSession(graph::Project project, const std::string& baseDir) {
+  QElapsedTimer took;
+  took.start();
+  project.probes.clear();
+  MadeSession made;
+  try {
+    made.session = train::make_session(project, baseDir);
+    // poll() sends each epoch on as it ends (the curves and the run store keep them): the
+    // session's whole history would grow for as long as the run goes on.
+    made.session->set_epoch_history_limit(TrainingController::kKeptEpochs);
+  } catch (const std::exception& e) {
+    made.error = qs(e.what());
+  }
+  made.tookMs = took.elapsed();
+  return made;
+}
+
+}  // namespace
+
+struct TrainingController::Making {
+  uint64_t edit = 0;  // staleEdits_ when it began
+  std::future<MadeSession> made;
+};
+
 namespace {
 
 // A checkpoint save or load pauses the worker for this long at most (one step takes
@@ -168,6 +204,8 @@ TrainingController::~TrainingController() {
   // panel, whose models may already be gone (the Runs panel put a watched run's probes on a
   // canvas whose document was destroyed).
   blockSignals(true);
+  // A session being made posts itself to this controller: it ends first.
+  if (making_) making_->made.wait();
   // The run's last state and figures go into the store before the window closes.
   if (session_ && recorder_) {
     session_->pause();
@@ -266,6 +304,38 @@ train::TrainingSession* TrainingController::session() {
   return session_.get();
 }
 
+void TrainingController::makeSessionInBackground() {
+  if (!stale_ || isRunning()) return;
+  if (making_) {
+    if (making_->edit != staleEdits_) remakeWanted_ = true;
+    return;
+  }
+  auto making = std::make_unique<Making>();
+  making->edit = staleEdits_;
+  making->made =
+      std::async(std::launch::async, [this, edit = staleEdits_, project = document_->project(),
+                                      baseDir = document_->baseDir().toStdString()]() mutable {
+        MadeSession made = makeSession(std::move(project), baseDir);
+        // The destructor waits for this task, so the controller is still there to post to.
+        QMetaObject::invokeMethod(
+            this, [this, edit] { takeMadeSession(edit); }, Qt::QueuedConnection);
+        return made;
+      });
+  making_ = std::move(making);
+}
+
+void TrainingController::takeMadeSession(uint64_t edit) {
+  if (!making_ || making_->edit != edit) return;  // session() took it already
+  if (edit == staleEdits_) {
+    // Kept for session() while a run goes on (start() takes it before it runs).
+    if (stale_ && !isRunning()) rebuild();
+    return;
+  }
+  // Made for the project before an edit: dropped (its worker joins, idle).
+  making_.reset();
+  if (std::exchange(remakeWanted_, false)) makeSessionInBackground();
+}
+
 qint64 TrainingController::msSinceEdit() const {
   return QDateTime::currentMSecsSinceEpoch() - lastEditMs_;
 }
@@ -302,6 +372,7 @@ void TrainingController::dropSession() {
   built_.reset();
   probeNodes_.clear();
   stale_ = true;
+  ++staleEdits_;
   lastError_.clear();
   status_ = train::SessionStatus{};
   epochsSent_ = 0;
@@ -408,6 +479,7 @@ void TrainingController::onDocumentChanged() {
   // Made again when something needs it (session()): an edit itself never waits for a new
   // model, and a burst of edits (a drag of a slider) makes one session, not one per edit.
   stale_ = true;
+  ++staleEdits_;
   lastEditMs_ = QDateTime::currentMSecsSinceEpoch();
   emit sessionStale();
 }
@@ -473,18 +545,16 @@ void TrainingController::rebuild() {
   built_.reset();
   probeNodes_.clear();
   const graph::Project& project = document_->project();
-  graph::Project withoutProbes = project;
-  // The probes are placed below, where their ids are known.
-  withoutProbes.probes.clear();
-  try {
-    session_ = train::make_session(withoutProbes, document_->baseDir().toStdString());
-    // poll() sends each epoch on as it ends (the curves and the run store keep them): the
-    // session's whole history would grow for as long as the run goes on.
-    session_->set_epoch_history_limit(kKeptEpochs);
-    lastError_.clear();
-  } catch (const std::exception& e) {
-    lastError_ = qs(e.what());
+  // The one made in the background for the project as it is, or one made now.
+  MadeSession made;
+  if (making_ && making_->edit == staleEdits_) {
+    made = making_->made.get();
+    making_.reset();
+  } else {
+    made = makeSession(project, document_->baseDir().toStdString());
   }
+  session_ = std::move(made.session);
+  lastError_ = made.error;
   bool kept = false;
   if (session_) {
     auto built = std::make_unique<Built>();
@@ -523,7 +593,7 @@ void TrainingController::rebuild() {
   }
   enter(kept ? TrainingEvent::KeptSession : TrainingEvent::FreshSession);
   checkDataFits();
-  lastRemakeMs_ = took.elapsed();
+  lastRemakeMs_ = took.elapsed() + made.tookMs;
   status_ = session_ ? session_->status() : train::SessionStatus{};
   epochsSent_ = 0;
   resetsSeen_ = status_.resets;
@@ -533,6 +603,7 @@ void TrainingController::rebuild() {
   if (hadSession || session_) emit sessionReset();
   emit statusChanged(status_);
   emit weightsChanged();
+  emit sessionMade();
 }
 
 void TrainingController::applyFrozen() {

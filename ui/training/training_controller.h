@@ -128,6 +128,13 @@ class TrainingController : public QObject {
   // from widgets: status(), train_set(), test_set(), probes() (rebin, kept_steps,
   // hook_count), module_names().
   train::TrainingSession* session();
+  // Starts making the session on a worker thread when it is out of date and no run goes on;
+  // sessionMade follows (on this thread) once it is the current one. For the views that ask
+  // once the edits pause (the Output panel, the inspector's weights, the attention maps): a
+  // 10,000-node model's session takes a tenth of a second to make, which the window's thread
+  // does not wait for. One at a time: one made for an earlier edit is dropped when it comes,
+  // and the one asked for since is begun then. session() waits for the one of this edit.
+  void makeSessionInBackground();
   // Why the last attempt to make a session failed ("" when it did not).
   QString lastError() const { return lastError_; }
   // The model's Input does not take the data set's samples (an image model with spirals
@@ -294,9 +301,15 @@ class TrainingController : public QObject {
   // An edit made the session out of date; it is made again when something asks (session()).
   // A view that shows the session's data while visible (the Output panel) asks then.
   void sessionStale();
+  // A session for the project as it is now was made, or could not be (lastError() says why).
+  void sessionMade();
 
  private:
-  struct Built;  // what the current session was made from
+  struct Built;   // what the current session was made from
+  struct Making;  // a session being made on a worker thread (makeSessionInBackground)
+  // The session makeSessionInBackground began for `edit` is made: the current one when the
+  // project has not changed since.
+  void takeMadeSession(uint64_t edit);
   // The one place the phase changes: false (nothing changes) where transition() refuses.
   bool enter(TrainingEvent event);
   void onDocumentChanged();
@@ -337,6 +350,11 @@ class TrainingController : public QObject {
   // The session is out of date: the project changed since it was made (a cache flag, not a
   // phase: session() makes the new one).
   bool stale_ = true;
+  // Counts the times the session went out of date: a session made in the background is for
+  // the project as it was at one of them.
+  uint64_t staleEdits_ = 0;
+  std::unique_ptr<Making> making_;
+  bool remakeWanted_ = false;  // asked for while one for an earlier edit was being made
   // Weights loaded while no session could be made, held (with the graph they were loaded
   // for) until one is: the only weights the controller keeps outside a session.
   std::shared_ptr<graph::GraphModule> pendingWeights_;
