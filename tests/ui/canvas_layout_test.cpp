@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QDir>
+#include <QGraphicsView>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -147,7 +148,7 @@ void drawnAsFresh(const std::string& name, ProjectDocument& doc, GraphScene& sce
     EXPECT_EQ(boxOf(a), boxOf(b)) << n.name;
     EXPECT_EQ(a->isFrame(), b->isFrame()) << n.name;
   }
-  auto wires = [](const GraphScene& s) {
+  auto wires = [](GraphScene& s) {
     std::map<std::pair<NodeId, std::string>, QPainterPath> out;
     for (const EdgeItem* e : s.edgeItems()) {
       if (e->isVisible()) out[{e->edge().to.node, e->edge().to.port}] = e->path();
@@ -217,6 +218,29 @@ TEST(CanvasLayout, LargeProjectsOpenWithNestedGroupsCollapsed) {
   small.setProject(nns::test::residual_tower(3, 3), QString());
   small.prepareForCanvas();
   EXPECT_FALSE(small.project().graph.find_by_name("block0")->collapsed);
+}
+
+// Expanding a block in the middle of a tall tower moves every box below it and thousands of
+// wires: those in the view's sight are drawn again at once, the rest in the events after the
+// edit, and then the canvas is as a fresh one draws it.
+TEST(CanvasLayout, WiresOutOfSightFollowAnExpandInTheEventsAfterIt) {
+  ProjectDocument doc;
+  doc.setProject(nns::test::residual_tower(1000, 4), QString());
+  doc.prepareForCanvas();
+  GraphScene scene(&doc);
+  QGraphicsView view(&scene);
+  view.resize(800, 600);
+  const graph::Graph& g = doc.project().graph;
+  view.centerOn(scene.nodeItem(g.find_by_name("stem")->id));
+  const NodeId block = g.find_by_name("block500")->id;
+  ASSERT_TRUE(g.at(block).collapsed);
+  doc.setCollapsed(block, false);
+  ASSERT_TRUE(scene.hasStaleWires());
+  ASSERT_TRUE(test::waitFor([&] { return !scene.hasStaleWires(); }));
+  drawnAsFresh("block500 expanded", doc, scene);
+  doc.undoStack()->undo();
+  ASSERT_TRUE(test::waitFor([&] { return !scene.hasStaleWires(); }));
+  drawnAsFresh("block500 collapsed by undo", doc, scene);
 }
 
 TEST(CanvasLayout, CollapseAndExpandRoundTripPositionsAndACollapsedGroupReopensCollapsed) {

@@ -3,6 +3,7 @@
 
 #include <QGraphicsPathItem>
 #include <QGraphicsSceneMouseEvent>
+#include <QGraphicsView>
 #include <QPainter>
 #include <QTimer>
 #include <algorithm>
@@ -31,6 +32,9 @@ GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
   connect(this, &QGraphicsScene::selectionChanged, this, &GraphScene::selectionToDocument);
   connect(document_, &ProjectDocument::probesChanged, this, &GraphScene::syncProbes);
   // 12 frames a second is smooth enough for a slow pulse and costs nothing.
+  staleWiresTimer_ = new QTimer(this);
+  staleWiresTimer_->setInterval(0);
+  connect(staleWiresTimer_, &QTimer::timeout, this, [this] { refreshStaleWires(kWiresAtOnce); });
   pulse_ = new QTimer(this);
   pulse_->setInterval(80);
   connect(pulse_, &QTimer::timeout, this, [this] {
@@ -103,7 +107,21 @@ int GraphScene::repeatCount(graph::NodeId id) const {
   return it == folds_.count.end() ? 0 : it->second;
 }
 
-std::vector<EdgeItem*> GraphScene::edgeItems() const {
+void GraphScene::refreshStaleWires(size_t most) {
+  for (size_t done = 0; done < most && !staleWires_.empty(); ++done) {
+    const auto key = staleWires_.extract(staleWires_.begin());
+    // A wire removed since has no item left to draw.
+    if (auto it = edges_.find(key.value()); it != edges_.end()) it->second->refresh();
+  }
+  if (staleWires_.empty()) staleWiresTimer_->stop();
+}
+
+void GraphScene::finishStaleWires() {
+  refreshStaleWires(staleWires_.size());
+}
+
+std::vector<EdgeItem*> GraphScene::edgeItems() {
+  finishStaleWires();
   std::vector<EdgeItem*> out;
   for (const auto& [port, e] : edges_) out.push_back(e.get());
   return out;
@@ -213,6 +231,7 @@ void GraphScene::sync() {
   refreshShown(shown);
 
   // Wires the graph still has keep their items (drawn again); the others go.
+  staleWires_.clear();
   auto oldEdges = std::move(edges_);
   edges_.clear();
   for (const graph::Edge& e : g.edges) {
@@ -289,11 +308,27 @@ void GraphScene::showRegrouped(const std::set<graph::NodeId>& groups,
 }
 
 void GraphScene::applyChange(const GraphChange& change) {
-  // An edit in a folded group may end or start a run, and expanding a group shows the runs in
-  // it: then every item's visibility changes.
-  if (change.everything || graph::folded_repeats(document_->project()) != folds_) {
+  if (change.everything) {
     sync();
     return;
+  }
+  // An edit in a folded group may end or start a run, and expanding a group shows the runs in
+  // it: the members hidden or shown anew, and the runs' first members (their xN), are shown
+  // again as a regrouped group's members are.
+  std::set<graph::NodeId> regrouped = change.regrouped;
+  graph::FoldedRepeats folds = graph::folded_repeats(document_->project());
+  if (folds != folds_) {
+    auto refolded = [&](const auto& from, const auto& to) {
+      for (const auto& [id, value] : from) {
+        const auto it = to.find(id);
+        if (it == to.end() || it->second != value) regrouped.insert(id);
+      }
+    };
+    refolded(folds_.hidden, folds.hidden);
+    refolded(folds.hidden, folds_.hidden);
+    refolded(folds_.count, folds.count);
+    refolded(folds.count, folds_.count);
+    folds_ = std::move(folds);
   }
   syncing_ = true;
   for (const graph::Edge& e : change.edgesRemoved) {
@@ -328,10 +363,10 @@ void GraphScene::applyChange(const GraphChange& change) {
   std::set<graph::NodeId> touched = change.changed;
   touched.insert(change.added.begin(), change.added.end());
   touched.insert(change.moved.begin(), change.moved.end());
-  if (!change.regrouped.empty()) showRegrouped(change.regrouped, touched);
+  if (!regrouped.empty()) showRegrouped(regrouped, touched);
   followTouched(touched);
   syncing_ = false;
-  if (!change.regrouped.empty()) growSceneRect();
+  if (!regrouped.empty()) growSceneRect();
   syncProbes();
   selectionFromDocument();
 }
@@ -518,13 +553,41 @@ void GraphScene::followTouched(const std::set<graph::NodeId>& touched) {
   for (graph::NodeId id : frames) {
     if (NodeItem* frame = nodeItem(id)) frame->fitMembers();
   }
+  std::vector<EdgeItem*> due;
   for (const auto& [port, e] : edges_) {
     const graph::Edge& edge = e->edge();
     if (touched.count(edge.from.node) || touched.count(edge.to.node) ||
         framesToFit.count(edge.from.node) || framesToFit.count(edge.to.node)) {
-      e->refresh();
+      due.push_back(e.get());
     }
   }
+  // Expanding a block of a 10,000-node tower moves thousands of boxes and their wires: drawing
+  // every wire again at once would take the edit past a frame. Those in sight (where they were
+  // or where their ends are now) are drawn now, the rest in the events after it.
+  QRectF seen;
+  if (due.size() > kWiresAtOnce) {
+    for (QGraphicsView* view : views()) {
+      const QRectF r = view->mapToScene(view->viewport()->rect()).boundingRect();
+      seen |= r.adjusted(-r.width() / 2, -r.height() / 2, r.width() / 2, r.height() / 2);
+    }
+  }
+  for (EdgeItem* e : due) {
+    if (due.size() <= kWiresAtOnce || seen.isEmpty() || e->sceneBoundingRect().intersects(seen) ||
+        wireEndsRect(e->edge()).intersects(seen)) {
+      e->refresh();
+    } else {
+      staleWires_.insert({e->edge().to.node, e->edge().to.port});
+    }
+  }
+  if (!staleWires_.empty() && !staleWiresTimer_->isActive()) staleWiresTimer_->start();
+}
+
+QRectF GraphScene::wireEndsRect(const graph::Edge& edge) const {
+  QRectF out;
+  for (graph::NodeId end : {edge.from.node, edge.to.node}) {
+    if (const NodeItem* item = shownItem(end)) out |= item->sceneBoundingRect();
+  }
+  return out;
 }
 
 void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
