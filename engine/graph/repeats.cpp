@@ -2,6 +2,7 @@
 #include "engine/graph/repeats.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/graph/node_types.h"
 
@@ -94,13 +95,18 @@ std::vector<RepeatRun> runs_of(const Index& index, const Node& group) {
       }
     }
   }
-  std::vector<std::string> shapes;
-  for (NodeId m : members) shapes.push_back(structure(index, m));
+  // Each member's structure is made only where the wiring lets it join its neighbour: a
+  // ModuleList of blocks wired from outside (1,650 residual blocks) makes none.
+  std::vector<std::optional<std::string>> shapes(members.size());
+  auto shape = [&](int k) -> const std::string& {
+    if (!shapes[k]) shapes[k] = structure(index, members[k]);
+    return *shapes[k];
+  };
   std::vector<RepeatRun> runs;
   RepeatRun run{{members[0]}};
   for (int k = 1; k <= count; ++k) {
-    const bool joins = k < count && shapes[k] == shapes[k - 1] && !fed_from_elsewhere[k] &&
-                       !feeds_elsewhere[k - 1];
+    const bool joins =
+        k < count && !fed_from_elsewhere[k] && !feeds_elsewhere[k - 1] && shape(k) == shape(k - 1);
     if (joins) {
       run.members.push_back(members[k]);
       continue;

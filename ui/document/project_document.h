@@ -319,6 +319,9 @@ class ProjectDocument : public QObject {
   std::vector<graph::NodeId> selection_;
   mutable graph::Analysis analysis_;
   mutable bool analysisStale_ = false;  // an edit since analysis_ was made
+  // The analysis open() made on a worker while it collapsed and laid out the project: the
+  // next analyseNow() takes it.
+  mutable std::optional<graph::Analysis> analysedAhead_;
   // Starts publishAnalysis() once the events already waiting are done: the edit's repaint
   // comes first (a zero-time timer; a queued call would go before it).
   QTimer* analysisTimer_;
