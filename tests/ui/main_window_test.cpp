@@ -318,6 +318,37 @@ TEST_F(MainWindowTest, LoadingAStateDictMarksTheNodeWithAMissingKey) {
   EXPECT_EQ(doc()->loadMarks().at(id("fc2")).status, NodeLoadMark::Status::Missing);
 }
 
+// The timer's autosave writes a copy of the project on a worker thread (a 10,000-node project
+// takes a tenth of a second to write): the file is the project as it was, and a save waits
+// for it, so that the recovery file it removes is not written again after.
+TEST_F(MainWindowTest, TheTimersAutosaveWritesOnAWorkerAndASaveWaitsForIt) {
+  MainWindow w;
+  w.document()->setProject(spiralsExample(), QString());
+  const QString file = w.recoveryFile();
+  w.document()->addNode("Tanh", {0, 400});
+  const graph::Project unsaved = w.document()->project();
+  w.setAutosaveInterval(1);
+  ASSERT_TRUE(test::waitFor([&] { return QFile::exists(file); }));
+  ASSERT_TRUE(test::waitFor([&] {
+    try {
+      return graph::load_project(file.toStdString()) == unsaved;
+    } catch (const std::exception&) {
+      return false;  // never half-written (an atomic write), but not there yet
+    }
+  }));
+  QTemporaryDir dir;
+  w.document()->addNode("Sigmoid", {0, 500});  // the next tick writes again
+  ASSERT_TRUE(w.saveTo(dir.filePath("saved.nns")));
+  EXPECT_FALSE(QFile::exists(file));
+  // Nothing is unsaved now: the ticks after the save write no recovery file.
+  QTimer tick;
+  bool ticked = false;
+  QObject::connect(&tick, &QTimer::timeout, [&] { ticked = true; });
+  tick.start(2500);
+  ASSERT_TRUE(test::waitFor([&] { return ticked; }));
+  EXPECT_FALSE(QFile::exists(file));
+}
+
 TEST_F(MainWindowTest, AutosaveIsOfferedBackAfterACrash) {
   // The window that will "crash": gone without a close, as after a kill.
   auto crashed = std::make_unique<MainWindow>();

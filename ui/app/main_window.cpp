@@ -28,6 +28,7 @@
 #include <QToolBar>
 #include <QUndoView>
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <map>
 #include <set>
@@ -141,7 +142,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
               QString("%1-%2.nns").arg(QCoreApplication::applicationPid()).arg(++windowsMade));
   recoveryLock_ = tryLockRecovery(recoveryFile_);
   autosaveTimer_ = new QTimer(this);
-  connect(autosaveTimer_, &QTimer::timeout, this, &MainWindow::autosave);
+  connect(autosaveTimer_, &QTimer::timeout, this, &MainWindow::autosaveInBackground);
   setAutosaveInterval(kDefaultAutosaveSeconds);
 
   QSettings settings;
@@ -171,6 +172,7 @@ void MainWindow::reportPlugins() {
 }
 
 MainWindow::~MainWindow() {
+  finishAutosave();
   // QWidget's destructor deletes the children after this part of the window is gone, and
   // some signal on the way (the scene's selectionChanged, as its selected items go): no slot
   // of this window may run then.
@@ -789,6 +791,7 @@ bool MainWindow::saveTo(const QString& path) {
     QMessageBox::critical(this, tr("Could not save the project"), QString::fromUtf8(e.what()));
     return false;
   }
+  finishAutosave();  // or it would write the file again after it is gone
   removeRecoveryFile(recoveryFile());
   addRecentFile(path);
   return true;
@@ -1062,6 +1065,7 @@ void MainWindow::setAutosaveInterval(int seconds) {
 }
 
 void MainWindow::autosave() {
+  finishAutosave();
   if (!document_->isModified()) return;
   try {
     graph::save_project(document_->project(), recoveryFile().toStdString());
@@ -1069,6 +1073,31 @@ void MainWindow::autosave() {
   } catch (const std::exception& e) {
     appendLog(tr("Autosave failed: %1").arg(e.what()));
   }
+}
+
+void MainWindow::autosaveInBackground() {
+  if (autosaving_.valid()) {
+    // The last one is still writing (a slow disk): this tick is skipped, not queued.
+    if (autosaving_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    finishAutosave();
+  }
+  if (!document_->isModified()) return;
+  QSettings().setValue(recoveryPathKey(recoveryFile()), document_->filePath());
+  autosaving_ = std::async(std::launch::async,
+                           [project = document_->project(), path = recoveryFile().toStdString()] {
+                             try {
+                               graph::save_project(project, path);
+                               return std::string();
+                             } catch (const std::exception& e) {
+                               return std::string(e.what());
+                             }
+                           });
+}
+
+void MainWindow::finishAutosave() {
+  if (!autosaving_.valid()) return;
+  const std::string error = autosaving_.get();
+  if (!error.empty()) appendLog(tr("Autosave failed: %1").arg(QString::fromStdString(error)));
 }
 
 bool MainWindow::offerRecovery(bool ask) {
@@ -1124,6 +1153,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
+  finishAutosave();
   removeRecoveryFile(recoveryFile());
   event->accept();
 }
