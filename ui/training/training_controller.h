@@ -12,7 +12,10 @@
 // the graph, the blocks, the model's name or the dataset or training settings changed since
 // the last one, but only when something needs it: session() (a run, a step, the Output panel,
 // the inspector's weights, a prediction) makes it; an edit only marks the session out of date
-// (sessionStale), so a burst of edits costs no remake at all until one of those asks. Never
+// (sessionStale), so a burst of edits costs no remake at all until one of those asks. The
+// views that ask once the edits pause have it made on a worker thread instead
+// (makeSessionInBackground, sessionMade): a 10,000-node model's session is a tenth of a second
+// the window's thread does not wait for. Never
 // while it runs (the frozen set and the probes change the session's model in place): edits
 // during a run apply when it pauses (the learning rate and the batch size apply at once,
 // through set_lr / set_batch_size, without a new session), and another project (new, opened)
