@@ -456,3 +456,31 @@ TEST_F(RunsTest, CompareTintsEachLayerByTheChangeOfItsWeights) {
 
 }  // namespace
 }  // namespace nns::ui
+
+namespace nns::ui {
+namespace {
+
+// A job's run may start after its folder is watched (its store made first): it is drawn as it
+// appears, as the runs there when it was watched are; one the user unchecked stays unchecked.
+TEST_F(RunsTest, AWatchedFoldersRunsAreDrawnAsTheyAppear) {
+  const QString folder = dir_.filePath("job.runs");
+  ASSERT_TRUE(QDir().mkpath(folder));
+  train::RunStore job(folder.toStdString());  // the job's store, no run yet
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(project_));
+  RunsPanel* panel = window.runsPanel();
+  ASSERT_TRUE(panel->watchFolder(folder));
+  train::RunInfo info;
+  info.settings = "{}";
+  const int64_t first = job.begin_run(info);
+  ASSERT_TRUE(test::waitFor([&] { return panel->itemOf(first, 1) != nullptr; }));
+  EXPECT_TRUE(panel->checkedKeys().count({1, first}));
+  panel->setRunChecked(first, false, 1);
+  const int64_t second = job.begin_run(info);
+  ASSERT_TRUE(test::waitFor([&] { return panel->itemOf(second, 1) != nullptr; }));
+  EXPECT_TRUE(panel->checkedKeys().count({1, second}));
+  EXPECT_FALSE(panel->checkedKeys().count({1, first}));
+}
+
+}  // namespace
+}  // namespace nns::ui

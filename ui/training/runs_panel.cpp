@@ -387,6 +387,9 @@ void RunsPanel::refresh() {
   const auto add_runs = [&](const std::vector<train::RunInfo>& list, int index,
                             QTreeWidgetItem* heading) {
     for (const train::RunInfo& r : list) {
+      // A watched store's runs are drawn as they appear (a job's run may start after its
+      // folder is watched); one the user unchecked since stays unchecked.
+      if (index > 0 && !listedWatched_.count({index, r.id})) checked_.insert({index, r.id});
       QTreeWidgetItem* item = makeRunItem(r, index);
       auto parent = items.find({index, r.parent});
       if (r.parent != 0 && parent != items.end()) {
@@ -425,6 +428,10 @@ void RunsPanel::refresh() {
     add_runs(list, i, heading);
   }
   tree_->expandAll();
+  listedWatched_.clear();
+  for (const auto& [key, item] : items) {
+    if (key.first > 0) listedWatched_.insert(key);
+  }
   // Runs that are gone are no longer drawn.
   std::erase_if(checked_, [&](const RunKey& key) { return !items.count(key); });
   const int64_t current = controller_->currentRun();
@@ -617,12 +624,8 @@ void RunsPanel::scrubTo(int64_t step) {
 
 bool RunsPanel::watchFolder(const QString& folder) {
   if (!controller_->watchFolder(folder)) return false;
-  // Its runs are drawn at once: what a user watches a job for.
-  const int index = static_cast<int>(controller_->watchedStores().size());
-  try {
-    for (const train::RunInfo& r : storeAt(index)->runs()) checked_.insert({index, r.id});
-  } catch (const std::exception&) {
-  }
+  // Its runs are drawn at once, and those it records later as they appear (refresh): what a
+  // user watches a job for.
   refresh();
   return true;
 }
@@ -632,12 +635,16 @@ void RunsPanel::unwatchSelected() {
   if (index == 0) return;
   const train::RunStore* store = storeAt(index);
   // Keys of later watched stores move down by one.
-  std::set<RunKey> kept;
-  for (const RunKey& key : checked_) {
-    if (key.first < index) kept.insert(key);
-    if (key.first > index) kept.insert({key.first - 1, key.second});
-  }
-  checked_ = kept;
+  const auto shifted = [index](const std::set<RunKey>& keys) {
+    std::set<RunKey> kept;
+    for (const RunKey& key : keys) {
+      if (key.first < index) kept.insert(key);
+      if (key.first > index) kept.insert({key.first - 1, key.second});
+    }
+    return kept;
+  };
+  checked_ = shifted(checked_);
+  listedWatched_ = shifted(listedWatched_);
   controller_->unwatchFolder(store);
 }
 

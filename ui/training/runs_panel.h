@@ -130,6 +130,7 @@ class RunsPanel : public QWidget {
   std::vector<std::pair<const void*, uint64_t>> shownRevisions_;
   QElapsedTimer sinceRefresh_;
   std::set<RunKey> checked_;
+  std::set<RunKey> listedWatched_;   // the watched stores' runs the last refresh listed
   std::map<RunKey, int64_t> drawn_;  // the runs drawn in the Curves panel, by steps recorded
   bool refreshing_ = false;
   bool settingSlider_ = false;
