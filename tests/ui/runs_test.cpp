@@ -191,32 +191,6 @@ TEST_F(RunsTest, AKilledTrainingLeavesAStoreThatOpens) {
   EXPECT_EQ(branch.code, 0) << branch.err.toStdString();
 }
 
-TEST_F(RunsTest, ADamagedStoreIsReportedAndTheProjectStillTrains) {
-  QDir().mkpath(dir_.filePath("spirals.runs"));
-  QFile db(dir_.filePath("spirals.runs/runs.db"));
-  ASSERT_TRUE(db.open(QIODevice::WriteOnly));
-  db.write(QByteArray(8192, '\x5a'));
-  db.close();
-  const QByteArray project = fileBytes(project_);
-
-  const Result train = cli({"train", project_, "--steps", "5"});
-  EXPECT_EQ(train.code, 0);
-  EXPECT_TRUE(train.err.contains("damaged or not a run store")) << train.err.toStdString();
-  EXPECT_TRUE(train.err.contains("training without recording")) << train.err.toStdString();
-  const Result list = cli({"runs", project_});
-  EXPECT_EQ(list.code, 1);
-  EXPECT_TRUE(list.err.contains("runs.db")) << list.err.toStdString();
-  EXPECT_EQ(fileBytes(project_), project);
-  EXPECT_EQ(fileBytes(dir_.filePath("spirals.runs/runs.db")), QByteArray(8192, '\x5a'));
-
-  // The window opens the project and says why its runs are not kept.
-  MainWindow window;
-  ASSERT_TRUE(window.openFile(project_));
-  EXPECT_EQ(window.training()->runStore(), nullptr);
-  EXPECT_TRUE(window.training()->runStoreError().contains("damaged"))
-      << window.training()->runStoreError().toStdString();
-}
-
 // The same float values, bit for bit.
 bool sameValues(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes()) return false;
