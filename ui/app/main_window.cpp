@@ -1065,14 +1065,10 @@ void MainWindow::setAutosaveInterval(int seconds) {
 }
 
 void MainWindow::autosave() {
+  // The timer's write, waited for: one way to write the recovery file.
   finishAutosave();
-  if (!document_->isModified()) return;
-  try {
-    graph::save_project(document_->project(), recoveryFile().toStdString());
-    QSettings().setValue(recoveryPathKey(recoveryFile()), document_->filePath());
-  } catch (const std::exception& e) {
-    appendLog(tr("Autosave failed: %1").arg(e.what()));
-  }
+  autosaveInBackground();
+  finishAutosave();
 }
 
 void MainWindow::autosaveInBackground() {
