@@ -94,9 +94,11 @@ struct LevelInput {
     k.reserve(32 + items.size() * 16 + links.size() * 12 + cluster_parents.size() * 4);
     k += tb ? 'T' : 'L';
     k += framed ? 'F' : 'R';
+    // The numbers' bytes, not their text: the key of a 3,000-item level is made on every
+    // layout, and only compared.
     auto num = [&](double v) {
-      k += std::to_string(static_cast<int64_t>(std::lround(v * 100)));
-      k += ',';
+      const int64_t n = std::lround(v * 100);
+      k.append(reinterpret_cast<const char*>(&n), sizeof n);
     };
     k += "|i";
     for (const LevelItem& it : items) {
@@ -588,17 +590,24 @@ constexpr NodeId kTop = std::numeric_limits<NodeId>::min();  // the top level's 
 class Builder {
  public:
   Builder(const Project& project, const std::string& direction)
-      : project_(project),
-        parents_(parent_index(project.graph)),
-        folds_(folded_repeats(project)),
-        tb_(direction == "TB") {
+      : project_(project), folds_(folded_repeats(project)), tb_(direction == "TB") {
     direction_ = direction;
-    for (const Node& n : project.graph.nodes) nodes_[n.id] = &n;
+    const Graph& g = project.graph;
+    info_.reserve(g.nodes.size());
+    for (const Node& n : g.nodes) info_[n.id] = {&n, kTop, n.id, is_open_group(n), false};
+    for (const Node& n : g.nodes) {
+      Info& i = info_.at(n.id);
+      i.boxed = i.open && is_boxed_group(n);
+      for (NodeId m : n.members) info_.at(m).parent = n.id;
+    }
+    for (auto& [id, i] : info_) i.shown = find_shown(id);
+    wires_.reserve(g.edges.size() + g.nodes.size());
+    pieces_.reserve(g.edges.size() + g.nodes.size());
     level(kTop);
-    for (const Node& n : project.graph.nodes) add_node(n);
-    for (const Edge& e : project.graph.edges) add_wire(e, false, 1);
-    for (const Node& n : project.graph.nodes) {
-      if (!is_open_group(n)) continue;
+    for (const Node& n : g.nodes) add_node(n);
+    for (const Edge& e : g.edges) add_wire(e, false, 1);
+    for (const Node& n : g.nodes) {
+      if (!info_.at(n.id).open) continue;
       const int weight = n.type == "Sequential" ? 8 : 4;  // heavy: a chain stays straight
       for (const Edge& link : links_of(n)) add_wire(link, true, weight);
     }
@@ -657,12 +666,14 @@ class Builder {
     for (const auto& [first, count] : folds_.count) {
       if (out.boxes.count(first)) out.repeats[first] = count;
     }
+    out.routes.reserve(wires_.size());
     for (const Wire& w : wires_) {
       LayoutRoute route = w.route;
       bool whole = true;
-      for (size_t k = 0; k < w.pieces.size() && whole; ++k) {
-        const Level& l = levels_.at(w.pieces[k].level);
-        const std::vector<LayoutPoint>& pts = l.result->links[w.pieces[k].link];
+      for (size_t k = 0; k < w.pieces && whole; ++k) {
+        const Piece& at_k = pieces_[w.first + k];
+        const Level& l = levels_.at(at_k.level);
+        const std::vector<LayoutPoint>& pts = l.result->links[at_k.link];
         if (pts.size() < 4) {
           whole = false;
           break;
@@ -675,7 +686,7 @@ class Builder {
           continue;
         }
         // The pieces meet at the frame's port, each bent onto it at its end.
-        const Join& j = w.joins[k - 1];
+        const Join& j = at_k.after;
         const LayoutPoint at =
             j.output ? out.group_outputs.at(j.group) : out.group_inputs.at(j.group);
         std::vector<LayoutPoint>& p = route.points;
@@ -710,28 +721,42 @@ class Builder {
     NodeId level;
     int item;
   };
+  struct Join {
+    NodeId group = kTop;
+    bool output = false;
+  };
   struct Piece {
     NodeId level;
     int link;
-  };
-  struct Join {
-    NodeId group;
-    bool output;
+    Join after;  // the port it starts at, where the piece before it ends (none for the first)
   };
   struct Wire {
     LayoutRoute route;
-    std::vector<Piece> pieces;
-    std::vector<Join> joins;  // between piece k and k + 1
+    size_t first = 0, pieces = 0;  // its pieces in pieces_, from its tail to its head
+  };
+  // What the builder asks of each node, found once.
+  struct Info {
+    const Node* node = nullptr;
+    NodeId parent = kTop;
+    NodeId shown = 0;  // the node that draws it (layout.h's shown_node)
+    bool open = false, boxed = false;
+    std::pair<NodeId, int> item{kTop, -1};  // a shown node's level and item there
   };
 
-  const Node& node(NodeId id) const { return *nodes_.at(id); }
+  const Node& node(NodeId id) const { return *info_.at(id).node; }
+  NodeId parent(NodeId id) const { return info_.at(id).parent; }
+  NodeId shown(NodeId id) const { return info_.at(id).shown; }
 
-  NodeId parent(NodeId id) const {
-    auto it = parents_.find(id);
-    return it == parents_.end() ? kTop : it->second;
+  // As graph::shown_node, through info_.
+  NodeId find_shown(NodeId id) const {
+    NodeId shown = id;
+    for (NodeId at = id;;) {
+      if (auto f = folds_.hidden.find(at); f != folds_.hidden.end()) shown = f->second;
+      at = parent(at);
+      if (at == kTop) return shown;
+      if (node(at).collapsed) shown = at;
+    }
   }
-
-  NodeId shown(NodeId id) const { return shown_node(project_.graph, parents_, folds_, id); }
 
   Level& level(NodeId owner) {
     if (auto it = levels_.find(owner); it != levels_.end()) return it->second;
@@ -754,7 +779,7 @@ class Builder {
   // The level a shown node stands in: its nearest enclosing group with ports, or the top.
   NodeId level_of(NodeId id) const {
     for (NodeId p = parent(id); p != kTop; p = parent(p)) {
-      if (is_boxed_group(node(p))) return p;
+      if (info_.at(p).boxed) return p;
     }
     return kTop;
   }
@@ -762,7 +787,7 @@ class Builder {
   // The cluster of a ModuleList in its level (made with those around it), or -1.
   int cluster_of(Level& l, NodeId id) {
     const NodeId p = parent(id);
-    if (p == kTop || p == l.owner || is_boxed_group(node(p))) return -1;
+    if (p == kTop || p == l.owner || info_.at(p).boxed) return -1;
     if (auto it = l.cluster_index.find(p); it != l.cluster_index.end()) return it->second;
     const int outer = cluster_of(l, p);
     const int c = static_cast<int>(l.clusters.size());
@@ -773,8 +798,9 @@ class Builder {
   }
 
   void add_node(const Node& n) {
-    if (shown(n.id) != n.id) return;
-    if (is_open_group(n) && !is_boxed_group(n)) return;  // a cluster, made by its members
+    Info& info = info_.at(n.id);
+    if (info.shown != n.id) return;
+    if (info.open && !info.boxed) return;  // a cluster, made by its members
     Level& l = level(level_of(n.id));
     NodeSize size = node_box_size(project_, n);
     if (folds_.count.contains(n.id)) {  // room for the repeats stacked behind its box
@@ -782,10 +808,10 @@ class Builder {
       size.height += kRepeatStack;
     }
     const int c = cluster_of(l, n.id);
-    item_of_[n.id] = {l.owner, static_cast<int>(l.items.size())};
+    info.item = {l.owner, static_cast<int>(l.items.size())};
     l.input.items.push_back({size.width, size.height, c, false});
     l.items.push_back(n.id);
-    if (is_boxed_group(n)) level(n.id);
+    if (info.boxed) level(n.id);
   }
 
   bool inside(NodeId id, NodeId group) const {
@@ -799,17 +825,16 @@ class Builder {
   // inside the group (its chain), else the group's box.
   std::optional<End> end_of(NodeId id, bool tail, NodeId other) const {
     const NodeId s = shown(id);
-    const Node& n = node(s);
-    if (is_open_group(n)) {
-      if (!is_boxed_group(n)) return std::nullopt;  // a ModuleList has no ports
+    const Info& n = info_.at(s);
+    if (n.open) {
+      if (!n.boxed) return std::nullopt;  // a ModuleList has no ports
       if (inside(other, s)) {
         const Level& l = levels_.at(s);
         return End{s, tail ? l.in_anchor : l.out_anchor};
       }
     }
-    auto it = item_of_.find(s);
-    if (it == item_of_.end()) return std::nullopt;
-    return End{it->second.first, it->second.second};
+    if (n.item.second < 0) return std::nullopt;
+    return End{n.item.first, n.item.second};
   }
 
   int add_link(NodeId owner, int tail, int head, int weight) {
@@ -825,30 +850,31 @@ class Builder {
     const std::optional<End> head = end_of(edge.to.node, false, edge.from.node);
     if (!tail || !head) return;
     End t = *tail, h = *head;
-    std::vector<Piece> up, down;
-    std::vector<Join> up_joins, down_joins;
+    const size_t first = pieces_.size();
+    Join at;                  // where the next piece up starts: the port the last one ends at
+    std::vector<Piece> down;  // from the head's level outwards
     auto depth = [&](NodeId owner) { return levels_.at(owner).depth; };
     while (t.level != h.level) {
       if (depth(t.level) >= depth(h.level)) {
         const Level& l = levels_.at(t.level);
-        up.push_back({t.level, add_link(t.level, t.item, l.out_anchor, weight)});
-        up_joins.push_back({t.level, true});
-        const auto& [owner, item] = item_of_.at(t.level);
+        pieces_.push_back({t.level, add_link(t.level, t.item, l.out_anchor, weight), at});
+        at = {t.level, true};
+        const auto& [owner, item] = info_.at(t.level).item;
         t = {owner, item};
       } else {
         const Level& l = levels_.at(h.level);
-        down.push_back({h.level, add_link(h.level, l.in_anchor, h.item, weight)});
-        down_joins.push_back({h.level, false});
-        const auto& [owner, item] = item_of_.at(h.level);
+        down.push_back({h.level, add_link(h.level, l.in_anchor, h.item, weight), {h.level, false}});
+        const auto& [owner, item] = info_.at(h.level).item;
         h = {owner, item};
       }
     }
-    if (t.item == h.item) return;  // a wire from a group's inside to its own box: not drawn
-    Wire w{{edge, chain, {}}, std::move(up), std::move(up_joins)};
-    w.pieces.push_back({t.level, add_link(t.level, t.item, h.item, weight)});
-    w.pieces.insert(w.pieces.end(), down.rbegin(), down.rend());
-    w.joins.insert(w.joins.end(), down_joins.rbegin(), down_joins.rend());
-    wires_.push_back(std::move(w));
+    if (t.item == h.item) {  // a wire from a group's inside to its own box: not drawn
+      pieces_.resize(first);
+      return;
+    }
+    pieces_.push_back({t.level, add_link(t.level, t.item, h.item, weight), at});
+    pieces_.insert(pieces_.end(), down.rbegin(), down.rend());
+    wires_.push_back({{edge, chain, {}}, first, pieces_.size() - first});
   }
 
   std::vector<Edge> links_of(const Node& group) const {
@@ -862,14 +888,13 @@ class Builder {
   }
 
   const Project& project_;
-  std::unordered_map<NodeId, NodeId> parents_;
   FoldedRepeats folds_;
   bool tb_;
   std::string direction_;
-  std::unordered_map<NodeId, const Node*> nodes_;
+  std::unordered_map<NodeId, Info> info_;
   std::unordered_map<NodeId, Level> levels_;
-  std::unordered_map<NodeId, std::pair<NodeId, int>> item_of_;  // shown node: (level, item)
   std::vector<Wire> wires_;
+  std::vector<Piece> pieces_;
 };
 
 Json rounded(double v) {

@@ -221,26 +221,46 @@ TEST(CanvasLayout, LargeProjectsOpenWithNestedGroupsCollapsed) {
 }
 
 // Expanding a block in the middle of a tall tower moves every box below it and thousands of
-// wires: those in the view's sight are drawn again at once, the rest in the events after the
-// edit, and then the canvas is as a fresh one draws it.
-TEST(CanvasLayout, WiresOutOfSightFollowAnExpandInTheEventsAfterIt) {
+// wires: those in the view's sight move and are drawn again at once, the rest in the events
+// after the edit, and then the canvas is as a fresh one draws it.
+TEST(CanvasLayout, BoxesAndWiresOutOfSightFollowAnExpandInTheEventsAfterIt) {
   ProjectDocument doc;
-  doc.setProject(nns::test::residual_tower(1000, 4), QString());
+  doc.setProject(nns::test::residual_tower(1200, 4), QString());
   doc.prepareForCanvas();
   GraphScene scene(&doc);
   QGraphicsView view(&scene);
   view.resize(800, 600);
   const graph::Graph& g = doc.project().graph;
-  view.centerOn(scene.nodeItem(g.find_by_name("stem")->id));
-  const NodeId block = g.find_by_name("block500")->id;
+  const NodeId block = g.find_by_name("block100")->id;
+  const NodeId near = g.find_by_name("block101")->id;
+  const NodeId far = g.find_by_name("block1100")->id;
+  view.centerOn(scene.nodeItem(block));
+  auto inPlace = [&](NodeId id) {
+    const graph::Node& n = doc.project().graph.at(id);
+    return scene.nodeItem(id)->pos() == QPointF(n.x, n.y);
+  };
   ASSERT_TRUE(g.at(block).collapsed);
+  const double nearWas = g.at(near).y;
   doc.setCollapsed(block, false);
-  ASSERT_TRUE(scene.hasStaleWires());
-  ASSERT_TRUE(test::waitFor([&] { return !scene.hasStaleWires(); }));
-  drawnAsFresh("block500 expanded", doc, scene);
+  ASSERT_GT(g.at(near).y, nearWas);  // pushed down by the block's members
+  EXPECT_TRUE(inPlace(near));        // in sight: moved with the edit
+  EXPECT_FALSE(inPlace(far));        // out of sight: where it was, for now
+  EXPECT_TRUE(scene.isStale(far));
+  ASSERT_TRUE(scene.hasStale());
+  ASSERT_TRUE(test::waitFor([&] { return !scene.hasStale(); }));
+  EXPECT_TRUE(inPlace(far));
+  drawnAsFresh("block100 expanded", doc, scene);
   doc.undoStack()->undo();
-  ASSERT_TRUE(test::waitFor([&] { return !scene.hasStaleWires(); }));
-  drawnAsFresh("block500 collapsed by undo", doc, scene);
+  EXPECT_TRUE(inPlace(near));
+  EXPECT_FALSE(inPlace(far));
+  ASSERT_TRUE(test::waitFor([&] { return !scene.hasStale(); }));
+  drawnAsFresh("block100 collapsed by undo", doc, scene);
+  // An image export draws the whole scene at once: every box and wire where it goes.
+  doc.setCollapsed(block, false);
+  ASSERT_TRUE(scene.hasStale());
+  scene.finishStale();
+  EXPECT_FALSE(scene.hasStale());
+  drawnAsFresh("block100 expanded, finished at once", doc, scene);
 }
 
 TEST(CanvasLayout, CollapseAndExpandRoundTripPositionsAndACollapsedGroupReopensCollapsed) {

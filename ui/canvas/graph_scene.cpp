@@ -31,10 +31,10 @@ GraphScene::GraphScene(ProjectDocument* document, QObject* parent)
   connect(document_, &ProjectDocument::selectionChanged, this, &GraphScene::selectionFromDocument);
   connect(this, &QGraphicsScene::selectionChanged, this, &GraphScene::selectionToDocument);
   connect(document_, &ProjectDocument::probesChanged, this, &GraphScene::syncProbes);
+  staleTimer_ = new QTimer(this);
+  staleTimer_->setInterval(0);
+  connect(staleTimer_, &QTimer::timeout, this, [this] { refreshStale(kItemsAtOnce); });
   // 12 frames a second is smooth enough for a slow pulse and costs nothing.
-  staleWiresTimer_ = new QTimer(this);
-  staleWiresTimer_->setInterval(0);
-  connect(staleWiresTimer_, &QTimer::timeout, this, [this] { refreshStaleWires(kWiresAtOnce); });
   pulse_ = new QTimer(this);
   pulse_->setInterval(80);
   connect(pulse_, &QTimer::timeout, this, [this] {
@@ -107,21 +107,49 @@ int GraphScene::repeatCount(graph::NodeId id) const {
   return it == folds_.count.end() ? 0 : it->second;
 }
 
-void GraphScene::refreshStaleWires(size_t most) {
-  for (size_t done = 0; done < most && !staleWires_.empty(); ++done) {
-    const auto key = staleWires_.extract(staleWires_.begin());
-    // A wire removed since has no item left to draw.
-    if (auto it = edges_.find(key.value()); it != edges_.end()) it->second->refresh();
+void GraphScene::refreshStale(size_t most) {
+  if (!staleBoxes_.empty()) {
+    // Boxes first: their wires wait in staleWires_ until both ends stand where they go.
+    const bool wasSyncing = syncing_;
+    syncing_ = true;  // the frames and wires follow once, below, not for each box
+    std::set<graph::NodeId> moved;
+    while (moved.size() < most && !staleBoxes_.empty()) {
+      const graph::NodeId id = staleBoxes_.extract(staleBoxes_.begin()).value();
+      NodeItem* item = nodeItem(id);  // none: removed since
+      const graph::Node* n = findNode(id);
+      if (!item || !n || item->isFrame()) continue;
+      item->setPosQuietly(QPointF(n->x, n->y));
+      moved.insert(id);
+    }
+    followTouched(moved);
+    syncing_ = wasSyncing;
+    for (graph::NodeId id : moved) placeProbe(id);
+    if (staleBoxes_.empty()) growSceneRect();
+  } else {
+    for (size_t done = 0; done < most && !staleWires_.empty(); ++done) {
+      const auto key = staleWires_.extract(staleWires_.begin());
+      // A wire removed since has no item left to draw.
+      if (auto it = edges_.find(key.value()); it != edges_.end()) it->second->refresh();
+    }
   }
-  if (staleWires_.empty()) staleWiresTimer_->stop();
+  if (!hasStale()) staleTimer_->stop();
 }
 
-void GraphScene::finishStaleWires() {
-  refreshStaleWires(staleWires_.size());
+void GraphScene::finishStale() {
+  while (hasStale()) refreshStale(staleBoxes_.size() + staleWires_.size());
+}
+
+QRectF GraphScene::sight() const {
+  QRectF seen;
+  for (QGraphicsView* view : views()) {
+    const QRectF r = view->mapToScene(view->viewport()->rect()).boundingRect();
+    seen |= r.adjusted(-r.width() / 2, -r.height() / 2, r.width() / 2, r.height() / 2);
+  }
+  return seen;
 }
 
 std::vector<EdgeItem*> GraphScene::edgeItems() {
-  finishStaleWires();
+  finishStale();
   std::vector<EdgeItem*> out;
   for (const auto& [port, e] : edges_) out.push_back(e.get());
   return out;
@@ -231,6 +259,7 @@ void GraphScene::sync() {
   refreshShown(shown);
 
   // Wires the graph still has keep their items (drawn again); the others go.
+  staleBoxes_.clear();
   staleWires_.clear();
   auto oldEdges = std::move(edges_);
   edges_.clear();
@@ -353,11 +382,22 @@ void GraphScene::applyChange(const GraphChange& change) {
   for (graph::NodeId id : change.changed) {
     if (NodeItem* item = nodeItem(id)) item->refresh();
   }
+  // Expanding a block of a 10,000-node tower moves every box below it: past kItemsAtOnce, the
+  // boxes out of every view's sight, where they were and where they go, move in the events after
+  // the edit (refreshStale), and their wires after them.
+  const QRectF seen = change.moved.size() > kItemsAtOnce ? sight() : QRectF();
   for (graph::NodeId id : change.moved) {
     const graph::Node& n = node(id);
-    if (NodeItem* item = nodeItem(id); item && !item->isFrame()) {
-      item->setPosQuietly(QPointF(n.x, n.y));
+    NodeItem* item = nodeItem(id);
+    if (!item || item->isFrame()) continue;
+    const QPointF to(n.x, n.y);
+    if (!seen.isEmpty() && !item->sceneBoundingRect().intersects(seen) &&
+        !item->boundingRect().translated(to).intersects(seen)) {
+      staleBoxes_.insert(id);
+      continue;
     }
+    staleBoxes_.erase(id);
+    item->setPosQuietly(to);
   }
   for (const graph::Edge& e : change.edgesAdded) addEdgeItem(e);
   std::set<graph::NodeId> touched = change.changed;
@@ -563,23 +603,22 @@ void GraphScene::followTouched(const std::set<graph::NodeId>& touched) {
   }
   // Expanding a block of a 10,000-node tower moves thousands of boxes and their wires: drawing
   // every wire again at once would take the edit past a frame. Those in sight (where they were
-  // or where their ends are now) are drawn now, the rest in the events after it.
-  QRectF seen;
-  if (due.size() > kWiresAtOnce) {
-    for (QGraphicsView* view : views()) {
-      const QRectF r = view->mapToScene(view->viewport()->rect()).boundingRect();
-      seen |= r.adjusted(-r.width() / 2, -r.height() / 2, r.width() / 2, r.height() / 2);
-    }
-  }
+  // or where their ends are now) are drawn now, the rest in the events after it; a wire with an
+  // end whose box has not moved yet waits for it.
+  const QRectF seen = due.size() > kItemsAtOnce ? sight() : QRectF();
   for (EdgeItem* e : due) {
-    if (due.size() <= kWiresAtOnce || seen.isEmpty() || e->sceneBoundingRect().intersects(seen) ||
-        wireEndsRect(e->edge()).intersects(seen)) {
-      e->refresh();
+    const graph::Edge& edge = e->edge();
+    const bool endWaits = !staleBoxes_.empty() && (staleBoxes_.count(shownNode(edge.from.node)) ||
+                                                   staleBoxes_.count(shownNode(edge.to.node)));
+    if (endWaits || (!seen.isEmpty() && !e->sceneBoundingRect().intersects(seen) &&
+                     !wireEndsRect(edge).intersects(seen))) {
+      staleWires_.insert({edge.to.node, edge.to.port});
     } else {
-      staleWires_.insert({e->edge().to.node, e->edge().to.port});
+      e->refresh();
+      if (!staleWires_.empty()) staleWires_.erase({edge.to.node, edge.to.port});
     }
   }
-  if (!staleWires_.empty() && !staleWiresTimer_->isActive()) staleWiresTimer_->start();
+  if (hasStale() && !staleTimer_->isActive()) staleTimer_->start();
 }
 
 QRectF GraphScene::wireEndsRect(const graph::Edge& edge) const {
@@ -598,7 +637,10 @@ void GraphScene::onNodesMoved(const std::vector<graph::NodeId>& ids) {
   for (graph::NodeId id : ids) {
     NodeItem* item = nodeItem(id);
     const graph::Node* n = findNode(id);
-    if (item && n && !item->isFrame()) item->setPosQuietly(QPointF(n->x, n->y));
+    if (item && n && !item->isFrame()) {
+      item->setPosQuietly(QPointF(n->x, n->y));
+      staleBoxes_.erase(id);
+    }
   }
   followTouched(std::set<graph::NodeId>(ids.begin(), ids.end()));
   syncing_ = wasSyncing;

@@ -51,15 +51,17 @@ class GraphScene : public QGraphicsScene {
   graph::NodeId shownNode(graph::NodeId id) const;
   // N for the first member of a folded run of N repeats (drawn for all of them), else 0.
   int repeatCount(graph::NodeId id) const;
-  // Every wire item, each drawn for the graph as it is (finishStaleWires first).
+  // Every wire item, each drawn for the graph as it is (finishStale first).
   std::vector<EdgeItem*> edgeItems();
-  // Draws again now the wires out of sight that an edit moved (see followTouched): before the
-  // whole scene is rendered at once (an image export).
-  void finishStaleWires();
-  bool hasStaleWires() const { return !staleWires_.empty(); }
-  // The most wires an edit draws again at once: past it, those out of every view's sight wait
-  // for the events after it, this many per event (about 3 ms).
-  static constexpr size_t kWiresAtOnce = 1000;
+  // Moves and draws again now the boxes and wires out of sight that an edit moved (see
+  // applyChange and followTouched): before the whole scene is rendered at once (an image export).
+  void finishStale();
+  bool hasStale() const { return !staleBoxes_.empty() || !staleWires_.empty(); }
+  // A box an edit moved out of sight and that stands where it was until the events after it.
+  bool isStale(graph::NodeId id) const { return staleBoxes_.count(id) > 0; }
+  // The most boxes an edit moves, or wires it draws again, at once: past it, those out of every
+  // view's sight wait for the events after it, this many per event (about 3 ms).
+  static constexpr size_t kItemsAtOnce = 1000;
   // How many groups the node is nested in.
   int groupDepth(graph::NodeId id) const;
   // The node's module repr from the document's model, or empty.
@@ -143,10 +145,13 @@ class GraphScene : public QGraphicsScene {
   void onNodesMoved(const std::vector<graph::NodeId>& ids);
   // The frames around the nodes refit (innermost first) and the wires that meet them or their
   // frames follow; called with syncing_ set, so that items moved here do not start it again.
-  // Past kWiresAtOnce wires, those out of sight are left to staleWires_.
+  // Past kItemsAtOnce wires, those out of sight are left to staleWires_, and so are those with
+  // an end in staleBoxes_.
   void followTouched(const std::set<graph::NodeId>& touched);
   // Where a wire's ends are drawn now.
   QRectF wireEndsRect(const graph::Edge& edge) const;
+  // What the views show, and half as much again each way: what an edit keeps up to date at once.
+  QRectF sight() const;
   // Widens the scene's rect to take every node with room around it.
   void growSceneRect();
   // Groups collapsed or expanded, or members a fold hides or shows anew: they and what they
@@ -184,11 +189,13 @@ class GraphScene : public QGraphicsScene {
   NodeHealthModel* health_ = nullptr;
   std::map<graph::NodeId, NodeBadge> badges_;
   QTimer* pulse_;  // redraws a failed node's pulsing outline
-  // Wires (by the input they feed) an edit moved out of sight and that are not drawn for it
-  // yet; staleWiresTimer_ draws them kWiresAtOnce per event.
+  // Boxes an edit moved out of sight that stand where they were, and wires (by the input they
+  // feed) not drawn for it yet; staleTimer_ moves the boxes, then draws the wires,
+  // kItemsAtOnce per event.
+  std::set<graph::NodeId> staleBoxes_;
   std::set<std::pair<graph::NodeId, std::string>> staleWires_;
-  QTimer* staleWiresTimer_;
-  void refreshStaleWires(size_t most);
+  QTimer* staleTimer_;
+  void refreshStale(size_t most);
   // Items removed while one of them may still be handling the event that removed it.
   std::vector<std::unique_ptr<QGraphicsItem>> retired_;
   std::optional<WireDrag> drag_;

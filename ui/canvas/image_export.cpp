@@ -23,7 +23,7 @@ void render(GraphScene* scene, QPainter& painter, const QRectF& target, const QR
                          QPainter::SmoothPixmapTransform);
   // The items are drawn unselected: with the scene's signals blocked, the document's
   // selection (and every panel that follows it) never hears of the round trip.
-  scene->finishStaleWires();  // the whole scene at once: every wire where it is now
+  scene->finishStale();  // the whole scene at once: every wire where it is now
   const QList<QGraphicsItem*> selected = scene->selectedItems();
   const QSignalBlocker quiet(scene);
   for (QGraphicsItem* item : selected) item->setSelected(false);

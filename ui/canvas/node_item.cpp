@@ -148,6 +148,7 @@ void NodeItem::fitMembers() {
   for (graph::NodeId m : scene_.node(id_).members) {
     NodeItem* item = scene_.nodeItem(m);
     if (!item || scene_.shownItem(m) != item) continue;  // a folded repeat: not drawn
+    if (scene_.isStale(m)) continue;  // it goes inside the layout's box in the next events
     QRectF r(item->pos(), item->boxSize());
     r.adjust(-kFrameMargin, -kFrameMargin - graph::kFrameHeader, kFrameMargin, kFrameMargin);
     if (!box.contains(r)) box |= r;
