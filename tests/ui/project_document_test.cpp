@@ -13,6 +13,7 @@
 #include "engine/graph/node_types.h"
 #include "support/generated_projects.h"
 #include "ui/app/example_project.h"
+#include "ui/canvas/edge_item.h"
 #include "ui/canvas/graph_scene.h"
 #include "ui/canvas/node_item.h"
 #include "ui/document/project_document.h"
@@ -115,6 +116,32 @@ TEST(ProjectDocument, AnEditsAnalysisComesInTheEventAfterItAndRedrawsWhatItChang
   QTRY_COMPARE(analysed, 2);
   QCoreApplication::processEvents();
   EXPECT_EQ(analysed, 2);
+}
+
+// An opened project is analysed on a worker while the canvas makes its items: its boxes and
+// wires show its own shapes and problems, not those of the project before.
+TEST(ProjectDocument, AnOpenedProjectsBoxesAndWiresShowItsOwnShapesAndProblems) {
+  Chain c;
+  const NodeId wide = c.doc.addNode("Linear", {400, 200});
+  c.doc.setNodeOptions(wide, {{"in_features", 5}, {"out_features", 3}, {"bias", true}});
+  ASSERT_TRUE(c.doc.connectPorts({c.act, "out"}, {wide, "in"}));  // 8 features into 5
+  const graph::Project opened = c.doc.project();
+
+  ProjectDocument doc;
+  doc.newProject();
+  GraphScene scene(&doc);
+  doc.open(opened, QString());
+  EXPECT_EQ(scene.nodeItem(c.act)->outputText(), "[N, 8]");
+  EXPECT_EQ(scene.nodeItem(wide)->outputText(), "?");  // its input does not fit
+  EXPECT_TRUE(scene.nodeItem(wide)->drawsProblem());
+  EXPECT_FALSE(scene.nodeItem(c.fc1)->drawsProblem());
+  int redWires = 0;
+  for (EdgeItem* e : scene.edgeItems()) {
+    EXPECT_EQ(e->drawsProblem(), e->edge().to.node == wide) << e->edge().to.node;
+    redWires += e->drawsProblem();
+  }
+  EXPECT_EQ(redWires, 1);
+  EXPECT_EQ(doc.analysis().problems.size(), 1u);
 }
 
 TEST(ProjectDocument, AShapeMismatchIsAWarningNamingTheShape) {

@@ -41,14 +41,21 @@ void EdgeItem::refresh() {
   setVisible(from != to);
   if (from == to) return;
   setPath(scene_.wirePath(edge_, false));
+  problemsRead_ = false;
+  update();
+}
+
+void EdgeItem::readProblems() {
+  if (problemsRead_) return;
+  problemsRead_ = true;
   // As the last analysis found them (an edit's own comes after it, and redraws what changed).
   QStringList problems;
   for (const graph::Problem* p : scene_.document()->lastProblemsAt(edge_.to.node)) {
     if (p->port == edge_.to.port) problems << qs(p->message);
   }
+  // The tooltip only when it changes: setting one costs more than the rest of a refresh.
+  if (bad_ || !problems.isEmpty()) setToolTip(problems.join("\n"));
   bad_ = !problems.isEmpty();
-  setToolTip(problems.join("\n"));
-  update();
 }
 
 QRectF EdgeItem::boundingRect() const {
@@ -62,6 +69,7 @@ QPainterPath EdgeItem::shape() const {
 }
 
 void EdgeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  readProblems();
   const CanvasTheme& t = scene_.theme();
   QColor color = bad_ ? t.error : t.wire;
   if (isSelected()) color = t.selection;

@@ -18,8 +18,13 @@ class EdgeItem : public QGraphicsPathItem {
 
   int type() const override { return Type; }
   const graph::Edge& edge() const { return edge_; }
-  // Re-reads the ends' positions and the target port's problems.
+  // Re-reads the ends' positions, and the target port's problems when next drawn.
   void refresh();
+  // Whether it is drawn red: the last analysis found a problem at its target port.
+  bool drawsProblem() {
+    readProblems();
+    return bad_;
+  }
   // A wire between two ports with no route from the layout (one being dragged, or one whose
   // nodes were moved by hand): a curve that leaves the output and enters the input along the
   // flow, downwards (or rightwards when leftToRight).
@@ -34,6 +39,10 @@ class EdgeItem : public QGraphicsPathItem {
  private:
   GraphScene& scene_;
   graph::Edge edge_;
+  // The target port's problems are read when the wire is next drawn (it is hovered, for its
+  // tooltip, only once drawn): an opened project's analysis finishes while the items are made.
+  void readProblems();
+  bool problemsRead_ = false;
   bool bad_ = false;
 };
 

@@ -83,20 +83,7 @@ void NodeItem::refresh() {
     if (!frame_) detail_ = groupSummary(node);
   }
   ports_ = graph::project_node_ports(project, node);
-  outShapes_.clear();
-  const auto& shapes = scene_.document()->lastAnalysis().output_shapes;
-  if (auto it = shapes.find(id_); it != shapes.end()) {
-    for (const auto& [port, shape] : it->second) outShapes_[port] = qs(graph::shape_str(shape));
-  }
-  problems_.clear();
-  portProblems_.clear();
-  for (const graph::Problem* p : scene_.document()->lastProblemsAt(id_)) {
-    if (p->port.empty()) {
-      problems_ << qs(p->message);
-    } else {
-      portProblems_[p->port] << qs(p->message);
-    }
-  }
+  analysisRead_ = false;
   const auto& marks = scene_.document()->loadMarks();
   mark_.reset();
   if (auto it = marks.find(id_); it != marks.end()) mark_ = it->second;
@@ -117,6 +104,30 @@ void NodeItem::refresh() {
   }
   updateShape();
   update();
+}
+
+void NodeItem::readAnalysis() const {
+  if (analysisRead_) return;
+  analysisRead_ = true;
+  outShapes_.clear();
+  const auto& shapes = scene_.document()->lastAnalysis().output_shapes;
+  if (auto it = shapes.find(id_); it != shapes.end()) {
+    for (const auto& [port, shape] : it->second) outShapes_[port] = qs(graph::shape_str(shape));
+  }
+  problems_.clear();
+  portProblems_.clear();
+  for (const graph::Problem* p : scene_.document()->lastProblemsAt(id_)) {
+    if (p->port.empty()) {
+      problems_ << qs(p->message);
+    } else {
+      portProblems_[p->port] << qs(p->message);
+    }
+  }
+}
+
+bool NodeItem::drawsProblem() const {
+  readAnalysis();
+  return !problems_.isEmpty() || !portProblems_.empty();
 }
 
 QString NodeItem::groupSummary(const graph::Node& node) const {
@@ -272,6 +283,7 @@ void NodeItem::paintPorts(QPainter* painter, const QFont& font) {
 }
 
 QString NodeItem::outputText() const {
+  readAnalysis();
   // "[N, 64]" for one output "out"; "out [N, 8]  h_n [1, N, 8]" for several.
   QStringList parts;
   for (const std::string& name : ports_.outputs) {
@@ -284,6 +296,7 @@ QString NodeItem::outputText() const {
 }
 
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  readAnalysis();
   if (QStyleOptionGraphicsItem::levelOfDetailFromTransform(painter->worldTransform()) <
       kDetailZoom) {
     paintPlain(painter);
@@ -296,7 +309,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   }
   const CanvasTheme& t = scene_.theme();
   const QRectF box(QPointF(0, 0), size_);
-  const bool bad = !problems_.isEmpty() || !portProblems_.empty();
+  const bool bad = drawsProblem();
   QPen border(isSelected() ? t.selection : bad ? t.error : t.border, isSelected() || bad ? 2 : 1);
   if (repeats_ > 1) {
     // A folded run: the boxes of the repeats it stands for, stacked behind it.
@@ -496,7 +509,7 @@ void NodeItem::paintFailure(QPainter* painter) {
 void NodeItem::paintFrame(QPainter* painter) {
   const CanvasTheme& t = scene_.theme();
   const QRectF box(QPointF(0, 0), size_);
-  const bool bad = !problems_.isEmpty() || !portProblems_.empty();
+  const bool bad = drawsProblem();
   painter->setPen(QPen(isSelected() ? t.selection
                        : bad        ? t.error
                                     : t.border,
@@ -573,7 +586,7 @@ void NodeItem::paintPlain(QPainter* painter) {
   const CanvasTheme& t = scene_.theme();
   painter->setRenderHint(QPainter::Antialiasing, false);
   const QRectF box(QPointF(0, 0), size_);
-  const bool bad = !problems_.isEmpty() || !portProblems_.empty();
+  const bool bad = drawsProblem();
   const QPen border(isSelected() ? t.selection : bad ? t.error : t.border, 0);
   if (!frame_) {
     painter->setPen(border);
@@ -613,6 +626,7 @@ QVariant NodeItem::itemChange(GraphicsItemChange change, const QVariant& value) 
 }
 
 QString NodeItem::tooltipAt(QPointF localPos) const {
+  readAnalysis();
   if (auto port = portAt(mapToScene(localPos))) {
     QStringList lines;
     lines << QString("<b>%1.%2</b>").arg(title_, qs(port->name));

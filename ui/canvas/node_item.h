@@ -40,7 +40,8 @@ class NodeItem : public QGraphicsItem {
   // An expanded group: a frame that wraps its members.
   bool isFrame() const { return frame_; }
 
-  // Re-reads the node from the document (ports, shapes, problems, marks, position).
+  // Re-reads the node from the document (ports, marks, position; its shapes and problems when
+  // next drawn or asked for).
   void refresh();
   // Frames only: wraps the members' current boxes.
   void fitMembers();
@@ -52,6 +53,8 @@ class NodeItem : public QGraphicsItem {
   bool showsHealth() const { return healthStrip_; }
   // The output shapes as the box writes them: "[N, 64]", or "out [N, 8]  h_n [1, N, 8]".
   QString outputText() const;
+  // Whether the box is drawn red: the last analysis found a problem at it or one of its ports.
+  bool drawsProblem() const;
   // Re-reads the node's health from the scene's health model: the strip appears with the
   // first samples and goes when they are cleared.
   void refreshHealth();
@@ -81,6 +84,7 @@ class NodeItem : public QGraphicsItem {
   // it): refreshing thousands of boxes on a sync made a path for each.
   void updateShape() { shapeStale_ = true; }
   QString tooltipAt(QPointF localPos) const;
+  void readAnalysis() const;
   void paintFrame(QPainter* painter);
   // The xN of a folded run on a title band ending at `right`; returns its width.
   double paintRepeatPill(QPainter* painter, double right, double bandHeight);
@@ -103,9 +107,12 @@ class NodeItem : public QGraphicsItem {
   bool leftToRight_ = false;  // ports on the left and right sides instead of top and bottom
   QString title_, typeName_, detail_;
   graph::NodePorts ports_;
-  std::map<std::string, QString> outShapes_;
-  QStringList problems_;
-  std::map<std::string, QStringList> portProblems_;
+  // What the document's last analysis says of the node, read when first drawn or asked for after
+  // a refresh (readAnalysis): an opened project's analysis finishes while the items are made.
+  mutable bool analysisRead_ = false;
+  mutable std::map<std::string, QString> outShapes_;
+  mutable QStringList problems_;
+  mutable std::map<std::string, QStringList> portProblems_;
   std::optional<NodeLoadMark> mark_;
   bool healthStrip_ = false;
   std::vector<std::pair<graph::Edge, QPainterPath>> chain_;  // a frame's implicit links

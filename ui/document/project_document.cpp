@@ -121,20 +121,21 @@ void ProjectDocument::load(const QString& path) {
 }
 
 void ProjectDocument::open(graph::Project project, const QString& path) {
-  // The analysis reads the nodes' types, options, members and wires, which collapsing and
-  // placing do not change (they set flags and positions): it runs on a worker meanwhile (at
-  // 10,000 nodes each takes about a sixth of the open). The cache is the document's, which
-  // nothing here uses until it is done.
-  auto analysing = std::async(std::launch::async, [&project, this] {
-    std::optional<graph::Analysis> made(std::in_place);
-    std::set<graph::NodeId> changed;  // all of them: the open redraws everything
-    try {
-      graph::reanalyze(project, analysisCache_, *made, changed);
-    } catch (const std::exception&) {
-      made.reset();  // analyseNow() tries again and says why
-    }
-    return made;
-  });
+  // The analysis (at 10,000 nodes a third of the open) runs on a worker, on a copy of the
+  // project, while this thread collapses and lays it out and the canvas makes its items (which
+  // read the analysis when first drawn): graphChanged takes it after that. The cache is the
+  // document's, which nothing uses until then.
+  auto analysing = std::async(
+      std::launch::async, [copy = std::make_shared<const graph::Project>(project), this] {
+        std::optional<graph::Analysis> made(std::in_place);
+        std::set<graph::NodeId> changed;  // all of them: the open redraws everything
+        try {
+          graph::reanalyze(*copy, analysisCache_, *made, changed);
+        } catch (const std::exception&) {
+          made.reset();  // analyseNow() tries again and says why
+        }
+        return made;
+      });
   // Collapsed and placed before it is shown: the canvas never draws all of a large model, nor
   // draws it once where the file had it and again where the layout puts it.
   collapseForCanvas(project);
@@ -145,8 +146,7 @@ void ProjectDocument::open(graph::Project project, const QString& path) {
   } catch (const std::exception&) {
     // prepareForCanvas() tries again and says why.
   }
-  analysedAhead_ = analysing.get();  // before the project moves
-  replaceProject(std::move(project), path, std::move(layout));
+  replaceProject(std::move(project), path, std::move(layout), std::move(analysing));
 }
 
 void ProjectDocument::save(const QString& path) {
@@ -169,7 +169,9 @@ void ProjectDocument::setProject(graph::Project project, const QString& path) {
 }
 
 void ProjectDocument::replaceProject(graph::Project project, const QString& path,
-                                     std::optional<graph::Layout> layout) {
+                                     std::optional<graph::Layout> layout,
+                                     std::future<std::optional<graph::Analysis>> analysing) {
+  analysing_ = std::move(analysing);
   undoStack_->clear();
   project_ = std::move(project);
   shadowValid_ = false;
@@ -493,28 +495,30 @@ void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
     modelStale_ = true;
     analysisStale_ = true;
     nodeParameterCounts_.clear();
-    if (change.everything) {
-      // Every item is drawn again: with the shapes, so that none is drawn twice.
-      analyseNow();
-      analysisChange_ = {};
-    } else if (!analysisTimer_->isActive()) {
-      analysisTimer_->start();
-    }
+    if (!change.everything && !analysisTimer_->isActive()) analysisTimer_->start();
   }
   if (!loadMarks_.empty()) {
     loadMarks_.clear();
     emit loadMarksChanged();
   }
+  const bool everything = change.everything;
   emit graphEdited(change);
+  if (analysed && everything) {
+    // After the items are made (they read the analysis when first drawn), while an opened
+    // project's analysis finishes on its worker; then all of it is told at once.
+    analyseNow();
+    analysisChange_ = {};
+  }
   emit changed();
   if (analysed && change.everything) emit this->analysed();
 }
 
 void ProjectDocument::analyseNow() const {
   analysisStale_ = false;
-  if (analysedAhead_) {
-    analysis_ = std::move(*analysedAhead_);
-    analysedAhead_.reset();
+  std::optional<graph::Analysis> made;
+  if (analysing_.valid()) made = analysing_.get();
+  if (made) {
+    analysis_ = std::move(*made);
     analysisChange_.everything = true;  // another project: all of it is drawn anew
   } else {
     try {

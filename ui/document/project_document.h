@@ -15,6 +15,7 @@
 #include <QString>
 #include <QUndoStack>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -291,9 +292,11 @@ class ProjectDocument : public QObject {
   // Remakes layout() for the project as it is (positions unchanged); false, logged, when the
   // layout engine fails.
   bool relayout() const;
-  // setProject, with the layout already made for it (open()) or none.
+  // setProject, with the layout already made for it (open()) or none, and the analysis on its
+  // way (open()) or none.
   void replaceProject(graph::Project project, const QString& path,
-                      std::optional<graph::Layout> layout);
+                      std::optional<graph::Layout> layout,
+                      std::future<std::optional<graph::Analysis>> analysing = {});
   // What a patch applied that way does to the items (everything when groups changed).
   GraphChange changeOf(const GraphPatch& patch, bool forward) const;
   // Analyses the project now; the nodes whose shapes or problems changed are kept for
@@ -319,9 +322,10 @@ class ProjectDocument : public QObject {
   std::vector<graph::NodeId> selection_;
   mutable graph::Analysis analysis_;
   mutable bool analysisStale_ = false;  // an edit since analysis_ was made
-  // The analysis open() made on a worker while it collapsed and laid out the project: the
-  // next analyseNow() takes it.
-  mutable std::optional<graph::Analysis> analysedAhead_;
+  // The analysis open() makes on a worker while it collapses, lays out and draws the project
+  // (none, or std::nullopt if it failed): valid only within open(), whose graphChanged takes it
+  // (analyseNow) once the canvas has its items. The worker uses analysisCache_ meanwhile.
+  mutable std::future<std::optional<graph::Analysis>> analysing_;
   // Starts publishAnalysis() once the events already waiting are done: the edit's repaint
   // comes first (a zero-time timer; a queued call would go before it).
   QTimer* analysisTimer_;
