@@ -4,6 +4,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QTimer>
+#include <algorithm>
 #include <vector>
 
 #include "ui/canvas/graph_scene.h"
@@ -32,7 +33,7 @@ void MiniMap::refresh() {
   const QWidget* viewport = parentWidget();
   setGeometry(viewport->width() - size.width() - 10, viewport->height() - size.height() - 10,
               size.width(), size.height());
-  const QRectF nodes = view_->graphScene()->nodesRect();
+  const QRectF nodes = nodesRect();
   const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
   setVisible(!nodes.isNull() && !visible.contains(nodes));
   update();
@@ -43,8 +44,17 @@ void MiniMap::sceneChanged() {
   refresh();
 }
 
+QRectF MiniMap::nodesRect() {
+  if (!nodesKnown_) {
+    nodes_ = view_->graphScene()->nodesRect();
+    nodesKnown_ = true;
+  }
+  return nodes_;
+}
+
 void MiniMap::renderPicture() {
-  pictureRect_ = view_->graphScene()->nodesRect().adjusted(-40, -40, 40, 40);
+  nodesKnown_ = false;
+  pictureRect_ = nodesRect().adjusted(-40, -40, 40, 40);
   if (pictureRect_.isEmpty()) {
     picture_ = QPixmap();
     return;
@@ -53,7 +63,9 @@ void MiniMap::renderPicture() {
   // its box, so the overview draws boxes and frames, not the scene's text and wires.
   const GraphScene* scene = view_->graphScene();
   const CanvasTheme& t = scene->theme();
-  const double s = 2 * targetRect().width() / sourceRect().width();
+  // At most 4,096 pixels along: a 10,000-node tower is a long column.
+  const double s = std::min(2 * targetRect().width() / sourceRect().width(),
+                            4096 / std::max(pictureRect_.width(), pictureRect_.height()));
   picture_ = QPixmap((pictureRect_.size() * s).toSize().expandedTo({1, 1}));
   picture_.fill(Qt::transparent);
   QPainter painter(&picture_);
@@ -76,12 +88,34 @@ void MiniMap::renderPicture() {
   for (const NodeItem* item : boxes) painter.drawRect(QRectF(item->pos(), item->boxSize()));
 }
 
-QRectF MiniMap::sourceRect() const {
+QRectF MiniMap::sourceRect() {
   const QRectF visible = view_->mapToScene(view_->viewport()->rect()).boundingRect();
-  return (view_->graphScene()->nodesRect() | visible).adjusted(-40, -40, 40, 40);
+  const QRectF whole = (nodesRect() | visible).adjusted(-40, -40, 40, 40);
+  // At most kContext times the visible part each way, in the overview's proportions: a longer
+  // graph shows the window of it around the view (the rest a drag away), not a line.
+  constexpr double kContext = 4;
+  const QRectF area = QRectF(rect()).adjusted(4, 4, -4, -4);
+  QSizeF size = visible.size() * kContext;
+  const double aspect = area.width() / area.height();
+  if (size.width() < size.height() * aspect) {
+    size.setWidth(size.height() * aspect);
+  } else {
+    size.setHeight(size.width() / aspect);
+  }
+  if (whole.width() <= size.width() && whole.height() <= size.height()) return whole;
+  QRectF window(QPointF(0, 0), size);
+  window.moveCenter(visible.center());
+  // Inside the whole along each side it is longer than the window, centred on it otherwise.
+  auto place = [](double start, double length, double wholeStart, double wholeLength) {
+    if (wholeLength <= length) return wholeStart + (wholeLength - length) / 2;
+    return std::clamp(start, wholeStart, wholeStart + wholeLength - length);
+  };
+  window.moveLeft(place(window.left(), size.width(), whole.left(), whole.width()));
+  window.moveTop(place(window.top(), size.height(), whole.top(), whole.height()));
+  return window;
 }
 
-QRectF MiniMap::targetRect() const {
+QRectF MiniMap::targetRect() {
   const QRectF source = sourceRect();
   const QRectF area = QRectF(rect()).adjusted(4, 4, -4, -4);
   const double s = std::min(area.width() / source.width(), area.height() / source.height());
@@ -103,6 +137,7 @@ void MiniMap::paintEvent(QPaintEvent*) {
   const QRectF target = targetRect();
   if (picture_.isNull()) renderPicture();
   const double s = target.width() / source.width();
+  painter.setClipRect(target);  // a window of a long graph: its picture reaches past it
   if (!picture_.isNull()) {
     painter.drawPixmap(QRectF(target.left() + (pictureRect_.left() - source.left()) * s,
                               target.top() + (pictureRect_.top() - source.top()) * s,

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// A small overview of the whole graph in the canvas's corner, with the visible part outlined;
+// A small overview of the graph in the canvas's corner, with the visible part outlined;
 // clicking or dragging in it moves the view. It shows itself only when the graph does not fit
-// in the view.
+// in the view. A graph much taller (or wider) than the overview, which whole would be a thin
+// line there, is shown as a window around the view that follows it.
 #include <QPixmap>
 #include <QWidget>
 
@@ -30,8 +31,11 @@ class MiniMap : public QWidget {
 
  private:
   // The scene area shown, and its mapping into this widget.
-  QRectF sourceRect() const;
-  QRectF targetRect() const;
+  QRectF sourceRect();
+  // The nodes' extent, as of the last picture: the scene's own look at every item (10,000 at
+  // most) is made at most as often as the picture, not on every change and scroll.
+  QRectF nodesRect();
+  QRectF targetRect();
   void centerViewAt(QPointF widgetPos);
   void renderPicture();
 
@@ -39,6 +43,8 @@ class MiniMap : public QWidget {
   QTimer* redraw_;
   QPixmap picture_;
   QRectF pictureRect_;  // the scene area the picture shows
+  QRectF nodes_;
+  bool nodesKnown_ = false;
 };
 
 }  // namespace nns::ui
