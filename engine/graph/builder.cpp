@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <set>
@@ -49,6 +50,55 @@ std::string port_of(const std::string& message) {
   const size_t end = message.find('\'', prefix.size());
   return end == std::string::npos ? "" : message.substr(prefix.size(), end - prefix.size());
 }
+
+// Node ids to their places in a graph's node list. Ids count up as nodes are added, so a table
+// indexed by id serves (a hash map where they are spread out): an analysis of 10,000 nodes looks
+// nodes up tens of thousands of times, and a hash map's lookups and the allocations of its
+// entries were a fifth of it. A repeated id is found at its last place.
+class IdIndex {
+ public:
+  void build(const std::vector<Node>& nodes) {
+    NodeId low = 0, high = -1;
+    for (const Node& n : nodes) {
+      low = std::min(low, n.id);
+      high = std::max(high, n.id);
+    }
+    dense_ = low >= 0 && static_cast<size_t>(high) <= 4 * nodes.size() + 1024;
+    if (dense_) {
+      table_.assign(static_cast<size_t>(high) + 1, kNone);
+    } else {
+      map_.reserve(nodes.size());
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (dense_) {
+        table_[static_cast<size_t>(nodes[i].id)] = i;
+      } else {
+        map_[nodes[i].id] = i;
+      }
+    }
+  }
+  std::optional<size_t> find(NodeId id) const {
+    if (dense_) {
+      if (id < 0 || static_cast<size_t>(id) >= table_.size() ||
+          table_[static_cast<size_t>(id)] == kNone)
+        return std::nullopt;
+      return table_[static_cast<size_t>(id)];
+    }
+    auto it = map_.find(id);
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  size_t at(NodeId id) const {
+    if (const std::optional<size_t> i = find(id)) return *i;
+    throw std::out_of_range("no node with id " + std::to_string(id));
+  }
+
+ private:
+  static constexpr size_t kNone = std::numeric_limits<size_t>::max();
+  bool dense_ = true;
+  std::vector<size_t> table_;
+  std::unordered_map<NodeId, size_t> map_;
+};
 
 // One node of a graph, as the analysis sees it.
 struct Resolved {
@@ -195,11 +245,13 @@ class Builder {
   std::map<NodeId, std::map<std::string, SymShape>> shapes;
   std::set<NodeId>* changed = nullptr;
 
-  // The entries of nodes that got no shapes in this pass (gone, or no longer inferred).
+  // The entries of nodes that got no shapes in this pass (gone, or no longer inferred). When every
+  // entry is a shaped node's (most edits), none is looked at.
   void forget_unshaped() {
+    if (shaped_ == shapes.size()) return;
     for (auto it = shapes.begin(); it != shapes.end();) {
-      const auto r = index_.find(it->first);
-      if (r != index_.end() && nodes_[r->second].shaped) {
+      const std::optional<size_t> r = index_.find(it->first);
+      if (r && nodes_[*r].shaped) {
         ++it;
         continue;
       }
@@ -242,8 +294,8 @@ class Builder {
 
   // The group a node is a member of (Graph::parent_of, from one index for the whole pass).
   const Node* parent_of(NodeId id) const {
-    auto it = parents_.find(id);
-    return it == parents_.end() ? nullptr : it->second;
+    const std::optional<size_t> i = index_.find(id);
+    return i ? parents_[*i] : nullptr;
   }
 
   // The edge feeding an input port (Graph::edge_into, from one index for the whole pass: a
@@ -260,11 +312,14 @@ class Builder {
   void resolve_nodes() {
     // Sized once: at 10,000 nodes the growth of these was a tenth of an analysis.
     nodes_.reserve(graph_.nodes.size());
-    index_.reserve(graph_.nodes.size());
-    parents_.reserve(graph_.nodes.size());
+    index_.build(graph_.nodes);  // nodes_ is in the same order
+    parents_.assign(graph_.nodes.size(), nullptr);
     edges_into_.reserve(graph_.edges.size());  // one array, not a vector per node
     for (const Node& n : graph_.nodes) {
-      for (NodeId m : n.members) parents_.emplace(m, &n);
+      for (NodeId m : n.members) {
+        const std::optional<size_t> i = index_.find(m);
+        if (i && !parents_[*i]) parents_[*i] = &n;  // the first group that lists it
+      }
     }
     for (const Edge& e : graph_.edges) edges_into_.push_back(&e);
     std::stable_sort(edges_into_.begin(), edges_into_.end(),
@@ -272,7 +327,6 @@ class Builder {
     // The problems each node resolved now added: [first, end) of problems_.list.
     std::vector<std::pair<size_t, size_t>> found(graph_.nodes.size());
     for (const Node& node : graph_.nodes) {
-      index_[node.id] = nodes_.size();
       Resolved r;
       r.node = &node;
       r.parent = parent_of(node.id);
@@ -339,6 +393,13 @@ class Builder {
     }
   }
 
+  // The entry is one of this pass's nodes': it stays in the cache (evict_unseen).
+  void stamp(AnalysisCache::Entry& c) {
+    if (c.generation == cache_->generation_) return;
+    c.generation = cache_->generation_;
+    ++cache_->seen_;
+  }
+
   // What the cache kept of a node as it is now (the same type and options): taken as it was.
   bool from_cache(Resolved& r) {
     if (!cache_) return false;
@@ -349,7 +410,7 @@ class Builder {
         (c.kind == Resolved::Kind::Type && c.node_type != find_node_type(r.node->type))) {
       return false;
     }
-    c.generation = cache_->generation_;
+    stamp(c);
     r.kind = c.kind;
     r.type = c.node_type;
     r.ok = c.ok;
@@ -371,7 +432,7 @@ class Builder {
     auto& slot = cache_->entries_[r.node->id];
     slot = std::make_unique<AnalysisCache::Entry>();
     AnalysisCache::Entry& c = *slot;
-    c.generation = cache_->generation_;
+    stamp(c);
     c.type = r.node->type;
     c.name = r.node->name;
     c.given = r.node->options;
@@ -443,15 +504,15 @@ class Builder {
     } else if (r.is(NodeKind::Ref)) {
       if (!r.ok) return;
       const NodeId target = r.options().at("target").get<NodeId>();
-      auto it = index_.find(target);
-      if (it == index_.end()) {
+      const std::optional<size_t> it = index_.find(target);
+      if (!it) {
         problem(*r.node, "",
                 describe(*r.node) + ": its target " + std::to_string(target) +
                     " is no node of this graph");
         r.ok = false;
         return;
       }
-      Resolved& t = nodes_[it->second];
+      Resolved& t = nodes_[*it];
       if (!t.is_callable()) {
         problem(*r.node, "",
                 describe(*r.node) + ": its target " + describe(*t.node) +
@@ -623,7 +684,6 @@ class Builder {
     // ready indices takes the earliest first.
     constexpr int kNotRun = -1;
     std::vector<int> pending(nodes_.size(), kNotRun);
-    std::vector<std::vector<size_t>> next(nodes_.size());
     size_t running = 0;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (nodes_[i].runs) {
@@ -631,11 +691,21 @@ class Builder {
         ++running;
       }
     }
+    // Each node's successors in edge order, all in one array: next[first[i], first[i + 1]) are
+    // node i's (a vector per node was a tenth of a 10,000-node analysis, most of it allocation).
+    std::vector<std::pair<size_t, size_t>> links;
+    links.reserve(edges_.size());
+    std::vector<size_t> first(nodes_.size() + 1, 0);
     for (const Edge* e : edges_) {
-      const size_t to = index_.at(e->to.node);
+      const size_t from = index_.at(e->from.node), to = index_.at(e->to.node);
       ++pending[to];
-      next[index_.at(e->from.node)].push_back(to);
+      ++first[from + 1];
+      links.emplace_back(from, to);
     }
+    for (size_t i = 0; i < nodes_.size(); ++i) first[i + 1] += first[i];
+    std::vector<size_t> next(links.size());
+    std::vector<size_t> filled(first.begin(), first.end() - 1);
+    for (const auto& [from, to] : links) next[filled[from]++] = to;
     std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (pending[i] == 0) ready.push(i);
@@ -644,8 +714,8 @@ class Builder {
       const size_t i = ready.top();
       ready.pop();
       order_.push_back(nodes_[i].node->id);
-      for (size_t n : next[i]) {
-        if (--pending[n] == 0) ready.push(n);
+      for (size_t k = first[i]; k < first[i + 1]; ++k) {
+        if (--pending[next[k]] == 0) ready.push(next[k]);
       }
     }
     if (order_.size() == running) return;
@@ -681,8 +751,8 @@ class Builder {
 
   const SymShape* shape_of(const PortRef& p) const {
     // The map may still hold the last analysis' entry of a node this pass found none for.
-    const auto r = index_.find(p.node);
-    if (r == index_.end() || !nodes_[r->second].shaped) return nullptr;
+    const std::optional<size_t> r = index_.find(p.node);
+    if (!r || !nodes_[*r].shaped) return nullptr;
     auto n = shapes.find(p.node);
     if (n == shapes.end()) return nullptr;
     auto s = n->second.find(p.port);
@@ -740,6 +810,7 @@ class Builder {
     if (!r.shaped) {
       // The first write of this pass: the last analysis' ports go unless they are these.
       r.shaped = true;
+      ++shaped_;
       bool same_ports = m.size() == n;
       for (size_t i = 0; i < n && same_ports; ++i) same_ports = m.count(ports[i]) != 0;
       if (!same_ports) {
@@ -862,7 +933,7 @@ class Builder {
 
   const Project& project_;
   const Graph& graph_;
-  std::unordered_map<NodeId, const Node*> parents_;
+  std::vector<const Node*> parents_;     // each node's group, by its place in graph_.nodes
   std::vector<const Edge*> edges_into_;  // by the node they feed, then in edge order
   std::string block_;
   Json args_;
@@ -871,7 +942,8 @@ class Builder {
   AnalysisCache* cache_;
 
   std::vector<Resolved> nodes_;  // in node order
-  std::unordered_map<NodeId, size_t> index_;
+  IdIndex index_;                // places in nodes_
+  size_t shaped_ = 0;  // how many nodes have shapes in this pass (each has an entry in shapes)
   std::vector<const Edge*> edges_;  // the edges between known ports
   std::vector<NodeId> order_;       // the running nodes, in topological order
 };
@@ -1140,9 +1212,11 @@ CarriedState carry_state(GraphModule& from, GraphModule& to, const Graph& graph)
 
 namespace {
 
-// Nodes gone (or no longer kept) leave the cache.
+// Nodes gone (or no longer kept) leave the cache; when this pass saw every entry (an edit that
+// removed nothing) none is looked at.
 void evict_unseen(std::unordered_map<NodeId, std::unique_ptr<AnalysisCache::Entry>>& entries,
-                  uint64_t generation) {
+                  uint64_t generation, size_t seen) {
+  if (seen == entries.size()) return;
   std::erase_if(entries, [&](const auto& entry) { return entry.second->generation != generation; });
 }
 
@@ -1159,24 +1233,24 @@ std::map<NodeId, std::vector<std::string>> problems_by_node(const std::vector<Pr
 
 Analysis analyze(const Project& project, AnalysisCache* cache) {
   Problems problems;
-  if (cache) ++cache->generation_;
+  if (cache) cache->next_generation();
   Builder b(project, project.graph, "", Json::object(), {}, problems, cache);
   b.analyze(nullptr);
-  if (cache) evict_unseen(cache->entries_, cache->generation_);
+  if (cache) evict_unseen(cache->entries_, cache->generation_, cache->seen_);
   return {std::move(b.shapes), std::move(problems.list)};
 }
 
 void reanalyze(const Project& project, AnalysisCache& cache, Analysis& last,
                std::set<NodeId>& changed) {
   Problems problems;
-  ++cache.generation_;
+  cache.next_generation();
   Builder b(project, project.graph, "", Json::object(), {}, problems, &cache);
   b.shapes = std::move(last.output_shapes);
   last.output_shapes.clear();
   b.changed = &changed;
   b.analyze(nullptr);
   b.forget_unshaped();
-  evict_unseen(cache.entries_, cache.generation_);
+  evict_unseen(cache.entries_, cache.generation_, cache.seen_);
   // Both maps are ordered by node: one walk through the two side by side.
   const auto before = problems_by_node(last.problems);
   const auto after = problems_by_node(problems.list);

@@ -68,7 +68,12 @@ class AnalysisCache {
   friend void reanalyze(const Project& project, AnalysisCache& cache, Analysis& last,
                         std::set<NodeId>& changed);
   std::unordered_map<NodeId, std::unique_ptr<Entry>> entries_;
-  uint64_t generation_ = 0;
+  uint64_t generation_ = 0;  // an analysis' number: each entry has the last that used it
+  size_t seen_ = 0;          // how many entries the current analysis used
+  void next_generation() {
+    ++generation_;
+    seen_ = 0;
+  }
 };
 
 // Never throws for a bad graph: problems are collected. With a cache, the same answer sooner.
