@@ -54,7 +54,6 @@ class TimedApplication : public QApplication {
     t.start();
     const bool done = QApplication::notify(receiver, event);
     longest_ = std::max(longest_, msSince(t));
-    if (getenv("TMPSLOW") && msSince(t) > atof(getenv("TMPSLOW"))) fprintf(stderr, "TMP slow %.1f %s %s %d\n", msSince(t), receiver->metaObject()->className(), qPrintable(receiver->objectName()), int(event->type()));
     --depth_;
     return done;
   }
