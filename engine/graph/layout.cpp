@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "engine/graph/builder.h"
+#include "engine/graph/id_index.h"
 #include "engine/tensor/error.h"
 
 namespace nns::graph {
@@ -593,21 +594,22 @@ class Builder {
       : project_(project), folds_(folded_repeats(project)), tb_(direction == "TB") {
     direction_ = direction;
     const Graph& g = project.graph;
+    places_.build(g.nodes);
     info_.reserve(g.nodes.size());
-    for (const Node& n : g.nodes) info_[n.id] = {&n, kTop, n.id, is_open_group(n), false};
+    for (const Node& n : g.nodes) info_.push_back({&n, kTop, n.id, is_open_group(n), false});
     for (const Node& n : g.nodes) {
-      Info& i = info_.at(n.id);
+      Info& i = info(n.id);
       i.boxed = i.open && is_boxed_group(n);
-      for (NodeId m : n.members) info_.at(m).parent = n.id;
+      for (NodeId m : n.members) info(m).parent = n.id;
     }
-    for (auto& [id, i] : info_) i.shown = find_shown(id);
+    for (Info& i : info_) i.shown = find_shown(i.node->id);
     wires_.reserve(g.edges.size() + g.nodes.size());
     pieces_.reserve(g.edges.size() + g.nodes.size());
     level(kTop);
     for (const Node& n : g.nodes) add_node(n);
     for (const Edge& e : g.edges) add_wire(e, false, 1);
     for (const Node& n : g.nodes) {
-      if (!info_.at(n.id).open) continue;
+      if (!info(n.id).open) continue;
       const int weight = n.type == "Sequential" ? 8 : 4;  // heavy: a chain stays straight
       for (const Edge& link : links_of(n)) add_wire(link, true, weight);
     }
@@ -743,9 +745,11 @@ class Builder {
     std::pair<NodeId, int> item{kTop, -1};  // a shown node's level and item there
   };
 
-  const Node& node(NodeId id) const { return *info_.at(id).node; }
-  NodeId parent(NodeId id) const { return info_.at(id).parent; }
-  NodeId shown(NodeId id) const { return info_.at(id).shown; }
+  Info& info(NodeId id) { return info_[places_.at(id)]; }
+  const Info& info(NodeId id) const { return info_[places_.at(id)]; }
+  const Node& node(NodeId id) const { return *info(id).node; }
+  NodeId parent(NodeId id) const { return info(id).parent; }
+  NodeId shown(NodeId id) const { return info(id).shown; }
 
   // As graph::shown_node, through info_.
   NodeId find_shown(NodeId id) const {
@@ -779,7 +783,7 @@ class Builder {
   // The level a shown node stands in: its nearest enclosing group with ports, or the top.
   NodeId level_of(NodeId id) const {
     for (NodeId p = parent(id); p != kTop; p = parent(p)) {
-      if (info_.at(p).boxed) return p;
+      if (info(p).boxed) return p;
     }
     return kTop;
   }
@@ -787,7 +791,7 @@ class Builder {
   // The cluster of a ModuleList in its level (made with those around it), or -1.
   int cluster_of(Level& l, NodeId id) {
     const NodeId p = parent(id);
-    if (p == kTop || p == l.owner || info_.at(p).boxed) return -1;
+    if (p == kTop || p == l.owner || info(p).boxed) return -1;
     if (auto it = l.cluster_index.find(p); it != l.cluster_index.end()) return it->second;
     const int outer = cluster_of(l, p);
     const int c = static_cast<int>(l.clusters.size());
@@ -798,9 +802,9 @@ class Builder {
   }
 
   void add_node(const Node& n) {
-    Info& info = info_.at(n.id);
-    if (info.shown != n.id) return;
-    if (info.open && !info.boxed) return;  // a cluster, made by its members
+    Info& self = info(n.id);
+    if (self.shown != n.id) return;
+    if (self.open && !self.boxed) return;  // a cluster, made by its members
     Level& l = level(level_of(n.id));
     NodeSize size = node_box_size(project_, n);
     if (folds_.count.contains(n.id)) {  // room for the repeats stacked behind its box
@@ -808,10 +812,10 @@ class Builder {
       size.height += kRepeatStack;
     }
     const int c = cluster_of(l, n.id);
-    info.item = {l.owner, static_cast<int>(l.items.size())};
+    self.item = {l.owner, static_cast<int>(l.items.size())};
     l.input.items.push_back({size.width, size.height, c, false});
     l.items.push_back(n.id);
-    if (info.boxed) level(n.id);
+    if (self.boxed) level(n.id);
   }
 
   bool inside(NodeId id, NodeId group) const {
@@ -825,7 +829,7 @@ class Builder {
   // inside the group (its chain), else the group's box.
   std::optional<End> end_of(NodeId id, bool tail, NodeId other) const {
     const NodeId s = shown(id);
-    const Info& n = info_.at(s);
+    const Info& n = info(s);
     if (n.open) {
       if (!n.boxed) return std::nullopt;  // a ModuleList has no ports
       if (inside(other, s)) {
@@ -859,12 +863,12 @@ class Builder {
         const Level& l = levels_.at(t.level);
         pieces_.push_back({t.level, add_link(t.level, t.item, l.out_anchor, weight), at});
         at = {t.level, true};
-        const auto& [owner, item] = info_.at(t.level).item;
+        const auto& [owner, item] = info(t.level).item;
         t = {owner, item};
       } else {
         const Level& l = levels_.at(h.level);
         down.push_back({h.level, add_link(h.level, l.in_anchor, h.item, weight), {h.level, false}});
-        const auto& [owner, item] = info_.at(h.level).item;
+        const auto& [owner, item] = info(h.level).item;
         h = {owner, item};
       }
     }
@@ -891,7 +895,8 @@ class Builder {
   FoldedRepeats folds_;
   bool tb_;
   std::string direction_;
-  std::unordered_map<NodeId, Info> info_;
+  IdIndex places_;
+  std::vector<Info> info_;  // by place in the graph's nodes
   std::unordered_map<NodeId, Level> levels_;
   std::vector<Wire> wires_;
   std::vector<Piece> pieces_;
