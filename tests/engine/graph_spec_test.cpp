@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/graph/builder.h"
+#include "engine/graph/id_index.h"
 #include "engine/graph/node_types.h"
 #include "engine/ops/ops.h"
 #include "graph_test_models.h"
@@ -24,6 +25,35 @@ std::string error_of(const std::function<void()>& fn) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Ids as a graph has them (counting up, with gaps where nodes were removed) go through the table;
+// spread-out or negative ones through the hash map; both find the same places.
+TEST(GraphSpecTest, IdIndexFindsEachNodesPlaceHoweverTheIdsAreSpread) {
+  auto node = [](graph::NodeId id) {
+    Node n;
+    n.id = id;
+    return n;
+  };
+  for (const std::vector<graph::NodeId>& ids :
+       {std::vector<graph::NodeId>{1, 2, 3, 7, 5}, std::vector<graph::NodeId>{3, 1000000000, 12},
+        std::vector<graph::NodeId>{-4, 0, 9}}) {
+    std::vector<Node> nodes;
+    for (graph::NodeId id : ids) nodes.push_back(node(id));
+    graph::IdIndex index;
+    index.build(nodes);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(index.at(ids[i]), i) << ids[i];
+    EXPECT_FALSE(index.find(4));
+    EXPECT_FALSE(index.find(-1));
+    EXPECT_FALSE(index.find(2000000000));
+    EXPECT_THROW(index.at(4), std::out_of_range);
+  }
+  // A repeated id is found at its last place, as assigning a map by id in order would.
+  std::vector<Node> twice{node(5), node(6), node(5)};
+  graph::IdIndex index;
+  index.build(twice);
+  EXPECT_EQ(index.at(5), 2u);
+  EXPECT_EQ(index.at(6), 1u);
 }
 
 TEST(GraphSpecTest, AddInsertRemove) {
