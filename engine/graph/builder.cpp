@@ -1256,9 +1256,8 @@ std::shared_ptr<GraphModule> build_model(const Project& project) {
 }
 
 std::shared_ptr<GraphModule> build_initial_model(const Project& project) {
-  const auto seeded = seeded_draws();
-  manual_seed(static_cast<uint64_t>(project.training.seed));
-  return build_model(project);
+  return with_seed(static_cast<uint64_t>(project.training.seed),
+                   [&] { return build_model(project); });
 }
 
 namespace {

@@ -115,6 +115,12 @@ void Graph::disconnect(const PortRef& to) {
   std::erase_if(edges, [&to](const Edge& e) { return e.to == to; });
 }
 
+bool Node::operator==(const Node& other) const {
+  return id == other.id && x == other.x && y == other.y && collapsed == other.collapsed &&
+         folded == other.folded && members == other.members && name == other.name &&
+         type == other.type && options == other.options && extra == other.extra;
+}
+
 Node* Graph::find(NodeId id) {
   // Nodes are nearly always in id order (add_node takes the next id, removal keeps the order,
   // an undo puts back the order it had): a binary search finds the node in a large graph, where

@@ -41,5 +41,13 @@ void manual_seed(uint64_t seed);
 // weights), so that two threads seeding and building at once (a session made in the
 // background, the window's model, a session's reset) each get the weights of their own seed.
 std::unique_lock<std::recursive_mutex> seeded_draws();
+// manual_seed(seed), then make() (a model's initial weights), both under seeded_draws().
+//   nn::ModulePtr model = nns::with_seed(42, [&] { return make_model(); });
+template <typename Make>
+auto with_seed(uint64_t seed, Make&& make) {
+  const auto seeded = seeded_draws();
+  manual_seed(seed);
+  return make();
+}
 
 }  // namespace nns

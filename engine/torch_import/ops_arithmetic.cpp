@@ -23,6 +23,7 @@ Value operand(const Value& v, Emitter& out) {
   if (v.is_number())
     out.refuse("an operand depends on the batch size (" + std::to_string(v.first) + " at batch 2)");
   out.refuse("an operand is neither a tensor nor a number");
+  return {};  // not reached: refuse throws (GCC does not see [[noreturn]] through a virtual call)
 }
 
 }  // namespace

@@ -83,12 +83,7 @@ nn::ModulePtr seeded_model(const SessionParts& parts, const SessionConfig& confi
     throw ValueError("TrainingSession: batch_size must be at least 1, got " +
                      std::to_string(config.batch_size));
   }
-  nn::ModulePtr model;
-  {
-    const auto seeded = seeded_draws();
-    manual_seed(config.seed);
-    model = parts.make_model();
-  }
+  nn::ModulePtr model = with_seed(config.seed, [&] { return parts.make_model(); });
   if (!model) throw ValueError("TrainingSession: make_model returned no model");
   model->train();
   if (!config.device.is_cpu()) model->to(config.device);
@@ -950,12 +945,7 @@ void TrainingSession::make_step_graph() {
 
 void TrainingSession::apply_reset(uint64_t seed) {
   config_.seed = seed;
-  nn::ModulePtr fresh;
-  {
-    const auto seeded = seeded_draws();
-    manual_seed(seed);
-    fresh = parts_.make_model();
-  }
+  nn::ModulePtr fresh = with_seed(seed, [&] { return parts_.make_model(); });
   if (!config_.device.is_cpu()) fresh->to(config_.device);
   {
     NoGradGuard no_grad;
