@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLocale>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <functional>
@@ -200,6 +201,12 @@ TEST(CanvasLayout, LargeProjectsOpenWithNestedGroupsCollapsed) {
   EXPECT_EQ(scene.nodeItem(member), nullptr);
   const NodeId block0 = g.find_by_name("block0")->id;
   EXPECT_EQ(scene.shownItem(member), scene.nodeItem(block0));
+  // Its box says what it holds (counted when first drawn).
+  const std::optional<int64_t> params = doc.parameterCount(block0);
+  ASSERT_TRUE(params && *params > 0);
+  EXPECT_EQ(scene.nodeItem(block0)->summary(),
+            QString("8 module(s) · %1 params").arg(QLocale().toString(qlonglong(*params))));
+  EXPECT_TRUE(scene.nodeItem(g.find_by_name("layers")->id)->summary().isEmpty());  // a frame
   // Expanded, the block's members get their items (its runs of equal layers folded, as a
   // fresh canvas draws them), and the canvas is as a fresh one draws it.
   doc.setCollapsed(block0, false);

@@ -77,13 +77,10 @@ void NodeItem::refresh() {
       }
     }
   }
-  detail_.clear();
-  if (isGroup(node)) {
-    typeName_ += QString(" (%1)").arg(node.members.size());
-    if (!frame_) detail_ = groupSummary(node);
-  }
+  if (isGroup(node)) typeName_ += QString(" (%1)").arg(node.members.size());
   ports_ = graph::project_node_ports(project, node);
   analysisRead_ = false;
+  summaryRead_ = false;
   const auto& marks = scene_.document()->loadMarks();
   mark_.reset();
   if (auto it = marks.find(id_); it != marks.end()) mark_ = it->second;
@@ -128,6 +125,14 @@ void NodeItem::readAnalysis() const {
 bool NodeItem::drawsProblem() const {
   readAnalysis();
   return !problems_.isEmpty() || !portProblems_.empty();
+}
+
+const QString& NodeItem::summary() const {
+  if (!summaryRead_) {
+    summaryRead_ = true;
+    detail_ = group_ && !frame_ ? groupSummary(scene_.node(id_)) : QString();
+  }
+  return detail_;
 }
 
 QString NodeItem::groupSummary(const graph::Node& node) const {
@@ -389,10 +394,10 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
                       Qt::AlignVCenter | Qt::AlignRight, badge->text);
     painter->setFont(font);
   }
-  if (!detail_.isEmpty()) {
+  if (!summary().isEmpty()) {
     painter->setPen(t.dimText);
     painter->drawText(QRectF(8, y, box.width() - 16, kRow), Qt::AlignVCenter | Qt::AlignLeft,
-                      fm.elidedText(detail_, Qt::ElideRight, box.width() - 16));
+                      fm.elidedText(summary(), Qt::ElideRight, box.width() - 16));
     y += kRow - 4;
   }
   if (badge && !badge->bars.empty()) {
