@@ -505,8 +505,9 @@ void ProjectDocument::graphChanged(GraphChange change, bool analysed) {
   emit graphEdited(change);
   if (analysed && everything) {
     // After the items are made (they read the analysis when first drawn), while an opened
-    // project's analysis finishes on its worker; then all of it is told at once.
-    analyseNow();
+    // project's analysis finishes on its worker (unless one of them asked for it already);
+    // then all of it is told at once.
+    if (analysisStale_) analyseNow();
     analysisChange_ = {};
   }
   emit changed();
