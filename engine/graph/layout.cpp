@@ -751,15 +751,14 @@ class Builder {
   NodeId parent(NodeId id) const { return info(id).parent; }
   NodeId shown(NodeId id) const { return info(id).shown; }
 
-  // As graph::shown_node, through info_.
   NodeId find_shown(NodeId id) const {
-    NodeId shown = id;
-    for (NodeId at = id;;) {
-      if (auto f = folds_.hidden.find(at); f != folds_.hidden.end()) shown = f->second;
-      at = parent(at);
-      if (at == kTop) return shown;
-      if (node(at).collapsed) shown = at;
-    }
+    return shown_node(
+        folds_, id,
+        [this](NodeId at) -> std::optional<NodeId> {
+          const NodeId p = parent(at);
+          return p == kTop ? std::nullopt : std::optional<NodeId>(p);
+        },
+        [this](NodeId group) { return node(group).collapsed; });
   }
 
   Level& level(NodeId owner) {
@@ -957,15 +956,13 @@ NodeSize node_box_size(const Project& project, const Node& node) {
 
 NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
                   const FoldedRepeats& folds, NodeId id) {
-  // Outwards from the node, so that the outermost collapsed group or fold decides.
-  NodeId shown = id;
-  for (NodeId at = id;;) {
-    if (auto f = folds.hidden.find(at); f != folds.hidden.end()) shown = f->second;
-    auto p = parents.find(at);
-    if (p == parents.end()) return shown;
-    at = p->second;
-    if (graph.at(at).collapsed) shown = at;
-  }
+  return shown_node(
+      folds, id,
+      [&](NodeId at) -> std::optional<NodeId> {
+        auto p = parents.find(at);
+        return p == parents.end() ? std::nullopt : std::optional<NodeId>(p->second);
+      },
+      [&](NodeId group) { return graph.at(group).collapsed; });
 }
 
 Layout layout_graph(const Project& project, const std::string& direction) {

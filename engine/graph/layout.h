@@ -18,6 +18,7 @@
 // Sizes are the window's: node_box_size() is what the canvas draws each node as.
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -83,6 +84,20 @@ NodeSize node_box_size(const Project& project, const Node& node);
 // parent_index(graph), `folds` folded_repeats(project).
 NodeId shown_node(const Graph& graph, const std::unordered_map<NodeId, NodeId>& parents,
                   const FoldedRepeats& folds, NodeId id);
+// The same through the caller's own lookups (the layout's and the canvas's indexes):
+// parent_of(id) is the group holding a node or std::nullopt, collapsed(group) its flag.
+template <typename ParentOf, typename Collapsed>
+NodeId shown_node(const FoldedRepeats& folds, NodeId id, ParentOf parent_of, Collapsed collapsed) {
+  // Outwards from the node, so that the outermost collapsed group or fold decides.
+  NodeId shown = id;
+  for (NodeId at = id;;) {
+    if (auto f = folds.hidden.find(at); f != folds.hidden.end()) shown = f->second;
+    const std::optional<NodeId> parent = parent_of(at);
+    if (!parent) return shown;
+    at = *parent;
+    if (collapsed(at)) shown = at;
+  }
+}
 
 // A group's implicit links: a Sequential's chain ({group, "in"} to its first member's first
 // input, each member's first output to the next one's first input, the last to {group,

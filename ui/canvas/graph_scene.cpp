@@ -89,17 +89,17 @@ NodeItem* GraphScene::shownItem(graph::NodeId id) const {
 
 graph::NodeId GraphScene::shownNode(graph::NodeId id) const {
   // The outermost collapsed group holding the node, or the first of a folded run it is a hidden
-  // repeat in (graph::shown_node, through the index).
-  graph::NodeId shown = id;
-  for (graph::NodeId at = id;;) {
-    if (auto f = folds_.hidden.find(at); f != folds_.hidden.end()) shown = f->second;
-    auto p = parents_.find(at);
-    if (p == parents_.end()) break;
-    at = p->second;
-    const graph::Node* group = findNode(at);
-    if (group && group->collapsed) shown = at;
-  }
-  return shown;
+  // repeat in, through the scene's index.
+  return graph::shown_node(
+      folds_, id,
+      [this](graph::NodeId at) -> std::optional<graph::NodeId> {
+        auto p = parents_.find(at);
+        return p == parents_.end() ? std::nullopt : std::optional<graph::NodeId>(p->second);
+      },
+      [this](graph::NodeId group) {
+        const graph::Node* n = findNode(group);
+        return n && n->collapsed;
+      });
 }
 
 int GraphScene::repeatCount(graph::NodeId id) const {
