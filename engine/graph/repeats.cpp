@@ -4,53 +4,79 @@
 #include <algorithm>
 #include <optional>
 
+#include "engine/graph/id_index.h"
 #include "engine/graph/node_types.h"
 
 namespace nns::graph {
 namespace {
 
-// The graph's lookups, made once for a whole fold: nodes by id and edges by their tail and
-// their head.
-struct Index {
-  // Every node and wire of the graph.
-  explicit Index(const Graph& g) {
-    nodes.reserve(g.nodes.size());
-    for (const Node& n : g.nodes) nodes[n.id] = &n;
-    add_edges(g, [](NodeId) { return true; });
-  }
-  // Only the groups' nodes (themselves and all they hold) and their wires: the canvas asks for
-  // the runs of the few open folded groups of a 10,000-node model after every edit.
-  Index(const Graph& g, const std::vector<const Node*>& groups) {
-    std::vector<NodeId> to_visit;
-    for (const Node* group : groups) {
-      nodes[group->id] = group;
-      to_visit.insert(to_visit.end(), group->members.begin(), group->members.end());
+// The graph's lookups, made once for a whole fold: nodes by id, each node's wires out and in
+// (all in two arrays, by the node's place), and a member number for each place that runs_of
+// sets for one group at a time. Tables, not hash maps: folding a 10,000-node model as it opens
+// looks up every node and wire, and a hash map's entries were most of that time.
+class Index {
+ public:
+  explicit Index(const Graph& g) : graph_(g) {
+    places_.build(g.nodes);
+    const size_t n = g.nodes.size();
+    out_.first.assign(n + 1, 0);
+    in_.first.assign(n + 1, 0);
+    // A wire with an end the graph lacks (a file being checked) meets no member.
+    for (const Edge& e : g.edges) {
+      if (const auto from = places_.find(e.from.node)) ++out_.first[*from + 1];
+      if (const auto to = places_.find(e.to.node)) ++in_.first[*to + 1];
     }
-    while (!to_visit.empty()) {
-      const Node& n = g.at(to_visit.back());
-      to_visit.pop_back();
-      if (!nodes.emplace(n.id, &n).second) continue;
-      to_visit.insert(to_visit.end(), n.members.begin(), n.members.end());
+    for (size_t i = 0; i < n; ++i) {
+      out_.first[i + 1] += out_.first[i];
+      in_.first[i + 1] += in_.first[i];
     }
-    add_edges(g, [&](NodeId id) { return nodes.count(id) > 0; });
+    out_.wires.resize(out_.first[n]);
+    in_.wires.resize(in_.first[n]);
+    std::vector<size_t> out_next(out_.first.begin(), out_.first.end() - 1);
+    std::vector<size_t> in_next(in_.first.begin(), in_.first.end() - 1);
+    for (const Edge& e : g.edges) {
+      if (const auto from = places_.find(e.from.node)) out_.wires[out_next[*from]++] = &e;
+      if (const auto to = places_.find(e.to.node)) in_.wires[in_next[*to]++] = &e;
+    }
+    owner_.assign(n, -1);
   }
-  std::unordered_map<NodeId, const Node*> nodes;
-  std::unordered_map<NodeId, std::vector<const Edge*>> out, in;
+
+  const Node& node(NodeId id) const { return graph_.nodes[places_.at(id)]; }
+  // f(edge) for each wire out of, then into, the node.
+  template <typename F>
+  void each_wire(NodeId id, F f) const {
+    const size_t i = places_.at(id);
+    for (size_t k = out_.first[i]; k < out_.first[i + 1]; ++k) f(*out_.wires[k]);
+    for (size_t k = in_.first[i]; k < in_.first[i + 1]; ++k) f(*in_.wires[k]);
+  }
+  // The wires out of a node.
+  template <typename F>
+  void each_wire_out(NodeId id, F f) const {
+    const size_t i = places_.at(id);
+    for (size_t k = out_.first[i]; k < out_.first[i + 1]; ++k) f(*out_.wires[k]);
+  }
+  // Which member of the group runs_of is looking at holds a node (-1: none).
+  int owner(NodeId id) const {
+    const std::optional<size_t> i = places_.find(id);
+    return i ? owner_[*i] : -1;
+  }
+  void set_owner(NodeId id, int member) { owner_[places_.at(id)] = member; }
 
  private:
-  template <typename Indexed>
-  void add_edges(const Graph& g, Indexed indexed) {
-    for (const Edge& e : g.edges) {
-      if (indexed(e.from.node)) out[e.from.node].push_back(&e);
-      if (indexed(e.to.node)) in[e.to.node].push_back(&e);
-    }
-  }
+  struct Wires {
+    std::vector<size_t> first;  // a node's wires are wires[first[i], first[i + 1])
+    std::vector<const Edge*> wires;
+  };
+  const Graph& graph_;
+  IdIndex places_;
+  Wires out_, in_;
+  std::vector<int> owner_;
 };
 
 // A member's subtree (itself, then its members' depth first).
 void subtree(const Index& index, NodeId id, std::vector<NodeId>& out) {
   out.push_back(id);
-  for (NodeId m : index.nodes.at(id)->members) subtree(index, m, out);
+  for (NodeId m : index.node(id).members) subtree(index, m, out);
 }
 
 // What a member is, up to ids and names of Sequential/ModuleList members: its nodes' types,
@@ -62,63 +88,52 @@ std::string structure(const Index& index, NodeId id) {
   for (size_t i = 0; i < nodes.size(); ++i) position[nodes[i]] = i;
   std::string out;
   for (NodeId n : nodes) {
-    const Node& node = *index.nodes.at(n);
+    const Node& node = index.node(n);
     out += node.type + node.options.dump() + "#" + std::to_string(node.members.size());
     // A ModuleDict's keys are part of its structure (the state dict's keys), a list's are not.
     if (node.type == "ModuleDict") {
-      for (NodeId m : node.members) out += "." + index.nodes.at(m)->name;
+      for (NodeId m : node.members) out += "." + index.node(m).name;
     }
     out += ";";
   }
   std::vector<std::string> wires;
   for (NodeId n : nodes) {
-    auto it = index.out.find(n);
-    if (it == index.out.end()) continue;
-    for (const Edge* e : it->second) {
-      auto to = position.find(e->to.node);
-      if (to == position.end()) continue;
-      wires.push_back(std::to_string(position.at(n)) + ":" + e->from.port + ">" +
-                      std::to_string(to->second) + ":" + e->to.port);
-    }
+    index.each_wire_out(n, [&](const Edge& e) {
+      auto to = position.find(e.to.node);
+      if (to == position.end()) return;
+      wires.push_back(std::to_string(position.at(n)) + ":" + e.from.port + ">" +
+                      std::to_string(to->second) + ":" + e.to.port);
+    });
   }
   std::sort(wires.begin(), wires.end());
   for (const std::string& w : wires) out += w + ",";
   return out;
 }
 
-std::vector<RepeatRun> runs_of(const Index& index, const Node& group) {
+std::vector<RepeatRun> runs_of(Index& index, const Node& group) {
   if (group.type != "Sequential" && group.type != "ModuleList") return {};
   const std::vector<NodeId>& members = group.members;
   const int count = static_cast<int>(members.size());
   if (count < 2) return {};
   // Which member each node of the group belongs to, then the wires that cross members: member
   // k joins k - 1's run only if k is fed by k - 1 alone and k - 1 feeds k alone.
-  std::unordered_map<NodeId, int> owner;
+  std::vector<NodeId> nodes;
   for (int k = 0; k < count; ++k) {
-    std::vector<NodeId> nodes;
+    const size_t from = nodes.size();
     subtree(index, members[k], nodes);
-    for (NodeId n : nodes) owner[n] = k;
+    for (size_t i = from; i < nodes.size(); ++i) index.set_owner(nodes[i], k);
   }
   std::vector<bool> fed_from_elsewhere(count, false), feeds_elsewhere(count, false);
-  auto owner_of = [&](NodeId id) {
-    auto it = owner.find(id);
-    return it == owner.end() ? -1 : it->second;
-  };
   // Only the wires at the group's nodes (a scan of every wire for each group made folding a
   // 1,650-block model quadratic); a wire between two of them is seen twice, to the same end.
-  auto cross = [&](const Edge* e) {
-    const int from = owner_of(e->from.node), to = owner_of(e->to.node);
+  auto cross = [&](const Edge& e) {
+    const int from = index.owner(e.from.node), to = index.owner(e.to.node);
     if (from == to) return;
     if (to >= 0 && from != to - 1) fed_from_elsewhere[to] = true;
     if (from >= 0 && to != from + 1) feeds_elsewhere[from] = true;
   };
-  for (const auto& [node, k] : owner) {
-    for (const auto* edges : {&index.out, &index.in}) {
-      if (auto it = edges->find(node); it != edges->end()) {
-        for (const Edge* e : it->second) cross(e);
-      }
-    }
-  }
+  for (NodeId n : nodes) index.each_wire(n, cross);
+  for (NodeId n : nodes) index.set_owner(n, -1);  // for the next group
   // Each member's structure is made only where the wiring lets it join its neighbour: a
   // ModuleList of blocks wired from outside (1,650 residual blocks) makes none.
   std::vector<std::optional<std::string>> shapes(members.size());
@@ -126,11 +141,20 @@ std::vector<RepeatRun> runs_of(const Index& index, const Node& group) {
     if (!shapes[k]) shapes[k] = structure(index, members[k]);
     return *shapes[k];
   };
+  // Two layers (no members) are alike when their types and options are: compared as they are,
+  // without writing out their structures (a Sequential's Linear, ReLU, Linear of 1,650 blocks).
+  auto same = [&](int a, int b) {
+    const Node& x = index.node(members[a]);
+    const Node& y = index.node(members[b]);
+    if (x.type != y.type || x.members.size() != y.members.size()) return false;
+    if (x.members.empty()) return x.options == y.options;
+    return shape(a) == shape(b);
+  };
   std::vector<RepeatRun> runs;
   RepeatRun run{{members[0]}};
   for (int k = 1; k <= count; ++k) {
     const bool joins =
-        k < count && !fed_from_elsewhere[k] && !feeds_elsewhere[k - 1] && shape(k) == shape(k - 1);
+        k < count && !fed_from_elsewhere[k] && !feeds_elsewhere[k - 1] && same(k, k - 1);
     if (joins) {
       run.members.push_back(members[k]);
       continue;
@@ -145,7 +169,8 @@ std::vector<RepeatRun> runs_of(const Index& index, const Node& group) {
 
 std::vector<RepeatRun> repeat_runs(const Project& project, const Node& group) {
   if (group.type != "Sequential" && group.type != "ModuleList") return {};
-  return runs_of(Index(project.graph), group);
+  Index index(project.graph);
+  return runs_of(index, group);
 }
 
 bool has_repeats(const Project& project, const Node& group) {
@@ -153,7 +178,7 @@ bool has_repeats(const Project& project, const Node& group) {
 }
 
 int fold_all_repeats(Project& project) {
-  const Index index(project.graph);
+  Index index(project.graph);
   std::vector<NodeId> groups;
   for (const Node& n : project.graph.nodes) {
     if (!n.folded && !runs_of(index, n).empty()) groups.push_back(n.id);
@@ -171,7 +196,7 @@ FoldedRepeats folded_repeats(const Project& project) {
     if (n.folded && !n.collapsed) groups.push_back(&n);
   }
   if (groups.empty()) return out;
-  const Index index(project.graph, groups);
+  Index index(project.graph);
   for (const Node* n : groups) {
     for (const RepeatRun& run : runs_of(index, *n)) {
       out.count[run.members[0]] = static_cast<int>(run.members.size());

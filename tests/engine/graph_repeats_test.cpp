@@ -52,6 +52,30 @@ TEST(GraphRepeats, EqualMembersWiredOneToTheNextFormARun) {
   EXPECT_EQ(fold_all_repeats(tower), 0);
 }
 
+TEST(GraphRepeats, LayersInARowAreEqualWhenTheirTypesAndOptionsAre) {
+  // ModuleList[Linear(8, 8), Linear(8, 8), Linear(8, 4), ReLU, ReLU, Tanh]: layers are compared
+  // as they are (no members to write out), type first, then options.
+  Project p;
+  Graph& g = p.graph;
+  const NodeId seq = g.add_node("ModuleList", "list");
+  auto linear = [&](const char* name, int out) {
+    return g.add_node("Linear", name, {{"in_features", 8}, {"out_features", out}});
+  };
+  g.at(seq).members = {linear("a", 8),          linear("b", 8),          linear("c", 4),
+                       g.add_node("ReLU", "d"), g.add_node("ReLU", "e"), g.add_node("Tanh", "f")};
+  const std::vector<NodeId> m = g.at(seq).members;
+  const std::vector<RepeatRun> runs = repeat_runs(p, g.at(seq));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].members, std::vector<NodeId>({m[0], m[1]}));
+  EXPECT_EQ(runs[1].members, std::vector<NodeId>({m[3], m[4]}));
+  // A wire into the middle of the run from outside it ends the run there.
+  const NodeId x = g.add_node("Input", "x", {{"shape", {8}}});
+  g.connect({x, "out"}, {m[4], "in"});
+  const std::vector<RepeatRun> fed = repeat_runs(p, g.at(seq));
+  ASSERT_EQ(fed.size(), 1u);
+  EXPECT_EQ(fed[0].members, std::vector<NodeId>({m[0], m[1]}));
+}
+
 TEST(GraphRepeats, AFoldedGroupDrawsARunAsItsFirstMemberMarkedWithItsSize) {
   Project p = stack_of_blocks();
   EXPECT_EQ(fold_all_repeats(p), 1);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iterator>
 #include <set>
+#include <unordered_set>
 
 #include "engine/graph/layout.h"
 #include "ui/canvas/edge_item.h"
@@ -433,17 +434,19 @@ QPainterPath GraphScene::wirePath(const graph::Edge& edge, bool chain) const {
     return EdgeItem::curve(start, end, leftToRight());
   }
   // The route ends at the boxes' middles; its ends and their neighbouring control points move
-  // onto the ports, which keeps the curve smooth.
-  std::vector<QPointF> p;
-  for (const graph::LayoutPoint& q : route->points) p.emplace_back(q.x, q.y);
-  const QPointF headShift = start - p.front();
-  const QPointF tailShift = end - p.back();
-  p[0] += headShift;
-  p[1] += headShift;
-  p[p.size() - 2] += tailShift;
-  p.back() += tailShift;
-  QPainterPath path(p[0]);
-  for (size_t i = 1; i + 2 < p.size(); i += 3) path.cubicTo(p[i], p[i + 1], p[i + 2]);
+  // onto the ports, which keeps the curve smooth. (Read in place: an open draws thousands.)
+  const std::vector<graph::LayoutPoint>& q = route->points;
+  const QPointF headShift = start - QPointF(q.front().x, q.front().y);
+  const QPointF tailShift = end - QPointF(q.back().x, q.back().y);
+  auto point = [&](size_t i) {
+    QPointF p(q[i].x, q[i].y);
+    if (i <= 1) p += headShift;
+    if (i + 2 >= q.size()) p += tailShift;
+    return p;
+  };
+  QPainterPath path(point(0));
+  path.reserve(static_cast<int>(q.size()));
+  for (size_t i = 1; i + 2 < q.size(); i += 3) path.cubicTo(point(i), point(i + 1), point(i + 2));
   return path;
 }
 
@@ -593,13 +596,13 @@ void GraphScene::followTouched(const std::set<graph::NodeId>& touched) {
   for (graph::NodeId id : frames) {
     if (NodeItem* frame = nodeItem(id)) frame->fitMembers();
   }
+  // Looked up twice for each of the scene's wires (thousands, after an expand): hashed.
+  std::unordered_set<graph::NodeId> reached(touched.begin(), touched.end());
+  reached.insert(framesToFit.begin(), framesToFit.end());
   std::vector<EdgeItem*> due;
   for (const auto& [port, e] : edges_) {
     const graph::Edge& edge = e->edge();
-    if (touched.count(edge.from.node) || touched.count(edge.to.node) ||
-        framesToFit.count(edge.from.node) || framesToFit.count(edge.to.node)) {
-      due.push_back(e.get());
-    }
+    if (reached.count(edge.from.node) || reached.count(edge.to.node)) due.push_back(e.get());
   }
   // Expanding a block of a 10,000-node tower moves thousands of boxes and their wires: drawing
   // every wire again at once would take the edit past a frame. Those in sight (where they were
