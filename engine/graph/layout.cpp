@@ -63,7 +63,8 @@ std::string inches(double points) {
 }
 
 bool is_open_group(const Node& node) {
-  return is_container_type(node.type) && !node.collapsed && !node.members.empty();
+  // Members first: most nodes are layers, and the type is three string compares.
+  return !node.members.empty() && !node.collapsed && is_container_type(node.type);
 }
 
 // A group laid out as a level of its own and drawn as a box with ports in its parent's.
@@ -662,8 +663,11 @@ class Builder {
                                           : LayoutPoint{l->origin.x + r.width, b.y};
       }
     }
-    for (const Node& n : project_.graph.nodes) {
-      if (out.boxes.count(n.id)) out.order.push_back(n.id);
+    // In graph order: marked by place as the boxes were made, not looked up for every node.
+    std::vector<bool> boxed(project_.graph.nodes.size(), false);
+    for (const auto& [id, box] : out.boxes) boxed[places_.at(id)] = true;
+    for (size_t i = 0; i < boxed.size(); ++i) {
+      if (boxed[i]) out.order.push_back(project_.graph.nodes[i].id);
     }
     for (const auto& [first, count] : folds_.count) {
       if (out.boxes.count(first)) out.repeats[first] = count;
@@ -944,7 +948,7 @@ const LayoutRoute* Layout::route(const Edge& edge) const {
 }
 
 NodeSize node_box_size(const Project& project, const Node& node) {
-  if (is_container_type(node.type) && node.collapsed) {
+  if (node.collapsed && is_container_type(node.type)) {
     return {kCollapsedGroupWidth, kCollapsedGroupHeight};
   }
   double height = kNodeHeight;
