@@ -10,10 +10,12 @@
 #include <exception>
 #include <future>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "engine/graph/edit.h"
 #include "engine/graph/node_types.h"
@@ -451,7 +453,7 @@ void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
   // a probe's health strip): the routes and frames follow, and it is all redrawn.
   change.everything = change.everything || patch.blocks || patch.layoutDirection || patch.probes;
   if (pendingLayout_) {
-    layout_ = std::move(*pendingLayout_);
+    useLayout(std::move(*pendingLayout_));
     layoutStale_ = false;
   } else if (change.everything || !change.regrouped.empty()) {
     layoutStale_ = true;
@@ -716,10 +718,16 @@ void ProjectDocument::setLayoutDirection(const QString& direction) {
 void ProjectDocument::takePendingLayout() {
   // An edit that changed nothing pushed no command, and restore() did not take the layout.
   if (pendingLayout_) {
-    layout_ = std::move(*pendingLayout_);
+    useLayout(std::move(*pendingLayout_));
     layoutStale_ = false;
   }
   pendingLayout_.reset();
+}
+
+void ProjectDocument::useLayout(graph::Layout layout) const {
+  auto replaced = std::make_shared<graph::Layout>(std::exchange(layout_, std::move(layout)));
+  // Freed when the call that holds it is done with.
+  QTimer::singleShot(0, this, [replaced = std::move(replaced)] {});
 }
 
 const graph::Layout& ProjectDocument::layout() const {
@@ -730,7 +738,7 @@ const graph::Layout& ProjectDocument::layout() const {
 bool ProjectDocument::relayout() const {
   layoutStale_ = false;
   try {
-    layout_ = graph::layout_graph(project_);
+    useLayout(graph::layout_graph(project_));
     return true;
   } catch (const std::exception& e) {
     layout_ = {};
