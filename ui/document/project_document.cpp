@@ -287,9 +287,15 @@ GraphPatch GraphPatch::between(const graph::Project& from, const graph::Project&
   }
   bool reordered = false;
   if (j < b.size()) {
-    std::unordered_set<graph::NodeId> before;
-    for (const graph::Node& n : a) before.insert(n.id);
-    for (size_t k = j; k < b.size() && !reordered; ++k) reordered = before.count(b[k].id) > 0;
+    // Were any of the nodes left over in `to` there before (a reordering)? The few left over
+    // are looked for in one pass over `from`: a hash set of every id was a third of adding a
+    // node to a 10,000-node graph.
+    std::vector<graph::NodeId> rest;
+    for (size_t k = j; k < b.size(); ++k) rest.push_back(b[k].id);
+    std::sort(rest.begin(), rest.end());
+    reordered = std::any_of(a.begin(), a.end(), [&](const graph::Node& n) {
+      return std::binary_search(rest.begin(), rest.end(), n.id);
+    });
     if (!reordered) patch.added.assign(b.begin() + static_cast<std::ptrdiff_t>(j), b.end());
   }
   if (reordered) {
