@@ -42,18 +42,16 @@ class Index {
   }
 
   const Node& node(NodeId id) const { return graph_.nodes[places_.at(id)]; }
+  // f(edge) for each wire out of the node.
+  template <typename F>
+  void each_wire_out(NodeId id, F f) const {
+    each_in(out_, id, f);
+  }
   // f(edge) for each wire out of, then into, the node.
   template <typename F>
   void each_wire(NodeId id, F f) const {
-    const size_t i = places_.at(id);
-    for (size_t k = out_.first[i]; k < out_.first[i + 1]; ++k) f(*out_.wires[k]);
-    for (size_t k = in_.first[i]; k < in_.first[i + 1]; ++k) f(*in_.wires[k]);
-  }
-  // The wires out of a node.
-  template <typename F>
-  void each_wire_out(NodeId id, F f) const {
-    const size_t i = places_.at(id);
-    for (size_t k = out_.first[i]; k < out_.first[i + 1]; ++k) f(*out_.wires[k]);
+    each_in(out_, id, f);
+    each_in(in_, id, f);
   }
   // Which member of the group runs_of is looking at holds a node (-1: none).
   int owner(NodeId id) const {
@@ -67,6 +65,11 @@ class Index {
     std::vector<size_t> first;  // a node's wires are wires[first[i], first[i + 1])
     std::vector<const Edge*> wires;
   };
+  template <typename F>
+  void each_in(const Wires& w, NodeId id, F& f) const {
+    const size_t i = places_.at(id);
+    for (size_t k = w.first[i]; k < w.first[i + 1]; ++k) f(*w.wires[k]);
+  }
   const Graph& graph_;
   IdIndex places_;
   Wires out_, in_;

@@ -462,12 +462,10 @@ void ProjectDocument::applyPatch(const GraphPatch& patch, bool forward) {
   // a probe's health strip): the routes and frames follow, and it is all redrawn.
   change.everything = change.everything || patch.blocks || patch.layoutDirection || patch.probes;
   if (pendingLayout_) {
-    useLayout(std::move(*pendingLayout_));
-    layoutStale_ = false;
+    takePendingLayout();
   } else if (change.everything || !change.regrouped.empty()) {
     layoutStale_ = true;
   }
-  pendingLayout_.reset();
   if (!structural) {
     // Only the frozen set (or the probes, or the project's extra fields) changed: the model
     // stays, its flags follow.
@@ -735,7 +733,7 @@ void ProjectDocument::takePendingLayout() {
 
 void ProjectDocument::useLayout(graph::Layout layout) const {
   auto replaced = std::make_shared<graph::Layout>(std::exchange(layout_, std::move(layout)));
-  // Freed when the call that holds it is done with.
+  // The queued call owns the old layout: it is freed once that call has run, after this event.
   QTimer::singleShot(0, this, [replaced = std::move(replaced)] {});
 }
 
