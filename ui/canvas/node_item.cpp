@@ -152,6 +152,16 @@ void NodeItem::refreshHealth() {
   update();
 }
 
+size_t NodeItem::sparklinePoints() const {
+  const NodeHealthModel* health = scene_.healthModel();
+  if (!healthStrip_ || !health || !health->health(id_)) return 0;
+  const std::vector<HealthPoint>& points = health->sparkline(id_);
+  return static_cast<size_t>(std::count_if(points.begin(), points.end(), [](const HealthPoint& p) {
+    return std::isfinite(p.dead) || std::isfinite(p.saturation) ||
+           (std::isfinite(p.gradNorm) && p.gradNorm > 0);
+  }));
+}
+
 void NodeItem::fitMembers() {
   if (!frame_ || movingMembers_) return;
   // The layout's box for the group while its members are where the layout put them; a member

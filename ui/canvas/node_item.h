@@ -51,6 +51,9 @@ class NodeItem : public QGraphicsItem {
   QSizeF boxSize() const { return size_; }
   // Whether the health strip is drawn (its probe has samples).
   bool showsHealth() const { return healthStrip_; }
+  // The sampled steps its health strip's sparklines plot: those with a dead-unit or saturation
+  // rate or a gradient norm (0 while no strip is drawn).
+  size_t sparklinePoints() const;
   // The output shapes as the box writes them: "[N, 64]", or "out [N, 8]  h_n [1, N, 8]".
   QString outputText() const;
   // What a collapsed group's box says of it ("4 module(s) · 816 params"), else empty; made when
