@@ -12,6 +12,7 @@
 
 #include "engine/plugin/loader.h"
 #include "ui/app/main_window.h"
+#include "ui/widgets/wheel_guard.h"
 
 namespace {
 
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   // and icon by it (on Wayland, the only way).
   QGuiApplication::setDesktopFileName("org.nnstudio.NNStudio");
   QApplication::setWindowIcon(application_icon());
+  nns::ui::installWheelGuard(app);
 
   // Before the window, so the palette lists the plugins' types and a project that uses them
   // opens; Help > Plugins shows what loaded and what failed.

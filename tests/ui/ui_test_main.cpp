@@ -10,6 +10,8 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
+#include "ui/widgets/wheel_guard.h"
+
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
@@ -23,6 +25,8 @@ int main(int argc, char** argv) {
   qputenv("HOME", home.path().toLocal8Bit());
   QStandardPaths::setTestModeEnabled(true);
   QApplication app(argc, argv);
+  // As the window's own main does: the tests drive the same application.
+  nns::ui::installWheelGuard(app);
   QApplication::setOrganizationName("NNStudioTests");
   QApplication::setApplicationName("ui_tests");
   QSettings().clear();

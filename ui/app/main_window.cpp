@@ -109,10 +109,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   statusHint_ = new QLabel(this);
   statusZoom_ = new QLabel(this);
+  statusZoom_->setObjectName("zoomLabel");
   statusBar()->addWidget(statusHint_, 1);
   statusBar()->addPermanentWidget(statusZoom_);
-  connect(view_, &GraphView::zoomChanged, this,
-          [this](double z) { statusZoom_->setText(tr("Zoom %1%").arg(qRound(z * 100))); });
+  const auto showZoom = [this](double z) {
+    statusZoom_->setText(tr("Zoom %1%").arg(qRound(z * 100)));
+  };
+  connect(view_, &GraphView::zoomChanged, this, showZoom);
+  showZoom(view_->zoom());
   connect(scene_, &GraphScene::hint, statusHint_, &QLabel::setText);
   connect(scene_, &GraphScene::contextMenuRequested, this, &MainWindow::showContextMenu);
   connect(document_, &ProjectDocument::logMessage, this, &MainWindow::appendLog);
@@ -152,7 +156,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   rebuildRecentMenu();
   updateTitle();
   updateActions();
-  statusZoom_->setText(tr("Zoom %1%").arg(qRound(view_->zoom() * 100)));
   reportPlugins();
 }
 

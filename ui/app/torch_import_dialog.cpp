@@ -27,6 +27,14 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
+// A form's label whose mnemonic (Alt+letter) moves to `field`. QFormLayout gives a buddy only to
+// the label of a row whose field is a widget, and a label without a buddy shows its '&'.
+QLabel* labelFor(const QString& text, QWidget* field) {
+  auto* label = new QLabel(text);
+  label->setBuddy(field);
+  return label;
+}
+
 QHBoxLayout* withButton(QLineEdit* edit, QPushButton* button) {
   auto* row = new QHBoxLayout;
   row->setContentsMargins(0, 0, 0, 0);
@@ -48,7 +56,9 @@ TorchImportDialog::TorchImportDialog(QWidget* parent) : QDialog(parent) {
          "function is called with no arguments, and the result must be an nn.Module"));
   inputs_ = new QLineEdit(this);
   inputs_->setObjectName("torchInputs");
-  inputs_->setPlaceholderText(tr("3,224,224"));
+  // An example, not a default: the shape is the model's (784 for an MLP on MNIST, 12:int64
+  // for a language model); a default would trace most models with the wrong input.
+  inputs_->setPlaceholderText(tr("e.g. 3,224,224"));
   inputs_->setToolTip(
       tr("One shape per forward argument, without the batch, separated by spaces; add :int64 "
          "for token indices (12:int64)"));
@@ -70,10 +80,10 @@ TorchImportDialog::TorchImportDialog(QWidget* parent) : QDialog(parent) {
   connect(projectButton, &QPushButton::clicked, this, &TorchImportDialog::browseProject);
 
   auto* form = new QFormLayout;
-  form->addRow(tr("&Source:"), withButton(source_, sourceButton));
-  form->addRow(tr("&Inputs:"), inputs_);
-  form->addRow(tr("&Python:"), withButton(python_, pythonButton));
-  form->addRow(tr("P&roject:"), withButton(project_, projectButton));
+  form->addRow(labelFor(tr("&Source:"), source_), withButton(source_, sourceButton));
+  form->addRow(labelFor(tr("I&nputs:"), inputs_), inputs_);  // Alt+I is Import's
+  form->addRow(labelFor(tr("&Python:"), python_), withButton(python_, pythonButton));
+  form->addRow(labelFor(tr("P&roject:"), project_), withButton(project_, projectButton));
 
   status_ = new QLabel(this);
   status_->setObjectName("torchImportStatus");
@@ -190,7 +200,7 @@ bool TorchImportDialog::start() {
   const QStringList inputs =
       inputs_->text().split(QRegularExpression("[\\s;]+"), Qt::SkipEmptyParts);
   if (inputs.isEmpty()) {
-    fail(tr("Give the shape of each forward argument without the batch (3,224,224)"));
+    fail(tr("Give the shape of each forward argument without the batch (e.g. 3,224,224)"));
     return false;
   }
   if (project.isEmpty()) {

@@ -52,7 +52,6 @@ void GraphView::zoomBy(double factor) {
   const double f = target / zoom();
   followFrame_ = false;
   scale(f, f);
-  emit zoomChanged(zoom());
   miniMap_->refresh();
 }
 
@@ -71,7 +70,6 @@ void GraphView::frameAll() {
   if (box.height() > visible.height()) centre.setY(box.top() + visible.height() / 2);
   centerOn(centre);
   followFrame_ = true;
-  emit zoomChanged(zoom());
   miniMap_->refresh();
 }
 
@@ -189,6 +187,18 @@ void GraphView::scrollContentsBy(int dx, int dy) {
   followFrame_ = false;
   QGraphicsView::scrollContentsBy(dx, dy);
   miniMap_->refresh();
+}
+
+void GraphView::paintEvent(QPaintEvent* event) {
+  // QGraphicsView has no signal for its transform, and setTransform, which scale, fitInView and
+  // resetTransform all end in, is not virtual; but every change of it repaints the whole
+  // viewport. The paint is the one place every change passes, and the zoom is reported there,
+  // when it is drawn, whoever changed it.
+  if (zoom() != reportedZoom_) {
+    reportedZoom_ = zoom();
+    emit zoomChanged(reportedZoom_);
+  }
+  QGraphicsView::paintEvent(event);
 }
 
 }  // namespace nns::ui

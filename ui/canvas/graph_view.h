@@ -35,6 +35,8 @@ class GraphView : public QGraphicsView {
   QPointF dropPosition(QPoint viewPos) const;
 
  signals:
+  // The view's scale changed, by whatever call (zoomBy, frameAll, or QGraphicsView's own
+  // setTransform, scale, fitInView, resetTransform), reported as the view draws it.
   void zoomChanged(double zoom);
 
  protected:
@@ -49,6 +51,7 @@ class GraphView : public QGraphicsView {
   void dropEvent(QDropEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;
   void scrollContentsBy(int dx, int dy) override;
+  void paintEvent(QPaintEvent* event) override;
 
  private:
   GraphScene* scene_;
@@ -56,6 +59,8 @@ class GraphView : public QGraphicsView {
   // True from a frameAll until the user zooms or pans: a window or dock resize then frames
   // again, so a project opened before the window took its size is still shown whole.
   bool followFrame_ = false;
+  // The scale zoomChanged last reported: the transform a view starts with.
+  double reportedZoom_ = 1.0;
   bool panning_ = false;
   bool spaceHeld_ = false;
   QPoint panStart_;
