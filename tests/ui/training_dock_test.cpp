@@ -469,6 +469,37 @@ TEST_F(TrainingControllerTest, ASessionMadeInTheBackgroundIsTheLatestEditsWithIt
   }
 }
 
+// The worker hands its session over through the future and wakes the window with nothing
+// else: a wake-up that comes after session() took its session already leaves the next edit's,
+// still being made, to that one's own wake-up.
+TEST_F(TrainingControllerTest, ASessionTakenBeforeItsWakeUpLeavesTheNextOneToItsOwn) {
+  ASSERT_NE(controller->session(), nullptr);
+  QSignalSpy made(controller.get(), &TrainingController::sessionMade);
+  // fc2 and fc3 narrowed to 32, then widened back to 64: each pair of edits a model that builds.
+  auto setWidth = [&](int64_t width) {
+    ASSERT_TRUE(
+        document->setNodeOptions(node("fc2"), {{"in_features", 64}, {"out_features", width}}));
+    ASSERT_TRUE(
+        document->setNodeOptions(node("fc3"), {{"in_features", width}, {"out_features", 3}}));
+  };
+  auto fc3Shape = [&] {
+    train::TrainingSession* session = controller->currentSession();
+    EXPECT_NE(session, nullptr) << controller->lastError().toStdString();
+    EXPECT_TRUE(session && session->wait_idle(std::chrono::seconds(10)));
+    return session ? session->model()->state_dict()["fc3.weight"].sizes() : Shape{};
+  };
+  setWidth(32);
+  controller->makeSessionInBackground();
+  ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();
+  ASSERT_EQ(made.count(), 1);  // the one made in the background, waited for
+  EXPECT_EQ(fc3Shape(), (Shape{3, 32}));
+  setWidth(64);
+  controller->makeSessionInBackground();
+  ASSERT_TRUE(waitFor([&] { return !controller->isStale(); }));
+  EXPECT_EQ(made.count(), 2);
+  EXPECT_EQ(fc3Shape(), (Shape{3, 64}));
+}
+
 TEST_F(TrainingControllerTest, NonFiniteLossFailsTheRunAndNamesTheNode) {
   ASSERT_TRUE(controller->setLearningRate(1e30));
   QSignalSpy failed(controller.get(), &TrainingController::runFailed);

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <future>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "engine/cpu/threads.h"
@@ -53,9 +54,16 @@ MadeSession makeSession(graph::Project project, const std::string& baseDir) {
 
 }  // namespace
 
+// The worker hands the session over through `made`, which this thread takes; its wake-up
+// (takeMadeSession) carries nothing. ThreadSanitizer sees the future's release and acquire,
+// but not Qt's event queue (an uninstrumented library): a payload the worker allocated for a
+// queued call would be reported as a race with its reading here.
 struct TrainingController::Making {
   uint64_t edit = 0;  // staleEdits_ when it began
   std::future<MadeSession> made;
+  // Sets `made`, then wakes the controller: the future is ready when the wake-up comes.
+  // Joined when the Making is dropped, so it never posts to a controller that is gone.
+  std::jthread worker;
 };
 
 namespace {
@@ -204,8 +212,8 @@ TrainingController::~TrainingController() {
   // panel, whose models may already be gone (the Runs panel put a watched run's probes on a
   // canvas whose document was destroyed).
   blockSignals(true);
-  // A session being made posts itself to this controller: it ends first.
-  if (making_) making_->made.wait();
+  // A session being made wakes this controller: its worker ends (joined) first.
+  making_.reset();
   // The run's last state and figures go into the store before the window closes.
   if (session_ && recorder_) {
     session_->pause();
@@ -312,21 +320,23 @@ void TrainingController::makeSessionInBackground() {
   }
   auto making = std::make_unique<Making>();
   making->edit = staleEdits_;
-  making->made =
-      std::async(std::launch::async, [this, edit = staleEdits_, project = document_->project(),
-                                      baseDir = document_->baseDir().toStdString()]() mutable {
-        MadeSession made = makeSession(std::move(project), baseDir);
-        // The destructor waits for this task, so the controller is still there to post to.
-        QMetaObject::invokeMethod(
-            this, [this, edit] { takeMadeSession(edit); }, Qt::QueuedConnection);
-        return made;
-      });
+  std::promise<MadeSession> promise;
+  making->made = promise.get_future();
+  making->worker = std::jthread([this, promise = std::move(promise), project = document_->project(),
+                                 baseDir = document_->baseDir().toStdString()]() mutable {
+    promise.set_value(makeSession(std::move(project), baseDir));
+    // By name, without arguments: the call Qt queues is made in Qt Core, nothing of it here.
+    QMetaObject::invokeMethod(this, "takeMadeSession", Qt::QueuedConnection);
+  });
   making_ = std::move(making);
 }
 
-void TrainingController::takeMadeSession(uint64_t edit) {
-  if (!making_ || making_->edit != edit) return;  // session() took it already
-  if (edit == staleEdits_) {
+void TrainingController::takeMadeSession() {
+  // Not ready: the wake-up of one that session() took already; this one's comes when it is.
+  if (!making_ || making_->made.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return;
+  }
+  if (making_->edit == staleEdits_) {
     // Kept for session() while a run goes on (start() takes it before it runs).
     if (stale_ && !isRunning()) rebuild();
     return;

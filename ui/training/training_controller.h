@@ -307,12 +307,15 @@ class TrainingController : public QObject {
   // A session for the project as it is now was made, or could not be (lastError() says why).
   void sessionMade();
 
+ private slots:
+  // The worker of makeSessionInBackground woke this thread: the session it made becomes the
+  // current one when the project has not changed since it began. A slot so that the worker
+  // can call it by name, with nothing queued that it allocated.
+  void takeMadeSession();
+
  private:
   struct Built;   // what the current session was made from
   struct Making;  // a session being made on a worker thread (makeSessionInBackground)
-  // The session makeSessionInBackground began for `edit` is made: the current one when the
-  // project has not changed since.
-  void takeMadeSession(uint64_t edit);
   // The one place the phase changes: false (nothing changes) where transition() refuses.
   bool enter(TrainingEvent event);
   void onDocumentChanged();
