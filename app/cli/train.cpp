@@ -325,6 +325,15 @@ int run_train(const Options& o) {
   }
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
               seconds > 0 ? static_cast<double>(st.step - start.step) / seconds : 0.0);
+  // What watching cost, as the probes measured it (what their budget holds to).
+  const train::ProbeOverhead& probed = st.probe_overhead;
+  if (!quiet && probed.sampled + probed.skipped > 0) {
+    std::printf(
+        "probes: %s of the training time; %lld samples (%lld beyond the budget, for the "
+        "floor), %lld skipped\n",
+        percent(probed.fraction).c_str(), static_cast<long long>(probed.sampled),
+        static_cast<long long>(probed.forced), static_cast<long long>(probed.skipped));
+  }
   if (!train::training_device(project.training.device).is_cpu()) {
     if (st.graphs_off.empty()) {
       std::printf("CUDA graphs: %lld steps replayed\n", static_cast<long long>(st.graph_replays));

@@ -196,7 +196,8 @@ def main():
         seconds = time.perf_counter() - started
         print(f"{step} steps in {seconds:.3f} s ({1000 * seconds / max(step, 1):.3f} ms a step)")
         if recorder is not None:
-            print(f"recorded run {recorder.run} in {args.runs}")
+            print(f"recorded run {recorder.run} in {args.runs} (probes: {recorder.sampled} "
+                  f"sampled steps, {100 * recorder.overhead():.1f}% of the training time)")
         if args.save:
             torch.save({"model_state_dict": model.state_dict(),
                         "optimizer_state_dict": optimizer.state_dict(),

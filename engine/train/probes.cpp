@@ -6,9 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <time.h>
+
+#include <Eigen/Core>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/nn/rnn.h"
@@ -23,17 +26,13 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using Clock = std::chrono::steady_clock;
 
-// How long the overhead budget remembers: cost and training time are weighted by
-// exp(-age / kBudgetMemory), the age counted in seconds inside steps: short enough to follow
-// a change of speed within a second or two, long enough to span many steps of a fast model.
-constexpr double kBudgetMemory = 1.0;
-
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The CPU seconds all of this process's threads have used: a step's share of it, capped by
-// its wall time, is the time the step really ran (see measure_step).
+// The CPU seconds all of this process's threads have used: the steps' share of it, capped by
+// their wall time, is the time they really ran (see fold_window). A system call of some
+// microseconds (no vDSO for CPU clocks), so it is read once per picked step, not per step.
 double process_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
@@ -72,12 +71,88 @@ Tensor flat_values(const Tensor& tensor, const std::vector<int64_t>* at = nullpt
   return t.contiguous();
 }
 
-// One pass for the moments, extremes and counts, one for the histogram. Eight independent
-// lanes let the compiler vectorize what a single accumulator would serialize; the first pass
-// has no branches (a non-finite value adds zero and leaves the extremes alone) for the same
-// reason, and the saturation rule is a template argument so that the loop holds no test of it.
+// A parameter's values as float64, all of them or those at the flat positions `at`: read in
+// place from a contiguous float tensor on the host, through flat_values otherwise.
+std::vector<double> param_values(const Tensor& param, const std::vector<int64_t>* at) {
+  const auto read = [&](const auto* x) {
+    std::vector<double> out;
+    if (at == nullptr) {
+      out.assign(x, x + param.numel());
+    } else {
+      out.reserve(at->size());
+      for (int64_t i : *at) out.push_back(static_cast<double>(x[i]));
+    }
+    return out;
+  };
+  if (param.device().is_cpu() && param.is_contiguous()) {
+    if (param.dtype() == kFloat32) return read(param.data_ptr<float>());
+    if (param.dtype() == kFloat64) return read(param.data_ptr<double>());
+  }
+  return flat_values(param, at).to(kFloat64).to_vector<double>();
+}
+
+// The first pass's figures: sums, extremes and counts of the finite values.
+struct Moments {
+  double total = 0;
+  double total_sq = 0;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  int64_t zeros = 0;
+  int64_t saturated = 0;
+  int64_t nonfinite = 0;
+};
+
+// Values within 3% of the ends of a saturating activation's range (see TensorStats).
+template <Saturation S, class A>
+int64_t count_saturated(const A& a) {
+  if constexpr (S == Saturation::Tanh) {
+    return (a.abs() > 0.97).count();
+  } else if constexpr (S == Saturation::Sigmoid) {
+    return ((a < 0.03) || (a > 0.97)).count();
+  } else {
+    return 0;
+  }
+}
+
+// Values a chunk at a time, as float64 (their sums are kept in float64).
+constexpr int64_t kChunk = 256;
+template <class T>
+Eigen::Map<const Eigen::ArrayXd> as_doubles(const T* x, int64_t n, double* buffer) {
+  if constexpr (std::is_same_v<T, double>) {
+    return Eigen::Map<const Eigen::ArrayXd>(x, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) buffer[j] = static_cast<double>(x[j]);
+    return Eigen::Map<const Eigen::ArrayXd>(buffer, n);
+  }
+}
+
+// The usual case, every value finite, through Eigen's vectorized reductions (a pass each over
+// a chunk already in the cache; extremes and zeros are exact in the values' own type);
+// nullopt when a value is not finite, or the squares overflow. Eigen vectorizes at any
+// optimization level, the loop below only at -O3.
 template <Saturation S, class T>
-TensorStats summarize_values(const T* x, int64_t n, int bins) {
+std::optional<Moments> finite_moments(const T* x, int64_t n) {
+  Moments m;
+  double buffer[kChunk];
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const auto d = as_doubles(x + begin, std::min(kChunk, n - begin), buffer);
+    m.total += d.sum();
+    m.total_sq += d.square().sum();
+    m.saturated += count_saturated<S>(d);
+  }
+  if (!std::isfinite(m.total) || !std::isfinite(m.total_sq)) return std::nullopt;
+  const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> a(x, n);
+  m.lo = static_cast<double>(a.minCoeff());
+  m.hi = static_cast<double>(a.maxCoeff());
+  m.zeros = (a == T(0)).count();
+  return m;
+}
+
+// Any values, non-finite ones counted and left out. Eight independent lanes let the compiler
+// vectorize what a single accumulator would serialize; the pass has no branches (a non-finite
+// value adds zero and leaves the extremes alone) for the same reason.
+template <Saturation S, class T>
+Moments moments_of_finite(const T* x, int64_t n) {
   constexpr int L = 8;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double sum[L] = {}, sumsq[L] = {};
@@ -109,20 +184,29 @@ TensorStats summarize_values(const T* x, int64_t n, int bins) {
     for (int l = 0; l < L; ++l) visit(l, static_cast<double>(x[i + l]));
   }
   for (; i < n; ++i) visit(0, static_cast<double>(x[i]));
+  Moments m;
+  for (int l = 0; l < L; ++l) {
+    m.total += sum[l];
+    m.total_sq += sumsq[l];
+    m.lo = std::min(m.lo, lo[l]);
+    m.hi = std::max(m.hi, hi[l]);
+    m.zeros += zeros[l];
+    m.saturated += saturated[l];
+    m.nonfinite += nonfinite[l];
+  }
+  return m;
+}
 
+// One pass for the moments, extremes and counts (see above), one for the histogram. The
+// saturation rule is a template argument so that the loops hold no test of it.
+template <Saturation S, class T>
+TensorStats summarize_values(const T* x, int64_t n, int bins) {
+  constexpr double kMax = std::numeric_limits<double>::max();
+  std::optional<Moments> fast = finite_moments<S>(x, n);
+  const Moments m = fast ? *fast : moments_of_finite<S>(x, n);
   TensorStats s;
   s.numel = n;
-  double total = 0, total_sq = 0, mn = lo[0], mx = hi[0];
-  int64_t z = 0, sat = 0;
-  for (int l = 0; l < L; ++l) {
-    total += sum[l];
-    total_sq += sumsq[l];
-    mn = std::min(mn, lo[l]);
-    mx = std::max(mx, hi[l]);
-    z += zeros[l];
-    sat += saturated[l];
-    s.nonfinite += nonfinite[l];
-  }
+  s.nonfinite = m.nonfinite;
   const int64_t finite = n - s.nonfinite;
   s.histogram.counts.assign(static_cast<size_t>(std::max(bins, 1)), 0);
   if (finite == 0) {
@@ -131,13 +215,15 @@ TensorStats summarize_values(const T* x, int64_t n, int bins) {
     return s;
   }
   const double count = static_cast<double>(finite);
-  s.mean = total / count;
-  s.std = finite > 1 ? std::sqrt(std::max(0.0, (total_sq - total * s.mean) / (count - 1))) : 0;
+  const double mn = m.lo;
+  const double mx = m.hi;
+  s.mean = m.total / count;
+  s.std = finite > 1 ? std::sqrt(std::max(0.0, (m.total_sq - m.total * s.mean) / (count - 1))) : 0;
   s.min = mn;
   s.max = mx;
-  s.norm = std::sqrt(total_sq);
-  s.zero_fraction = static_cast<double>(z) / count;
-  s.saturated_fraction = S == Saturation::None ? kNaN : static_cast<double>(sat) / count;
+  s.norm = std::sqrt(m.total_sq);
+  s.zero_fraction = static_cast<double>(m.zeros) / count;
+  s.saturated_fraction = S == Saturation::None ? kNaN : static_cast<double>(m.saturated) / count;
   s.histogram.lo = mn;
   s.histogram.hi = mx;
   const size_t nbins = s.histogram.counts.size();
@@ -146,30 +232,38 @@ TensorStats summarize_values(const T* x, int64_t n, int bins) {
     return s;
   }
   const double scale = static_cast<double>(nbins) / (mx - mn);
-  // Bin indices are computed a chunk at a time in a loop the compiler vectorizes (clamped
-  // before the conversion so that it is defined for every value), then counted into four
+  // Bin indices are computed a chunk at a time (through Eigen when every value is finite,
+  // else in a loop that sends a non-finite value to an extra bin that is dropped), clamped
+  // before the conversion so that it is defined for every value, then counted into four
   // partial histograms: runs of values in one bin (the zeros after a ReLU) would otherwise
-  // wait on each other's increment. A non-finite value lands in an extra bin that is dropped.
+  // wait on each other's increment.
   constexpr int H = 4;
-  constexpr int64_t kChunk = 256;
-  const auto last = static_cast<int64_t>(nbins) - 1;
+  const auto last = static_cast<int32_t>(nbins) - 1;
   const size_t stride = nbins + 1;
   std::vector<int64_t> partial(H * stride, 0);
-  int64_t index[kChunk];
+  int32_t index[kChunk];
+  double buffer[kChunk];
   for (int64_t begin = 0; begin < n; begin += kChunk) {
-    const int64_t m = std::min(kChunk, n - begin);
-    for (int64_t j = 0; j < m; ++j) {
-      const double v = static_cast<double>(x[begin + j]);
-      const double at = (v - mn) * scale;
-      // last when at is at or past it, or not a number.
-      const double clamped = at < static_cast<double>(last) ? at : static_cast<double>(last);
-      index[j] = std::abs(v) <= kMax ? static_cast<int64_t>(clamped) : last + 1;
+    const int64_t m_chunk = std::min(kChunk, n - begin);
+    if (fast) {
+      Eigen::Map<Eigen::Array<int32_t, Eigen::Dynamic, 1>>(index, m_chunk) =
+          ((as_doubles(x + begin, m_chunk, buffer) - mn) * scale)
+              .min(static_cast<double>(last))
+              .template cast<int32_t>();
+    } else {
+      for (int64_t j = 0; j < m_chunk; ++j) {
+        const double v = static_cast<double>(x[begin + j]);
+        const double at = (v - mn) * scale;
+        // last when at is at or past it, or not a number.
+        const double clamped = at < static_cast<double>(last) ? at : static_cast<double>(last);
+        index[j] = std::abs(v) <= kMax ? static_cast<int32_t>(clamped) : last + 1;
+      }
     }
     int64_t j = 0;
-    for (; j + H <= m; j += H) {
+    for (; j + H <= m_chunk; j += H) {
       for (int h = 0; h < H; ++h) ++partial[h * stride + static_cast<size_t>(index[j + h])];
     }
-    for (; j < m; ++j) ++partial[static_cast<size_t>(index[j])];
+    for (; j < m_chunk; ++j) ++partial[static_cast<size_t>(index[j])];
   }
   for (size_t b = 0; b < nbins; ++b) {
     for (int h = 0; h < H; ++h) s.histogram.counts[b] += partial[h * stride + b];
@@ -237,11 +331,35 @@ struct ProbeValues {
   std::vector<float> values;
   int64_t numel = 0;
 };
-ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& rng) {
+// The values at one random position in each of kReservoirValues equal blocks of x[0, n),
+// written into `values`.
+template <class T>
+void sampled_values(const T* x, int64_t n, uint64_t& rng, std::vector<float>& values) {
+  values.resize(kReservoirValues);
+  for_each_sampled(n, next_random(rng), [&](int64_t b, int64_t i) {
+    values[static_cast<size_t>(b)] = static_cast<float>(x[i]);
+  });
+}
+
+// How many values a probe keeps of a tensor (all of a small one, else a stratified sample).
+size_t kept_size(const Tensor& tensor) {
+  return static_cast<size_t>(std::min<int64_t>(tensor.numel(), kReservoirValues));
+}
+
+// `buffer`: storage for the kept values (a spare one of an earlier step, so that a sampled
+// step allocates nothing: fresh pages cost more than the summary).
+ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& rng,
+                         std::vector<float> buffer) {
   ProbeValues r;
   r.numel = tensor.numel();
+  r.values = std::move(buffer);
+  // A contiguous float tensor on the host (most of what a CPU run probes) is read in place;
+  // anything else goes through flat_values, whose tensor operations cost more than the
+  // summary of a small activation.
+  const bool in_place = tensor.device().is_cpu() && tensor.is_contiguous() &&
+                        (tensor.dtype() == kFloat32 || tensor.dtype() == kFloat64);
   if (r.numel <= static_cast<int64_t>(kReservoirValues)) {
-    const Tensor flat = flat_values(tensor);
+    const Tensor flat = in_place ? tensor : flat_values(tensor);
     if (flat.dtype() == kFloat32) {
       const float* x = flat.data_ptr<float>();
       r.values.assign(x, x + r.numel);
@@ -253,8 +371,16 @@ ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& 
     }
     return r;
   }
-  const std::vector<int64_t> at = sampled_positions(r.numel, rng);
-  r.values = flat_values(tensor, &at).to(kFloat32).to_vector<float>();
+  if (!in_place) {
+    const std::vector<int64_t> at = sampled_positions(r.numel, rng);
+    const Tensor picked = flat_values(tensor, &at).to(kFloat32);
+    const float* x = picked.data_ptr<float>();
+    r.values.assign(x, x + picked.numel());
+  } else if (tensor.dtype() == kFloat32) {
+    sampled_values(tensor.data_ptr<float>(), r.numel, rng, r.values);
+  } else {
+    sampled_values(tensor.data_ptr<double>(), r.numel, rng, r.values);
+  }
   r.stats = summarize_values(r.values.data(), static_cast<int64_t>(r.values.size()), saturation,
                              kHistogramBins);
   const double scale = static_cast<double>(r.numel) / static_cast<double>(r.values.size());
@@ -339,8 +465,12 @@ struct Probes::Probe {
   // A probed RNN, LSTM or GRU, whose gates record on sampled steps only.
   std::shared_ptr<nn::RNNBase> recurrent;
   bool sampling = false;
-  int64_t last_sampled = 0;  // the step this probe last sampled (0: none yet)
-  int64_t interval = 0;      // ProbeSample::interval of the sampled step
+  bool sampled_ever = false;  // its first sample (one-off costs) is behind it
+  int64_t last_sampled = 0;   // the step this probe last sampled in this run (0: none yet)
+  int64_t first_sampled = 0;  // its first sampled step in this run
+  int64_t early_picked = 0;   // steps `every` picked within kFloorEarlySteps of first_sampled
+  int64_t early_sampled = 0;  // ... and of those, the sampled ones
+  int64_t interval = 0;       // ProbeSample::interval of the sampled step
   // Per parameter, on a sampled step: its gradient's sample (waiting for the update ratio)
   // and its value before the optimizer's step.
   std::vector<std::optional<ProbeSample>> pending;
@@ -355,6 +485,8 @@ struct Probes::Series {
   };
   std::deque<Entry> recent;
   std::vector<Entry> early;
+  // Storage of values that left the reservoir, for the next steps' (see storage()).
+  std::vector<std::vector<float>> spare;
   int64_t evicted = 0;  // entries that left `recent` so far
   int64_t stride = 1;   // `early` keeps the evicted entries whose ordinal is a multiple of it
 };
@@ -441,6 +573,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
         }
         if (p->recording) {
           for (AttentionMap& map : p->recording->maps(0)) {
+            const Clock::time_point start = Clock::now();
             ProbeSample sample;
             sample.probe = p->info.id;
             sample.module = p->info.module;
@@ -452,6 +585,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
             sample.interval = p->interval;
             sample.attention = std::move(map);
             publish(std::move(sample));
+            count_kind(ProbeKind::Attention, start);
           }
           p->recording.reset();
         }
@@ -516,7 +650,10 @@ void Probes::install_step_hooks(Probe& probe) {
         std::function<void(const Tensor&)>([this, p, i](const Tensor& grad) {
           if (!grad.defined()) return;
           const CostTimer timer(step_cost_);
-          ProbeValues v = probe_values(grad, Saturation::None, rng_state_);
+          const Clock::time_point start = Clock::now();
+          const SeriesKey key{p->info.id, ProbeKind::ParamGrad, p->params[i].first};
+          ProbeValues v =
+              probe_values(grad, Saturation::None, rng_state_, storage(key, kept_size(grad)));
           ProbeSample sample;
           sample.probe = p->info.id;
           sample.module = p->info.module;
@@ -527,68 +664,117 @@ void Probes::install_step_hooks(Probe& probe) {
           sample.update_ratio = kNaN;
           sample.interval = p->interval;
           p->pending[i] = std::move(sample);
-          keep({p->info.id, ProbeKind::ParamGrad, p->params[i].first}, step_, v.numel,
-               std::move(v.values));
+          keep(key, step_, v.numel, std::move(v.values));
+          count_kind(ProbeKind::ParamGrad, start);
         })));
   }
 }
 
 void Probes::measure_step(Clock::time_point now, bool sampled) {
-  // While the machine runs other processes the step's wall time grows but its CPU time does
-  // not: capped by the CPU time, a step that was descheduled banks no training time that
-  // would let the probes run free afterwards. Several threads at work use more CPU than wall
-  // time, so the wall time is the cap's other side.
-  const double wall = std::chrono::duration<double>(now - *step_begin_).count();
-  const double span = std::min(wall, std::max(0.0, process_cpu_seconds() - step_cpu_begin_));
+  const double span = std::chrono::duration<double>(now - *step_begin_).count();
   step_begin_.reset();
   // A sampled step also pays for what no timer inside the probes sees: the two autograd
   // nodes a full backward hook adds around its module, and the caches the summaries evict.
   // So its cost is its excess over the recent unsampled steps (a running mean of their
-  // length), and never less than what the timers saw.
-  double cost = step_cost_;
+  // length), never less than what the timers saw, and at most kOutlierFactor times that (the
+  // excess of one step is noisy: a step the system descheduled is not the probes' doing).
+  const double seen = step_cost_;
+  double cost = seen;
+  step_cost_ = 0;
   if (!sampled) {
     unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
-  } else if (unsampled_span_ > 0) {
-    cost = std::max(cost, span - unsampled_span_);
+  } else {
+    if (unsampled_span_ > 0) {
+      cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));
+    }
+    cost = std::min(cost, span);
+    // A probe's first sample: its one-off costs are not what the next samples will cost,
+    // and the step's training part cannot be told from them. It counts for nothing.
+    if (one_off_) return;
+    if (sample_cost_ > 0) cost = std::min(cost, kOutlierFactor * sample_cost_);
+    sample_cost_ = sample_cost_ > 0 ? 0.8 * sample_cost_ + 0.2 * cost : cost;
   }
-  // The step's cost and training time, spread evenly over it, weighted by
-  // exp(-age / kBudgetMemory) with the age in seconds inside steps: time between steps (a
-  // pause, an evaluation) moves nothing, so it neither lets the probes run free afterwards
-  // nor holds them back.
-  const double x = span / kBudgetMemory;
-  const double decay = std::exp(-x);
-  const double weight = x > 1e-9 ? -std::expm1(-x) / x : 1.0;
-  cost_ = cost_ * decay + cost * weight;
-  train_ = train_ * decay + std::max(0.0, span - cost) * weight;
-  step_cost_ = 0;
+  window_wall_ += span;
+  window_cost_ += cost;
+}
+
+void Probes::fold_window() {
+  const double cpu = process_cpu_seconds();
+  if (window_cpu_begin_) {
+    // While the machine runs other processes a step's wall time grows but the process's CPU
+    // time does not: capped by the CPU time, steps the system descheduled bank no training
+    // time that would let the probes run free afterwards. Several threads at work use more
+    // CPU than wall time, so the wall time is the cap's other side.
+    const double ran = std::min(window_wall_, std::max(0.0, cpu - *window_cpu_begin_));
+    cost_ += window_cost_;
+    train_ += std::max(0.0, ran - window_cost_);
+  }
+  window_cpu_begin_ = cpu;
+  window_wall_ = 0;
+  window_cost_ = 0;
   std::lock_guard<std::mutex> lock(queue_mutex_);
   overhead_.fraction = train_ > 0 ? cost_ / train_ : 0;
 }
 
+bool Probes::takes(Probe& p, int64_t step) const {
+  const ProbeOptions& o = p.info.options;
+  // The first pick of a run (a step at or before the last sampled one: the run was reset).
+  if (p.last_sampled == 0 || step <= p.last_sampled) {
+    p.last_sampled = 0;
+    p.first_sampled = step;
+    p.early_picked = 1;
+    p.early_sampled = 0;
+    return true;
+  }
+  const bool early = step - p.first_sampled < kFloorEarlySteps;
+  if (early) ++p.early_picked;
+  if (o.max_overhead == 0 || cost_ <= o.max_overhead * train_) return true;
+  // The floor: a third of the picks early on, and no gap of kFloorGap picks after.
+  return (early && 3 * p.early_sampled < p.early_picked) ||
+         step - p.last_sampled >= kFloorGap * o.every;
+}
+
 void Probes::begin_step(int64_t step) {
+  if (step <= last_begun_) {
+    // A reset session counts from 1 again: a new run, measured afresh.
+    cost_ = train_ = 0;
+    window_wall_ = window_cost_ = 0;
+    window_cpu_begin_.reset();
+  }
+  last_begun_ = step;
   step_ = step;
   any_sampling_ = false;
+  one_off_ = false;
   step_cost_ = 0;
   step_begin_.reset();
   if (probes_.empty()) return;
   const Clock::time_point now = Clock::now();
   step_begin_ = now;
-  step_cpu_begin_ = process_cpu_seconds();
+  bool picked = false;
+  for (auto& [id, p] : probes_) {
+    p->sampling = false;
+    picked = picked || (step - 1) % p->info.options.every == 0;
+  }
+  if (!picked) return;
+  fold_window();
   int64_t sampled = 0;
   int64_t skipped = 0;
+  int64_t forced = 0;
   for (auto& [id, p] : probes_) {
     const ProbeOptions& o = p->info.options;
-    p->sampling = false;
     if ((step - 1) % o.every != 0) continue;
-    // A step at or before the last sampled one: the run was reset; start over.
-    const bool first = p->last_sampled == 0 || step <= p->last_sampled;
-    if (!first && o.max_overhead > 0 && cost_ > o.max_overhead * train_) {
+    const bool within_budget = o.max_overhead == 0 || cost_ <= o.max_overhead * train_;
+    if (!takes(*p, step)) {
       ++skipped;
       continue;
     }
+    if (p->last_sampled != 0 && !within_budget) ++forced;
     p->sampling = true;
-    p->interval = first ? 0 : step - p->last_sampled;
+    p->interval = p->last_sampled == 0 ? 0 : step - p->last_sampled;
     p->last_sampled = step;
+    if (step - p->first_sampled < kFloorEarlySteps) ++p->early_sampled;
+    one_off_ = one_off_ || !p->sampled_ever;
+    p->sampled_ever = true;
     ++sampled;
     install_step_hooks(*p);
     if (o.activations && !p->attention.empty()) {
@@ -597,10 +783,11 @@ void Probes::begin_step(int64_t step) {
     if (o.activations && p->recurrent) p->recurrent->record_gates = true;
   }
   any_sampling_ = sampled > 0;
-  if (sampled + skipped > 0) {
+  {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     overhead_.sampled += sampled;
     overhead_.skipped += skipped;
+    overhead_.forced += forced;
   }
   step_cost_ += seconds_since(now);
 }
@@ -619,9 +806,7 @@ void Probes::before_optimizer_step() {
       if (before.numel > static_cast<int64_t>(kReservoirValues)) {
         before.at = sampled_positions(before.numel, rng_state_);
       }
-      before.values = flat_values(param, before.at.empty() ? nullptr : &before.at)
-                          .to(kFloat64)
-                          .to_vector<double>();
+      before.values = param_values(param, before.at.empty() ? nullptr : &before.at);
     }
   }
 }
@@ -639,8 +824,7 @@ void Probes::end_step() {
         const Tensor& param = p->params[i].second;
         if (p->before[i] && p->before[i]->numel == param.numel()) {
           const ParamBefore& b = *p->before[i];
-          const std::vector<double> after =
-              flat_values(param, b.at.empty() ? nullptr : &b.at).to(kFloat64).to_vector<double>();
+          const std::vector<double> after = param_values(param, b.at.empty() ? nullptr : &b.at);
           sample.update_ratio = update_ratio(after, b.values);
         }
         publish(std::move(sample));
@@ -656,6 +840,8 @@ void Probes::end_step() {
       p->before.clear();
       p->sampling = false;
     }
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    overhead_.kinds = kinds_;
   }
   if (step_begin_) measure_step(Clock::now(), sampled);
 }
@@ -663,7 +849,9 @@ void Probes::end_step() {
 void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, const Tensor& value,
                     Saturation saturation) {
   if (!value.defined() || !value.is_floating_point()) return;
-  ProbeValues v = probe_values(value, saturation, rng_state_);
+  const Clock::time_point start = Clock::now();
+  const SeriesKey key{probe.info.id, kind, tensor};
+  ProbeValues v = probe_values(value, saturation, rng_state_, storage(key, kept_size(value)));
   ProbeSample sample;
   sample.probe = probe.info.id;
   sample.module = probe.info.module;
@@ -672,8 +860,15 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
   sample.tensor = tensor;
   sample.interval = probe.interval;
   sample.stats = std::move(v.stats);
-  keep({probe.info.id, kind, tensor}, step_, v.numel, std::move(v.values));
+  keep(key, step_, v.numel, std::move(v.values));
   publish(std::move(sample));
+  count_kind(kind, start);
+}
+
+void Probes::count_kind(ProbeKind kind, Clock::time_point start) {
+  ProbeOverhead::KindCost& k = kinds_[static_cast<size_t>(kind)];
+  ++k.tensors;
+  k.seconds += seconds_since(start);
 }
 
 void Probes::publish(ProbeSample sample) {
@@ -691,20 +886,46 @@ void Probes::keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector
   if (!slot) slot = std::make_unique<Series>();
   Series& s = *slot;
   // The same tensor seen twice in a step (a module called twice) keeps the last values.
-  if (!s.recent.empty() && s.recent.back().step == step) s.recent.pop_back();
+  if (!s.recent.empty() && s.recent.back().step == step) {
+    s.spare.push_back(std::move(s.recent.back().values));
+    s.recent.pop_back();
+  }
   s.recent.push_back({step, numel, std::move(values)});
   if (s.recent.size() <= kRecentSteps) return;
   Series::Entry old = std::move(s.recent.front());
   s.recent.pop_front();
-  if (s.evicted++ % s.stride != 0) return;
+  if (s.evicted++ % s.stride != 0) return s.spare.push_back(std::move(old.values));
   s.early.push_back(std::move(old));
   if (s.early.size() <= kEarlySteps) return;
   // Full: keep every other one and halve the rate at which later ones are taken, so the
   // early steps stay spread evenly over the whole history.
   std::vector<Series::Entry> thinned;
-  for (size_t i = 0; i < s.early.size(); i += 2) thinned.push_back(std::move(s.early[i]));
+  for (size_t i = 0; i < s.early.size(); ++i) {
+    if (i % 2 == 0) {
+      thinned.push_back(std::move(s.early[i]));
+    } else {
+      s.spare.push_back(std::move(s.early[i].values));
+    }
+  }
   s.early = std::move(thinned);
   s.stride *= 2;
+}
+
+std::vector<float> Probes::storage(const SeriesKey& key, size_t size) {
+  std::lock_guard<std::mutex> lock(series_mutex_);
+  std::unique_ptr<Series>& slot = series_[key];
+  if (!slot) {
+    // A series' first sample (a probe's first, whose cost is not charged) allocates and
+    // touches the storage of all the steps it will keep, so that later samples do not pay for
+    // fresh pages (a page fault costs more than a small tensor's summary).
+    slot = std::make_unique<Series>();
+    slot->spare.assign(kRecentSteps + kEarlySteps + 1, std::vector<float>(size));
+  }
+  std::vector<std::vector<float>>& spare = slot->spare;
+  if (spare.empty()) return {};
+  std::vector<float> out = std::move(spare.back());
+  spare.pop_back();
+  return out;
 }
 
 std::vector<ProbeSample> Probes::take_samples() {

@@ -27,26 +27,36 @@
 // evaluation passes.
 //
 // A probe samples steps 1, 1 + every, 1 + 2 * every, ... (steps count from 1) within an
-// overhead budget, the way a sampling profiler bounds its cost. The probes time themselves
-// with a steady clock: their hooks and summaries, placing and removing the step hooks, and,
-// since a sampled step also pays for what no timer inside them sees (the autograd nodes of
-// the backward hooks, the caches the summaries evict), at least the sampled step's excess
-// over the recent unsampled ones. The training time is the rest of each step, from
-// begin_step to end_step, where a step's length is its wall time capped by the CPU time the
-// process used in it, so a step the system descheduled banks no credit. Both are weighted by
-// exp(-age / 1 s), the age counted in time inside steps, so that the measure follows a change of
-// speed, and a pause between steps neither banks credit nor leaves a debt. A step that `every`
-// picks is skipped while the weighted cost is above max_overhead x the weighted training time; a
-// probe's first pick is always sampled (early steps are kept).
+// overhead budget, the way a sampling profiler bounds its cost, and never below a floor that
+// keeps its history readable however fast the model is:
+// - the budget: a picked step is skipped while the probes' cost so far in the run is above
+//   max_overhead x the training time so far, so that the budget holds on average over the run
+//   (a costly sample is paid back by the steps after it, never by starving the probe);
+// - the floor: over a probe's first kFloorEarlySteps steps it samples at least a third of the
+//   steps `every` picks, and after them at least one step in every kFloorGap x `every`; a
+//   probe's first pick is always sampled (early steps are kept).
+// What the budget counts is what the probes cost the run: the time of a sampled step beyond
+// the recent unsampled ones (its hooks and summaries, placing and removing the step hooks, the
+// autograd nodes of the backward hooks, the caches the summaries evict), never less than the
+// probes' own timers saw and at most kOutlierFactor times that. A probe's first sample pays one-off
+// costs (the first allocations, the hooks placed for the first time): it is not charged, and a
+// later sample is charged at most kOutlierFactor times the mean charged sample, so that one slow
+// sample (the process descheduled in it) does not silence the probes. The training time is the rest
+// of each step, from begin_step to end_step (time between steps, a pause or an evaluation, counts
+// for nothing); between two picked steps it is capped by the CPU time the process used, so
+// that steps the system descheduled bank no credit. A step no probe picks costs two reads of
+// the steady clock and nothing else: the CPU clock (a system call of microseconds) is read
+// once per picked step.
 //
 // The cost compared is that of all the probes together, since the limit is on what probing
 // costs the run; a probe's own max_overhead says how much of it that probe tolerates, so a
 // probe with max_overhead 0 samples exactly every N steps and its cost still counts against
 // the budgeted ones. With max_overhead 0 the sampled steps are deterministic; with a budget
 // they depend on timing (never on the training's numbers, which probes do not change).
-// overhead() reports the measured fraction and the steps skipped, and each sample its
-// interval, so that a window can show "sampling every ~N steps (budget 5%)". The forward
-// hooks that stay on the modules (a flag test per call) are not in the measure.
+// overhead() reports the measured fraction, the steps skipped and what each kind of summary
+// costs, and each sample its interval, so that a window can show "sampling every ~N steps
+// (budget 5%)". The forward hooks that stay on the modules (a flag test per call) are in the
+// measure through the unsampled steps' length only as far as the training time includes them.
 //
 // The hooks reduce on the thread that trains; the samples wait in a bounded queue that drops
 // the oldest when full, so a slow reader never holds training up. Each sampled tensor also
@@ -58,6 +68,7 @@
 // thread that runs the model (TrainingSession does that for you); take_samples, dropped,
 // rebin and series run on any thread. Probes draw no numbers from nns generators, so they
 // never change a training run.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -86,13 +97,6 @@ struct ProbeOptions {
   double max_overhead = 0.05;
 };
 
-// The probes' measured cost (any thread).
-struct ProbeOverhead {
-  double fraction = 0;  // recent probe time / recent training time (weights exp(-age / 1 s))
-  int64_t sampled = 0;  // steps sampled, summed over the probes
-  int64_t skipped = 0;  // steps `every` picked that the budget skipped, summed over the probes
-};
-
 // What a sample describes.
 enum class ProbeKind {
   Activation,  // a module output ("output", or "output.1", ... for several)
@@ -104,8 +108,31 @@ enum class ProbeKind {
   // "self_attn"); ProbeSample::attention holds the map of the batch's first sequence.
   Attention,
 };
+constexpr int kProbeKinds = 5;
 // "activation", "grad_output", "grad_input", "param_grad", "attention".
 std::string probe_kind_name(ProbeKind kind);
+
+// The floor under the budget (see above).
+constexpr int64_t kFloorEarlySteps = 1000;
+constexpr int64_t kFloorGap = 10;
+// A sampled step's cost is at most this many times what the probes' timers saw in it, and at
+// most this many times the mean charged sample (see above).
+constexpr double kOutlierFactor = 3.0;
+
+// The probes' measured cost (any thread).
+struct ProbeOverhead {
+  double fraction = 0;  // probe time / training time, over the run so far
+  int64_t sampled = 0;  // steps sampled, summed over the probes
+  int64_t skipped = 0;  // steps `every` picked that the budget skipped, summed over the probes
+  int64_t forced = 0;   // of the sampled, those the floor took although the budget was spent
+  // What summarizing a tensor costs, per kind of sample: tensors summarized (a sample's
+  // statistics, histogram and kept values) and the seconds they took.
+  struct KindCost {
+    int64_t tensors = 0;
+    double seconds = 0;
+  };
+  std::array<KindCost, kProbeKinds> kinds{};
+};
 
 constexpr int kHistogramBins = 32;
 constexpr size_t kReservoirValues = 4096;
@@ -228,7 +255,16 @@ class Probes {
   // Not "emit": Qt defines that word as a macro, and the window includes this header.
   void publish(ProbeSample sample);
   void keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector<float> values);
-  // Folds the step that began at step_begin_ into the weighted cost and training time.
+  // Storage for a series' next kept values: values that left its reservoir (keep() gives
+  // them back), so that a sampled step allocates nothing.
+  std::vector<float> storage(const SeriesKey& key, size_t size);
+  // Adds a tensor summarized since `start` to its kind's cost.
+  void count_kind(ProbeKind kind, std::chrono::steady_clock::time_point start);
+  // Whether the budget or the floor lets the probe sample `step`, which its `every` picks.
+  bool takes(Probe& probe, int64_t step) const;
+  // Adds the steps measured since the last picked step to the run's cost and training time.
+  void fold_window();
+  // Folds the step that began at step_begin_ into the window (see fold_window).
   void measure_step(std::chrono::steady_clock::time_point now, bool sampled);
 
   nn::ModulePtr model_;
@@ -237,16 +273,23 @@ class Probes {
   int64_t step_ = 0;
   uint64_t rng_state_ = 0x9E3779B97F4A7C15ULL;
 
-  // The overhead budget (training thread): when the current step began (none outside steps
-  // and without probes), the probes' time in it, and the weighted probe and training
-  // seconds (see above).
+  // The overhead budget (training thread, see above): when the current step began (none
+  // outside steps and without probes) and the probes' time in it; the steps since the last
+  // picked step (their wall time in steps, the probes' cost in them, the CPU clock when the
+  // window began); the run's charged cost and training time.
   std::optional<std::chrono::steady_clock::time_point> step_begin_;
-  double step_cpu_begin_ = 0;  // the process's CPU seconds when the step began
   double step_cost_ = 0;
   bool any_sampling_ = false;  // a probe samples the current step
+  bool one_off_ = false;       // ... and it is a probe's first sample: not charged
   double unsampled_span_ = 0;  // running mean length of the steps no probe sampled
+  double sample_cost_ = 0;     // running mean of the charged sampled steps' cost
+  double window_wall_ = 0;
+  double window_cost_ = 0;
+  std::optional<double> window_cpu_begin_;
   double cost_ = 0;
   double train_ = 0;
+  int64_t last_begun_ = 0;  // the step begun last (a smaller one: the run restarted)
+  std::array<ProbeOverhead::KindCost, kProbeKinds> kinds_{};  // copied to overhead_
 
   mutable std::mutex queue_mutex_;
   std::deque<ProbeSample> queue_;

@@ -17,7 +17,7 @@ writes a snapshot's weights, `--probes RUN --out p.csv` what the probes saw.
 The store is the one NN Studio's engine keeps (engine/train/run_store.h): SQLite in WAL mode,
 schema version 3, step metrics and probe samples packed into BLOBs, snapshots as .safetensors
 (the weights) and .pt (the optimizer's state) files written atomically before their row. Only
-the standard library and torch are used.
+the standard library, torch and NumPy (which torch needs) are used.
 
 Under DDP (torch.distributed initialized) every process calls the same methods: the step
 metrics are averaged over the processes (an all-reduce), and only rank 0 hooks the probes and
@@ -32,12 +32,18 @@ import sqlite3
 import struct
 import time
 
+import numpy
 import torch
 
 SCHEMA_VERSION = 3
 HISTOGRAM_BINS = 32  # engine/train/probes.h kHistogramBins
 SMOOTHING = 0.9  # engine/train/session.cpp kSmoothing
 WRITE_EVERY_SECONDS = 0.25  # as the engine's recorder: a watcher sees the run grow
+# The probes' floor under their budget and the cap on one sample's charge, as the engine's
+# (engine/train/probes.h kFloorEarlySteps, kFloorGap, kOutlierFactor).
+FLOOR_EARLY_STEPS = 1000
+FLOOR_GAP = 10
+OUTLIER_FACTOR = 3.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -123,43 +129,70 @@ def _saturation(module):
 
 
 def summarize(tensor, saturation=None, bins=HISTOGRAM_BINS):
-    """The engine's TensorStats of a tensor (engine/train/probes.h summarize): computed on the
-    tensor's device, one copy of a few numbers to the host. Non-finite values are counted and
-    left out of the rest; std is the unbiased one."""
-    t = tensor.detach()
-    numel = t.numel()
-    flat = t.reshape(-1).to(torch.float64)
-    finite = torch.isfinite(flat)
-    values = flat[finite]
-    n = values.numel()
+    """The engine's TensorStats of a tensor (engine/train/probes.h summarize). Non-finite
+    values are counted and left out of the rest; std is the unbiased one, from the sums as the
+    engine computes it; the bins are the engine's ((v - lo) * bins / (hi - lo), truncated, the
+    last including hi). A sampled step summarizes some twenty tensors, and on a small model a
+    torch operation's dispatch costs more than its arithmetic: a tensor on the host is read
+    through NumPy (torch's own dependency; six times faster there), one on a GPU is reduced
+    where it is, with one copy of a few numbers to the host."""
+    t = tensor.detach().reshape(-1)
+    if t.dtype == torch.bfloat16:  # a dtype NumPy lacks
+        t = t.to(torch.float32)
+    if t.device.type == "cpu":
+        values = t.numpy().astype(numpy.float64)
+        sums = _host_sums
+    else:
+        values = t.to(torch.float64)
+        sums = _device_sums
+    numel = values.shape[0]
+    total, total_sq, lo, hi, zeros = sums(values) if numel else (0.0, 0.0, 0.0, 0.0, 0)
+    if not math.isfinite(total_sq):
+        # A value is not finite (or the sums overflow): only the finite values count.
+        values = values[numpy.isfinite(values) if sums is _host_sums else torch.isfinite(values)]
+        if values.shape[0]:
+            total, total_sq, lo, hi, zeros = sums(values)
+    n = values.shape[0]
     out = {"numel": numel, "nonfinite": numel - n}
     if n == 0:
         out.update(mean=NAN, std=NAN, min=NAN, max=NAN, norm=0.0, zero_fraction=NAN,
                    saturated_fraction=NAN, lo=0.0, hi=0.0, counts=[])
         return out
-    lo, hi = values.min(), values.max()
-    stacked = torch.stack([
-        values.mean(), values.std() if n > 1 else torch.zeros((), dtype=torch.float64,
-                                                               device=values.device),
-        lo, hi, values.norm(), (values == 0).sum().to(torch.float64) / n,
-    ])
-    mean, std, lo_v, hi_v, norm, zeros = stacked.tolist()
-    if n < 2:
-        std = NAN
+    mean = total / n
+    std = math.sqrt(max(0.0, (total_sq - total * mean) / (n - 1))) if n > 1 else NAN
     if saturation == "tanh":
-        saturated = ((values.abs() > 0.97).sum().item()) / n
+        near = abs(values) > 0.97
     elif saturation == "sigmoid":
-        saturated = (((values < 0.03) | (values > 0.97)).sum().item()) / n
-    else:
-        saturated = NAN
-    if lo_v == hi_v:
+        near = (values < 0.03) | (values > 0.97)
+    saturated = int(near.sum()) / n if saturation in ("tanh", "sigmoid") else NAN
+    if lo == hi:
         counts = [n]
     else:
-        # histc: [lo, hi] in `bins` equal bins, the last including hi (as the engine's).
-        counts = [int(c) for c in torch.histc(values, bins=bins, min=lo_v, max=hi_v).tolist()]
-    out.update(mean=mean, std=std, min=lo_v, max=hi_v, norm=norm, zero_fraction=zeros,
-               saturated_fraction=saturated, lo=lo_v, hi=hi_v, counts=counts)
+        at = (values - lo) * (bins / (hi - lo))
+        if sums is _host_sums:
+            index = numpy.minimum(at, bins - 1).astype(numpy.int64)
+            counts = numpy.bincount(index, minlength=bins).tolist()
+        else:
+            index = at.clamp(max=bins - 1).to(torch.int64)
+            counts = torch.bincount(index, minlength=bins).tolist()
+    out.update(mean=mean, std=std, min=lo, max=hi, norm=math.sqrt(total_sq),
+               zero_fraction=zeros / n, saturated_fraction=saturated, lo=lo, hi=hi,
+               counts=counts)
     return out
+
+
+def _host_sums(values):
+    """Sum, sum of squares, extremes and zeros of a float64 NumPy array."""
+    return (float(values.sum()), float(numpy.dot(values, values)), float(values.min()),
+            float(values.max()), values.shape[0] - int(numpy.count_nonzero(values)))
+
+
+def _device_sums(values):
+    """The same of a float64 tensor, reduced on its device, in one copy to the host."""
+    total, total_sq, lo, hi, zeros = torch.stack([
+        values.sum(), torch.dot(values, values), *torch.aminmax(values),
+        (values == 0).sum().to(torch.float64)]).tolist()
+    return total, total_sq, lo, hi, int(zeros)
 
 
 def _pack_probe(step, interval, kind, module, tensor, stats, update_ratio=NAN):
@@ -283,11 +316,22 @@ class Recorder:
         self.model = model.module if isinstance(
             model, torch.nn.parallel.DistributedDataParallel) else model
         self.every = every
-        # As the engine's probes (ProbeOptions::max_overhead): a sampled step is skipped while
-        # the recorder has taken more than this fraction of the time since it started.
+        # As the engine's probes (engine/train/probes.h): a picked step is skipped while the
+        # probes have cost more than this fraction of the training time so far, never below the
+        # floor (a third of the picks over the first FLOOR_EARLY_STEPS steps, then no gap of
+        # FLOOR_GAP picks); the first sample's one-off costs are not charged.
         self.max_overhead = max_overhead
-        self._spent, self._started = 0.0, time.perf_counter()
-        self._sample_now = True  # step 1 is sampled
+        self._spent = 0.0        # the probes' charged seconds in this run
+        self._trained = 0.0      # the training seconds in this run (the loop's, less the probes')
+        self._step_timer = 0.0   # the probes' timers in the step being computed
+        self._last_end = None    # perf_counter() when the last step() returned
+        self._window = [0.0, 0.0, time.process_time()]  # loop seconds, probe seconds, CPU clock
+        self._unsampled = 0.0    # running mean length of an unsampled step
+        self._sample_cost = 0.0  # running mean of a charged sample's cost
+        self._sampled_ever = False
+        self._first, self._early_picked, self._early_sampled = 1, 1, 1
+        self.sampled = self.skipped = 0  # steps the probes sampled, picked steps skipped
+        self._sample_now, self._skipped_now = True, False  # step 1 is sampled
         self.step_count = 0
         self.epoch_count = 0
         self.smoothed, self.smoothed_count = 0.0, 0
@@ -333,19 +377,78 @@ class Recorder:
         # Decided once for the step being computed now (step_count + 1) by _decide().
         return self._sample_now
 
+    def _takes(self, s):
+        """Whether the budget or the floor lets step s (one `every` picks) be sampled."""
+        early = s - self._first < FLOOR_EARLY_STEPS
+        if early:
+            self._early_picked += 1
+        if self.max_overhead == 0 or self._spent <= self.max_overhead * self._trained:
+            return True
+        last = self._last_sample if self._last_sample is not None else 0
+        return ((early and 3 * self._early_sampled < self._early_picked)
+                or s - last >= FLOOR_GAP * self.every)
+
+    def _fold_window(self):
+        """Adds the steps since the last pick to the run's cost and training time, the loop's
+        time capped by the process's CPU time (steps the system descheduled bank nothing)."""
+        wall, cost, cpu_begin = self._window
+        cpu = time.process_time()
+        self._spent += cost
+        self._trained += max(0.0, min(wall, max(0.0, cpu - cpu_begin)) - cost)
+        self._window = [0.0, 0.0, cpu]
+
+    def _measure(self, sampled, ended):
+        """Folds the step that ended at `ended` (when the loop called step()) into the window:
+        a sampled step costs its excess over the recent unsampled steps, never less than the
+        probes' timers saw and at most OUTLIER_FACTOR times that. A step whose start is unknown (the first, the first after an
+        epoch's evaluation) adds its probes' timers only."""
+        cost, self._step_timer = self._step_timer, 0.0
+        if self._last_end is None:
+            self._window[1] += cost if self._sampled_ever else 0.0
+            self._sampled_ever = self._sampled_ever or sampled
+            return
+        span = ended - self._last_end
+        if not sampled:
+            self._unsampled = 0.9 * self._unsampled + 0.1 * span if self._unsampled else span
+        else:
+            if self._unsampled:
+                cost = min(max(cost, span - self._unsampled), OUTLIER_FACTOR * cost)
+            cost = min(cost, span)
+            if not self._sampled_ever:
+                self._sampled_ever = True
+                self._window[0] += max(0.0, span - cost)  # one-off costs: not charged
+                return
+            if self._sample_cost:
+                cost = min(cost, OUTLIER_FACTOR * self._sample_cost)
+            self._sample_cost = (0.8 * self._sample_cost + 0.2 * cost if self._sample_cost
+                                 else cost)
+        self._window[0] += span
+        self._window[1] += cost
+
     def _decide(self):
-        """Whether the next step is sampled: the first, then every `every`-th while within
-        the overhead budget. The hooks are on the modules only for a sampled step: a module
-        with hooks is called through Python on every step they are on, which on a small model
-        costs more than the step's own work."""
+        """Whether the next step is sampled: the first, then every `every`-th within the budget
+        or the floor. The hooks are on the modules only for a sampled step: a module with hooks
+        is called through Python on every step they are on, which on a small model costs more
+        than the step's own work."""
         s = self.step_count + 1
         due = s == 1 or s % self.every == 0
+        self._skipped_now = False
         if due:
-            elapsed = time.perf_counter() - self._started
-            due = elapsed <= 0 or self._spent <= self.max_overhead * elapsed
+            self._fold_window()
+            due = self._takes(s)
+            self._skipped_now = not due
+            if due and s - self._first < FLOOR_EARLY_STEPS:
+                self._early_sampled += 1
         if due != self._sample_now:
+            t = time.perf_counter()
             self._sample_now = due
             self._attach_hooks()
+            self._step_timer += time.perf_counter() - t
+
+    def overhead(self):
+        """The probes' measured share of the training time so far (the engine's
+        ProbeOverhead.fraction)."""
+        return self._spent / self._trained if self._trained > 0 else 0.0
 
     def _attach_hooks(self):
         want = self._sample_now and self.rank == 0
@@ -382,14 +485,14 @@ class Recorder:
                 # The weights before the optimizer's step, for param_grad's update ratio.
                 self._weights_before[name] = {
                     p_name: p.detach().clone() for p_name, p in mod.named_parameters()}
-                self._spent += time.perf_counter() - t
+                self._step_timer += time.perf_counter() - t
 
         def forward(mod, inputs, output):
             if self.model.training and self._sampling():
                 t = time.perf_counter()
                 for tensor, value in named(output, "output"):
                     self._add("activation", name, tensor, value, saturation)
-                self._spent += time.perf_counter() - t
+                self._step_timer += time.perf_counter() - t
 
         def backward(mod, grad_input, grad_output):
             if self._sampling():
@@ -398,7 +501,7 @@ class Recorder:
                     self._add("grad_output", name, tensor, value)
                 for tensor, value in named(grad_input, "input"):
                     self._add("grad_input", name, tensor, value)
-                self._spent += time.perf_counter() - t
+                self._step_timer += time.perf_counter() - t
 
         self._hooks.append((module, pre, forward, backward))
         self._probed.append((name, module))
@@ -439,31 +542,37 @@ class Recorder:
     def step(self, loss, accuracy=None, lr=None):
         """After a training step (its backward and optimizer.step()): its loss, its accuracy
         (a fraction), the learning rate. Losses and accuracies are averaged over processes."""
-        t = time.perf_counter()
+        t = time.perf_counter()  # the step's end
         loss = loss.item() if isinstance(loss, torch.Tensor) else loss
         accuracy = accuracy.item() if isinstance(accuracy, torch.Tensor) else accuracy
         m = {"loss": loss, "accuracy": NAN if accuracy is None else accuracy}
         if self.processes > 1:
             m = self._reduce(m)
         sampled = self._sampling()
+        self.sampled += sampled
+        self.skipped += self._skipped_now
         if self.rank == 0 and sampled:
+            t = time.perf_counter()
             self._param_grads()
+            self._step_timer += time.perf_counter() - t
             self._last_sample = self.step_count + 1
         self.step_count += 1
-        if self.rank != 0:
-            return
-        self.smoothed = SMOOTHING * self.smoothed + (1 - SMOOTHING) * m["loss"]
-        self.smoothed_count += 1
-        smoothed = self.smoothed / (1 - SMOOTHING ** self.smoothed_count)
-        self._pending_steps.append(_STEP.pack(
-            self.step_count, self.epoch_count + 1, m["loss"], smoothed, m["accuracy"],
-            NAN if lr is None else float(lr)))
-        self._epoch_losses.append(m["loss"])
-        if not math.isnan(m["accuracy"]):
-            self._epoch_accuracies.append(m["accuracy"])
-        if time.monotonic() - self._last_write >= WRITE_EVERY_SECONDS:
-            self.flush()
-        self._spent += time.perf_counter() - t
+        if self.rank == 0:
+            self.smoothed = SMOOTHING * self.smoothed + (1 - SMOOTHING) * m["loss"]
+            self.smoothed_count += 1
+            smoothed = self.smoothed / (1 - SMOOTHING ** self.smoothed_count)
+            self._pending_steps.append(_STEP.pack(
+                self.step_count, self.epoch_count + 1, m["loss"], smoothed, m["accuracy"],
+                NAN if lr is None else float(lr)))
+            self._epoch_losses.append(m["loss"])
+            if not math.isnan(m["accuracy"]):
+                self._epoch_accuracies.append(m["accuracy"])
+            if time.monotonic() - self._last_write >= WRITE_EVERY_SECONDS:
+                self.flush()
+        # What the recorder itself spent (the metrics, the writes) is the loop's, not the
+        # probes': it is left out of the step's length like time between steps.
+        self._measure(sampled and self.rank == 0, t)
+        self._last_end = time.perf_counter()
         self._decide()
 
     def epoch(self, test_loss=None, test_accuracy=None):
@@ -471,6 +580,9 @@ class Recorder:
         rank 0's (a test set is commonly evaluated there alone), not averaged."""
         m = {"test_loss": NAN if test_loss is None else float(test_loss),
              "test_accuracy": NAN if test_accuracy is None else float(test_accuracy)}
+        # The evaluation before this call is not a step: the next step is measured from here
+        # (the probes' budget counts time in steps, as the engine's).
+        self._last_end = time.perf_counter()
         self.epoch_count += 1
         if self.rank != 0:
             return
@@ -521,7 +633,8 @@ class Recorder:
             (self.run, self.step_count, self.epoch_count, relative + ".safetensors",
              relative + ".pt", size))])
         self._last_snapshot_step = self.step_count
-        self._spent += time.perf_counter() - t
+        # Not the probes' cost, nor the training's: the next step is measured from here.
+        self._last_end = time.perf_counter()
         return True
 
     def flush(self, more=()):

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -207,6 +208,9 @@ struct SessionRun {
   double samples_per_second = 0;  // ProbeSamples taken
   double interval = 0;            // steps between a probe's sampled steps, on average
   double overhead = 0;            // the probes' own measure at the end (ProbeOverhead)
+  int64_t forced = 0;             // sampled steps the floor took beyond the budget
+  // What one tensor's summary cost, per kind of sample, over the whole session.
+  std::array<nns::train::ProbeOverhead::KindCost, nns::train::kProbeKinds> kinds{};
 };
 
 // Steps per second of a session left running for `seconds`, best of three windows.
@@ -254,6 +258,8 @@ SessionRun session_rate(const ModelSpec& m, double seconds, bool probes) {
     const auto sampled = static_cast<double>(o.sampled - sampled_before) / probe_count;
     best.interval = sampled > 0 ? steps / sampled : 0;
     best.overhead = o.fraction;
+    best.forced = o.forced;
+    best.kinds = o.kinds;
   }
   return best;
 }
@@ -434,12 +440,22 @@ int main(int argc, char** argv) {
                 100.0 * (session / probed - 1));
     std::fflush(stdout);
   }
+  // The probes' own measure of their cost is what their budget holds to; "probe cost" above
+  // is what they cost the session, from outside: the two should agree within a point.
   for (const auto& [name, run] : probe_runs) {
     std::printf(
-        "%-6s probes: %.0f samples/s, a sampled step every %.1f steps, measured "
-        "overhead %.1f%% (budget %.0f%%)\n",
-        name.c_str(), run.samples_per_second, run.interval, 100.0 * run.overhead,
-        100.0 * g_probe_budget);
+        "%-6s probes: %.0f samples/s, a sampled step every %.1f steps (%lld by the floor), "
+        "measured overhead %.1f%% (budget %.0f%%)\n",
+        name.c_str(), run.samples_per_second, run.interval, static_cast<long long>(run.forced),
+        100.0 * run.overhead, 100.0 * g_probe_budget);
+    for (int k = 0; k < nns::train::kProbeKinds; ++k) {
+      const auto& cost = run.kinds[static_cast<size_t>(k)];
+      if (cost.tensors == 0) continue;
+      std::printf("%-6s   %-12s %7lld tensors, %6.2f us a tensor\n", name.c_str(),
+                  nns::train::probe_kind_name(static_cast<nns::train::ProbeKind>(k)).c_str(),
+                  static_cast<long long>(cost.tensors),
+                  1e6 * cost.seconds / static_cast<double>(cost.tensors));
+    }
   }
   for (const ModelSpec& m : kModels) {
     if ((!only.empty() && only != m.name) || !is_mlp(m)) continue;

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The probes' overhead budget (ProbeOptions::max_overhead): a costly probe is sampled less
-// often and always at its first step, max_overhead 0 samples exactly every N steps (and its
-// cost counts against the budgeted probes), a pause between steps banks no credit, bad
-// budgets are refused, and the project file and make_session carry the setting. The timing
+// often and always at its first step, never below the floor, max_overhead 0 samples exactly
+// every N steps (and its cost counts against the budgeted probes), a pause between steps
+// banks no credit, a first sample's one-off cost is not charged, bad budgets are refused, and
+// the project file and make_session carry the setting. The timing
 // tests rest on a probe that costs many times the step it watches, never on a measured time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -134,6 +136,70 @@ TEST(ProbeBudget, ARestartedRunSamplesItsFirstStepAgain) {
   loop.run(probes, 1, 1);  // a reset session counts from 1 again
   const std::vector<ProbeSample> samples = of_probe(probes.take_samples(), id);
   ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].interval, 0);
+}
+
+// The floor under the budget: a probe that costs many times its step still samples a third
+// of the steps `every` picks over its first kFloorEarlySteps steps (spread over them: at every
+// pick, at least a third of the picks so far), and then never leaves kFloorGap picks unsampled.
+TEST(ProbeBudget, TheFloorKeepsAThirdOfThePicksEarlyAndOneInTenAfter) {
+  CostlyLoop loop;
+  Probes probes(loop.net);
+  const int64_t every = 10;
+  const ProbeId id = probes.add("0", activations(every, 0.05));
+  loop.run(probes, 1, 3000);
+  const std::vector<ProbeSample> samples = of_probe(probes.take_samples(), id);
+  std::vector<int64_t> steps;
+  for (const ProbeSample& s : samples) steps.push_back(s.step);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.front(), 1);
+  // The figures for the spirals example (every 10): at least 10 sampled steps in 300,
+  // the last after step 250, and at least 50 in 3,000.
+  const auto upto = [&](int64_t step) {
+    return std::count_if(steps.begin(), steps.end(), [&](int64_t s) { return s <= step; });
+  };
+  EXPECT_GE(upto(300), 10);
+  EXPECT_GT(*std::prev(std::upper_bound(steps.begin(), steps.end(), 300)), 250);
+  EXPECT_GE(static_cast<int64_t>(steps.size()), 50);
+  for (int64_t pick = 1, k = 1; pick < kFloorEarlySteps; pick += every, ++k) {
+    EXPECT_GE(3 * upto(pick), k) << "by step " << pick;
+  }
+  for (size_t i = 1; i < steps.size(); ++i) {
+    if (steps[i] > kFloorEarlySteps) {
+      EXPECT_LE(steps[i] - steps[i - 1], kFloorGap * every);
+    }
+  }
+  const ProbeOverhead o = probes.overhead();
+  EXPECT_GT(o.forced, 0);  // the budget alone would have starved it
+  EXPECT_EQ(o.sampled + o.skipped, 300);
+}
+
+// A probe's first sample pays one-off costs (its series made, the first allocations, hooks
+// placed for the first time): that step is not charged, whatever it cost, and the samples
+// after it are. The measure is folded in at each picked step, so the fraction reads exactly 0
+// until a charged sample has been folded in. Another probe, on an Identity, picks step 1 only
+// (its own first sample) so that steps 2 to 100 are measured unsampled.
+TEST(ProbeBudget, AFirstSamplesOneOffCostIsNotCharged) {
+  auto net = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+      std::make_shared<nn::Identity>(), std::make_shared<nn::Identity>()});
+  Probes probes(net);
+  probes.add("1", activations(1000, 0));
+  const Tensor x = rand({64});
+  const auto step = [&](int64_t s) {
+    probes.begin_step(s);
+    (*net)(x).exp();
+    probes.before_optimizer_step();
+    probes.end_step();
+  };
+  for (int64_t s = 1; s <= 100; ++s) step(s);
+  const ProbeId id = probes.add("0", activations(10, 0));
+  for (int64_t s = 101; s <= 111; ++s) step(s);  // 101: its first sample; 111: its second
+  EXPECT_EQ(probes.overhead().fraction, 0);      // folded in at 111: steps 2 to 110
+  for (int64_t s = 112; s <= 121; ++s) step(s);
+  EXPECT_GT(probes.overhead().fraction, 0);  // folded in at 121: step 111's sample
+  const std::vector<ProbeSample> samples = of_probe(probes.take_samples(), id);
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[0].step, 101);
   EXPECT_EQ(samples[0].interval, 0);
 }
 

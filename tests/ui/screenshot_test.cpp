@@ -147,6 +147,28 @@ TEST(Screenshot, ProbesMidTraining) {
   shootProbesMidTraining({1600, 1000}, "main_window_probes.png");
 }
 
+// The sibling at the shipped settings: the spirals example as it opens, its own probes (every
+// 10 steps within a 5% budget), fc2's probe panel, after one Start has run all its epochs.
+TEST(Screenshot, SpiralsAfterOneStart) {
+  MainWindow window;
+  window.openExample();
+  ProjectDocument* doc = window.document();
+  for (const graph::Node& n : doc->project().graph.nodes) {
+    if (n.name == "fc2") doc->setSelection({n.id});
+  }
+  window.inspector()->setCurrentWidget(window.probePanel());
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  window.training()->start();
+  ASSERT_TRUE(QTest::qWaitFor(
+      [&] { return window.training()->status().state == train::RunState::Stopped; }, 300000));
+  test::settle();
+  QTest::qWait(2 * ProbePanel::kFrameMs);
+  shoot(window, "spirals_after_one_start.png");
+  doc->undoStack()->setClean();
+}
+
 TEST(Screenshot, ProbesMidTrainingFullHd) {
   shootProbesMidTraining({1920, 1080}, "main_window_probes_1920.png");
 }

@@ -863,12 +863,17 @@ void TrainingDock::showStatus(const train::SessionStatus& s) {
   QString tip;
   if (probes.sampled > 0 && s.step >= kProbeFigureAfterSteps) {
     text += tr(" · probes +%1%").arg(100 * probes.fraction, 0, 'f', 1);
-    tip = tr("Probes: their hooks and summaries add %1% to the recent training time (each "
-             "probe's overhead budget, 5% unless set otherwise, keeps it near that). %2 steps "
-             "sampled; %3 steps skipped to keep within the budgets.")
+    tip = tr("Probes: their hooks and summaries have added %1% to this run's training time, as "
+             "measured (each probe's overhead budget, 5% unless set otherwise, keeps it near "
+             "that). %2 steps sampled; %3 steps skipped to keep within the budgets.")
               .arg(100 * probes.fraction, 0, 'f', 1)
               .arg(probes.sampled)
               .arg(probes.skipped);
+    if (probes.forced > 0) {
+      tip += tr(" %1 steps sampled beyond the budget so that every probe keeps a readable "
+                "history (at least a third of its steps early on, then one in ten).")
+                 .arg(probes.forced);
+    }
   }
   if (!s.graphs_off.empty()) {
     tip += (tip.isEmpty() ? "" : "\n") + tr("CUDA graphs are off: %1").arg(qs(s.graphs_off));
