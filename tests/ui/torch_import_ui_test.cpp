@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QDir>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
+#include <QPointer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -136,6 +138,55 @@ TEST_F(TorchImportUiTest, AFailureStaysInTheDialogAndWritesNothing) {
   EXPECT_FALSE(QFileInfo::exists(project));
   EXPECT_FALSE(QFileInfo::exists(tmp.filePath("branchy.safetensors")));
   dialog->close();
+}
+
+// The project is built from the trace on a worker thread; when that fails (here its weights
+// cannot be written where a folder stands), the dialog shows why and stays open.
+TEST_F(TorchImportUiTest, AFailedBuildFromTheTraceIsShownInTheDialog) {
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("taken.nns");
+  ASSERT_TRUE(QDir(tmp.path()).mkdir("taken.safetensors"));
+  TorchImportDialog* dialog = window->importPyTorchDialog();
+  dialog->setSource(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Containers");
+  dialog->setInputs("3,8,8");
+  dialog->setPython(kPython);
+  dialog->setProjectPath(project);
+  ASSERT_TRUE(dialog->start());
+  QTRY_VERIFY_WITH_TIMEOUT(!dialog->isRunning(), 60000);
+  EXPECT_EQ(dialog->errorText(),
+            tmp.filePath("taken.safetensors") + ": cannot replace the file: Is a directory");
+  EXPECT_TRUE(dialog->isVisible());
+  EXPECT_TRUE(dialog->findChild<QLabel*>("torchImportError")->isVisible());
+  EXPECT_FALSE(QFileInfo::exists(project));
+  EXPECT_TRUE(window->document()->filePath().isEmpty());
+  dialog->close();
+}
+
+// Closed while its worker builds the project, the dialog goes (File > Import's dialog deletes
+// itself on close) once the worker has finished writing, and the window opens nothing.
+TEST_F(TorchImportUiTest, ADialogClosedWhileItBuildsWaitsForItsWorkerAndOpensNothing) {
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("containers.nns");
+  QPointer<TorchImportDialog> dialog = window->importPyTorchDialog();
+  dialog->setSource(QString(NNS_SOURCE_DIR) + "/tests/torch/import/models.py:Containers");
+  dialog->setInputs("3,8,8");
+  dialog->setPython(kPython);
+  dialog->setProjectPath(project);
+  ASSERT_TRUE(dialog->start());
+  auto* tracer = dialog->findChild<QProcess*>();
+  ASSERT_TRUE(tracer);
+  bool closedWhileBuilding = false;
+  // After the dialog's own handler, which has started the worker.
+  QObject::connect(tracer, &QProcess::finished, dialog, [&] {
+    closedWhileBuilding = dialog->isRunning();
+    dialog->close();
+  });
+  QTRY_VERIFY_WITH_TIMEOUT(dialog.isNull(), 60000);
+  EXPECT_TRUE(closedWhileBuilding);
+  EXPECT_TRUE(QFileInfo::exists(project));
+  EXPECT_TRUE(QFileInfo::exists(tmp.filePath("containers.safetensors")));
+  test::settle();
+  EXPECT_TRUE(window->document()->filePath().isEmpty());
 }
 
 // A picture of an imported torchvision resnet18 in the window, for people to judge: written to

@@ -14,8 +14,11 @@
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSettings>
-#include <QThread>
 #include <QVBoxLayout>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/onnx/onnx_import.h"
 #include "engine/torch_import/torch_import.h"
@@ -43,7 +46,37 @@ QHBoxLayout* withButton(QLineEdit* edit, QPushButton* button) {
   return row;
 }
 
+// What building the project gives: plain strings, made QStrings on the dialog's thread.
+struct Built {
+  std::string error;  // empty when the project and its weights are written
+  std::vector<std::string> notes;
+};
+
+// Runs the model once to check it against PyTorch's numbers: off the window's thread.
+Built buildProject(const std::string& traceDir, const std::string& project) {
+  Built built;
+  try {
+    const onnx::Imported imported = torch_import::read_trace(traceDir);
+    onnx::write_imported(imported, project);
+    built.notes = imported.notes;
+  } catch (const std::exception& e) {
+    built.error = e.what();
+  }
+  return built;
+}
+
 }  // namespace
+
+// The worker hands its outcome over through `built`, which this thread takes; its wake-up
+// (takeBuiltProject) carries nothing. ThreadSanitizer sees the future's release and acquire,
+// but not Qt's event queue or QThread::finished (an uninstrumented library): a result the
+// worker wrote and this thread read after either would be reported as a race.
+struct TorchImportDialog::Building {
+  std::future<Built> built;
+  // Sets `built`, then wakes the dialog: the future is ready when the wake-up comes. Joined
+  // when the Building is dropped, so it never posts to a dialog that is gone.
+  std::jthread worker;
+};
 
 TorchImportDialog::TorchImportDialog(QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("Import PyTorch Code"));
@@ -122,7 +155,9 @@ TorchImportDialog::~TorchImportDialog() {
     process_->kill();
     process_->waitForFinished(2000);
   }
-  if (worker_) worker_->wait();
+  // Waits for the worker (the project it writes is finished) before the trace it reads is
+  // removed with traceDir_; a wake-up it posted goes with this object.
+  building_.reset();
 }
 
 void TorchImportDialog::setSource(const QString& source) {
@@ -139,7 +174,7 @@ void TorchImportDialog::setProjectPath(const QString& path) {
 }
 
 bool TorchImportDialog::isRunning() const {
-  return process_ != nullptr || building_;
+  return process_ != nullptr || building_ != nullptr;
 }
 
 void TorchImportDialog::browseSource() {
@@ -268,40 +303,34 @@ void TorchImportDialog::tracerFinished(int exitCode, QProcess::ExitStatus status
                                          status == QProcess::NormalExit ? exitCode : 128, errors)));
     return;
   }
-  // Building the project runs the model once to check it against PyTorch's numbers: off the
-  // window's thread.
-  building_ = true;
   status_->setText(tr("Building the project…"));
-  struct Result {
-    QString error;
-    QStringList notes;
-  };
-  auto result = std::make_shared<Result>();
-  const std::string dir = traceDir_->path().toStdString();
-  const std::string project = project_->text().toStdString();
-  QThread* worker = worker_ = QThread::create([result, dir, project] {
-    try {
-      const onnx::Imported imported = torch_import::read_trace(dir);
-      onnx::write_imported(imported, project);
-      for (const std::string& note : imported.notes) result->notes << qs(note);
-    } catch (const std::exception& e) {
-      result->error = QString::fromUtf8(e.what());
-    }
-  });
-  connect(worker, &QThread::finished, this, [this, worker, result] {
-    worker->deleteLater();
-    worker_ = nullptr;
-    building_ = false;
-    traceDir_.reset();
-    if (!result->error.isEmpty()) {
-      fail(result->error);
-      return;
-    }
-    setBusy(false, tr("Imported"));
-    emit imported(project_->text(), result->notes);
-    accept();
-  });
-  worker->start();
+  auto building = std::make_unique<Building>();
+  std::promise<Built> promise;
+  building->built = promise.get_future();
+  building->worker =
+      std::jthread([this, promise = std::move(promise), dir = traceDir_->path().toStdString(),
+                    project = project_->text().toStdString()]() mutable {
+        promise.set_value(buildProject(dir, project));
+        // By name, without arguments: the call Qt queues is made in Qt Core, nothing of it here.
+        QMetaObject::invokeMethod(this, "takeBuiltProject", Qt::QueuedConnection);
+      });
+  building_ = std::move(building);
+}
+
+void TorchImportDialog::takeBuiltProject() {
+  // Ready: the worker set it before it woke this thread, and it wakes it once.
+  const Built built = building_->built.get();
+  building_.reset();  // joins the worker, done once it has posted the wake-up
+  traceDir_.reset();
+  if (!built.error.empty()) {
+    fail(qs(built.error));
+    return;
+  }
+  QStringList notes;
+  for (const std::string& note : built.notes) notes << qs(note);
+  setBusy(false, tr("Imported"));
+  emit imported(project_->text(), notes);
+  accept();
 }
 
 }  // namespace nns::ui

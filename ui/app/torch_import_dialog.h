@@ -16,7 +16,6 @@ class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
-class QThread;
 
 namespace nns::ui {
 
@@ -42,7 +41,14 @@ class TorchImportDialog : public QDialog {
   // The project and its weights are written: open it. `notes` are for the log.
   void imported(const QString& project, const QStringList& notes);
 
+ private slots:
+  // The worker of tracerFinished woke this thread: the project it built (or why it could not)
+  // is taken from the future this dialog owns. A slot so that the worker can call it by name,
+  // with nothing queued that it allocated.
+  void takeBuiltProject();
+
  private:
+  struct Building;  // the project being made from the trace on a worker thread
   void browseSource();
   void browsePython();
   void browseProject();
@@ -55,10 +61,9 @@ class TorchImportDialog : public QDialog {
   QProgressBar* progress_;
   QPushButton* importButton_;
   QProcess* process_ = nullptr;
-  QThread* worker_ = nullptr;  // makes the project from the trace
+  std::unique_ptr<Building> building_;
   std::unique_ptr<QTemporaryDir> traceDir_;
   QString pythonUsed_, error_;
-  bool building_ = false;
 };
 
 }  // namespace nns::ui
