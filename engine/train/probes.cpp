@@ -30,12 +30,14 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The CPU seconds all of this process's threads have used: the steps' share of it, capped by
-// their wall time, is the time they really ran (see fold_window). A system call of some
-// microseconds (no vDSO for CPU clocks), so it is read once per picked step, not per step.
-double process_cpu_seconds() {
+// The CPU seconds the calling thread (the one that trains) has used: the steps' share of it,
+// against their wall time, is the time they really ran (see fold_window). Not the process's:
+// a thread pool spinning between products, or the window's thread, would hide the time the
+// system took away. A system call of some microseconds (no vDSO for CPU clocks), so it is
+// read once per picked step, not per step.
+double thread_cpu_seconds() {
   timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
@@ -691,23 +693,28 @@ void Probes::measure_step(Clock::time_point now, bool sampled) {
     // A probe's first sample: its one-off costs are not what the next samples will cost,
     // and the step's training part cannot be told from them. It counts for nothing.
     if (one_off_) return;
-    if (sample_cost_ > 0) cost = std::min(cost, kOutlierFactor * sample_cost_);
-    sample_cost_ = sample_cost_ > 0 ? 0.8 * sample_cost_ + 0.2 * cost : cost;
+    // The cheapest recent sample is what a sample costs when nothing else takes the CPU
+    // from it (preemption only ever adds); it rises 5% a sample to follow a real change.
+    if (cheapest_sample_ > 0) cost = std::min(cost, kOutlierFactor * cheapest_sample_);
+    cheapest_sample_ = cheapest_sample_ > 0 ? std::min(cost, 1.05 * cheapest_sample_) : cost;
   }
   window_wall_ += span;
   window_cost_ += cost;
 }
 
 void Probes::fold_window() {
-  const double cpu = process_cpu_seconds();
+  const double cpu = thread_cpu_seconds();
   if (window_cpu_begin_) {
-    // While the machine runs other processes a step's wall time grows but the process's CPU
-    // time does not: capped by the CPU time, steps the system descheduled bank no training
-    // time that would let the probes run free afterwards. Several threads at work use more
-    // CPU than wall time, so the wall time is the cap's other side.
-    const double ran = std::min(window_wall_, std::max(0.0, cpu - *window_cpu_begin_));
-    cost_ += window_cost_;
-    train_ += std::max(0.0, ran - window_cost_);
+    // While the machine runs other processes the steps' wall time grows but the training
+    // thread's CPU time does not: the window's time is scaled down to the CPU time it got,
+    // training and probes alike, so that steps the system descheduled bank nothing that would
+    // let the probes run free afterwards (a sample descheduled on its own is bounded above).
+    // The thread's CPU time also counts work between steps (an evaluation), so the scale is
+    // at most 1.
+    const double ran = std::max(0.0, cpu - *window_cpu_begin_);
+    const double scale = window_wall_ > ran ? ran / window_wall_ : 1.0;
+    cost_ += window_cost_ * scale;
+    train_ += std::max(0.0, window_wall_ - window_cost_) * scale;
   }
   window_cpu_begin_ = cpu;
   window_wall_ = 0;

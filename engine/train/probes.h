@@ -38,15 +38,15 @@
 // What the budget counts is what the probes cost the run: the time of a sampled step beyond
 // the recent unsampled ones (its hooks and summaries, placing and removing the step hooks, the
 // autograd nodes of the backward hooks, the caches the summaries evict), never less than the
-// probes' own timers saw and at most kOutlierFactor times that. A probe's first sample pays one-off
-// costs (the first allocations, the hooks placed for the first time): it is not charged, and a
-// later sample is charged at most kOutlierFactor times the mean charged sample, so that one slow
-// sample (the process descheduled in it) does not silence the probes. The training time is the rest
-// of each step, from begin_step to end_step (time between steps, a pause or an evaluation, counts
-// for nothing); between two picked steps it is capped by the CPU time the process used, so
-// that steps the system descheduled bank no credit. A step no probe picks costs two reads of
-// the steady clock and nothing else: the CPU clock (a system call of microseconds) is read
-// once per picked step.
+// probes' own timers saw and at most kOutlierFactor times that. A probe's first sample pays
+// one-off costs (the first allocations, the hooks placed for the first time): it is not
+// charged, and a later sample is charged at most kOutlierFactor times the cheapest recent
+// one, so that one slow sample (the process descheduled in it) does not silence the probes.
+// The training time is the rest of each step, from begin_step to end_step (time between
+// steps, a pause or an evaluation, counts for nothing); between two picked steps both are
+// scaled down to the CPU time the training thread got, so that steps the system descheduled
+// bank no credit. A step no probe picks costs two reads of the steady clock and nothing else:
+// the CPU clock (a system call of microseconds) is read once per picked step.
 //
 // The cost compared is that of all the probes together, since the limit is on what probing
 // costs the run; a probe's own max_overhead says how much of it that probe tolerates, so a
@@ -116,7 +116,7 @@ std::string probe_kind_name(ProbeKind kind);
 constexpr int64_t kFloorEarlySteps = 1000;
 constexpr int64_t kFloorGap = 10;
 // A sampled step's cost is at most this many times what the probes' timers saw in it, and at
-// most this many times the mean charged sample (see above).
+// most this many times the cheapest recent charged sample (see above).
 constexpr double kOutlierFactor = 3.0;
 
 // The probes' measured cost (any thread).
@@ -279,10 +279,10 @@ class Probes {
   // window began); the run's charged cost and training time.
   std::optional<std::chrono::steady_clock::time_point> step_begin_;
   double step_cost_ = 0;
-  bool any_sampling_ = false;  // a probe samples the current step
-  bool one_off_ = false;       // ... and it is a probe's first sample: not charged
-  double unsampled_span_ = 0;  // running mean length of the steps no probe sampled
-  double sample_cost_ = 0;     // running mean of the charged sampled steps' cost
+  bool any_sampling_ = false;   // a probe samples the current step
+  bool one_off_ = false;        // ... and it is a probe's first sample: not charged
+  double unsampled_span_ = 0;   // running mean length of the steps no probe sampled
+  double cheapest_sample_ = 0;  // the cheapest recent charged sample (see measure_step)
   double window_wall_ = 0;
   double window_cost_ = 0;
   std::optional<double> window_cpu_begin_;

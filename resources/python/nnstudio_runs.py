@@ -325,9 +325,9 @@ class Recorder:
         self._trained = 0.0      # the training seconds in this run (the loop's, less the probes')
         self._step_timer = 0.0   # the probes' timers in the step being computed
         self._last_end = None    # perf_counter() when the last step() returned
-        self._window = [0.0, 0.0, time.process_time()]  # loop seconds, probe seconds, CPU clock
+        self._window = [0.0, 0.0, time.thread_time()]  # loop seconds, probe seconds, CPU clock
         self._unsampled = 0.0    # running mean length of an unsampled step
-        self._sample_cost = 0.0  # running mean of a charged sample's cost
+        self._cheapest = 0.0     # the cheapest recent charged sample
         self._sampled_ever = False
         self._first, self._early_picked, self._early_sampled = 1, 1, 1
         self.sampled = self.skipped = 0  # steps the probes sampled, picked steps skipped
@@ -389,12 +389,14 @@ class Recorder:
                 or s - last >= FLOOR_GAP * self.every)
 
     def _fold_window(self):
-        """Adds the steps since the last pick to the run's cost and training time, the loop's
-        time capped by the process's CPU time (steps the system descheduled bank nothing)."""
+        """Adds the steps since the last pick to the run's cost and training time, scaled down
+        to the CPU time the process got (steps the system descheduled bank nothing)."""
         wall, cost, cpu_begin = self._window
-        cpu = time.process_time()
-        self._spent += cost
-        self._trained += max(0.0, min(wall, max(0.0, cpu - cpu_begin)) - cost)
+        cpu = time.thread_time()  # this thread's: not another's (a data loader, gloo's)
+        ran = max(0.0, cpu - cpu_begin)
+        scale = ran / wall if wall > ran else 1.0  # training and probes descheduled alike
+        self._spent += cost * scale
+        self._trained += max(0.0, wall - cost) * scale
         self._window = [0.0, 0.0, cpu]
 
     def _measure(self, sampled, ended):
@@ -418,10 +420,10 @@ class Recorder:
                 self._sampled_ever = True
                 self._window[0] += max(0.0, span - cost)  # one-off costs: not charged
                 return
-            if self._sample_cost:
-                cost = min(cost, OUTLIER_FACTOR * self._sample_cost)
-            self._sample_cost = (0.8 * self._sample_cost + 0.2 * cost if self._sample_cost
-                                 else cost)
+            # The cheapest recent sample is what one costs undisturbed; it rises 5% a sample.
+            if self._cheapest:
+                cost = min(cost, OUTLIER_FACTOR * self._cheapest)
+            self._cheapest = min(cost, 1.05 * self._cheapest) if self._cheapest else cost
         self._window[0] += span
         self._window[1] += cost
 
