@@ -73,8 +73,22 @@ Tensor flat_values(const Tensor& tensor, const std::vector<int64_t>* at = nullpt
   return t.contiguous();
 }
 
+// Whether a tensor's values can be read where they are: a contiguous float tensor on the host
+// (most of what a CPU run probes); anything else goes through flat_values, whose tensor
+// operations cost more than the summary of a small activation.
+bool readable_in_place(const Tensor& tensor) {
+  return tensor.device().is_cpu() && tensor.is_contiguous() &&
+         (tensor.dtype() == kFloat32 || tensor.dtype() == kFloat64);
+}
+
+// Whether the probes' cost so far is within a probe's max_overhead of the training time
+// (0: no budget, every step `every` picks).
+bool within_budget(const ProbeOptions& options, double cost, double train) {
+  return options.max_overhead == 0 || cost <= options.max_overhead * train;
+}
+
 // A parameter's values as float64, all of them or those at the flat positions `at`: read in
-// place from a contiguous float tensor on the host, through flat_values otherwise.
+// place where it can be (readable_in_place), through flat_values otherwise.
 std::vector<double> param_values(const Tensor& param, const std::vector<int64_t>* at) {
   const auto read = [&](const auto* x) {
     std::vector<double> out;
@@ -86,11 +100,9 @@ std::vector<double> param_values(const Tensor& param, const std::vector<int64_t>
     }
     return out;
   };
-  if (param.device().is_cpu() && param.is_contiguous()) {
-    if (param.dtype() == kFloat32) return read(param.data_ptr<float>());
-    if (param.dtype() == kFloat64) return read(param.data_ptr<double>());
-  }
-  return flat_values(param, at).to(kFloat64).to_vector<double>();
+  if (!readable_in_place(param)) return flat_values(param, at).to(kFloat64).to_vector<double>();
+  if (param.dtype() == kFloat32) return read(param.data_ptr<float>());
+  return read(param.data_ptr<double>());
 }
 
 // The first pass's figures: sums, extremes and counts of the finite values.
@@ -355,11 +367,7 @@ ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& 
   ProbeValues r;
   r.numel = tensor.numel();
   r.values = std::move(buffer);
-  // A contiguous float tensor on the host (most of what a CPU run probes) is read in place;
-  // anything else goes through flat_values, whose tensor operations cost more than the
-  // summary of a small activation.
-  const bool in_place = tensor.device().is_cpu() && tensor.is_contiguous() &&
-                        (tensor.dtype() == kFloat32 || tensor.dtype() == kFloat64);
+  const bool in_place = readable_in_place(tensor);
   if (r.numel <= static_cast<int64_t>(kReservoirValues)) {
     const Tensor flat = in_place ? tensor : flat_values(tensor);
     if (flat.dtype() == kFloat32) {
@@ -735,7 +743,7 @@ bool Probes::takes(Probe& p, int64_t step) const {
   }
   const bool early = step - p.first_sampled < kFloorEarlySteps;
   if (early) ++p.early_picked;
-  if (o.max_overhead == 0 || cost_ <= o.max_overhead * train_) return true;
+  if (within_budget(o, cost_, train_)) return true;
   // The floor: a third of the picks early on, and no gap of kFloorGap picks after.
   return (early && 3 * p.early_sampled < p.early_picked) ||
          step - p.last_sampled >= kFloorGap * o.every;
@@ -770,12 +778,12 @@ void Probes::begin_step(int64_t step) {
   for (auto& [id, p] : probes_) {
     const ProbeOptions& o = p->info.options;
     if ((step - 1) % o.every != 0) continue;
-    const bool within_budget = o.max_overhead == 0 || cost_ <= o.max_overhead * train_;
+    const bool budgeted = within_budget(o, cost_, train_);
     if (!takes(*p, step)) {
       ++skipped;
       continue;
     }
-    if (p->last_sampled != 0 && !within_budget) ++forced;
+    if (p->last_sampled != 0 && !budgeted) ++forced;
     p->sampling = true;
     p->interval = p->last_sampled == 0 ? 0 : step - p->last_sampled;
     p->last_sampled = step;
