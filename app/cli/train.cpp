@@ -57,31 +57,37 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-// The last sample of each (probe, kind, tensor), one line each.
-void print_probe_summaries(const std::vector<train::ProbeSample>& samples) {
-  std::map<std::tuple<std::string, int, std::string>, const train::ProbeSample*> last;
-  for (const train::ProbeSample& s : samples) {
-    last[{s.module, static_cast<int>(s.kind), s.tensor}] = &s;
+// The last sample of each (module, kind, tensor) a run took: all that its summary prints, so
+// that a long run holds one sample a series, not its whole history.
+using LastSamples = std::map<std::tuple<std::string, int, std::string>, train::ProbeSample>;
+
+void keep_last(std::vector<train::ProbeSample>& taken, LastSamples& last) {
+  for (train::ProbeSample& s : taken) {
+    last.insert_or_assign({s.module, static_cast<int>(s.kind), s.tensor}, std::move(s));
   }
+}
+
+// One line each.
+void print_probe_summaries(const LastSamples& last) {
   for (const auto& [key, s] : last) {
-    const train::TensorStats& t = s->stats;
+    const train::TensorStats& t = s.stats;
     std::printf("probe %s %s %s (step %lld): mean %.4g std %.4g min %.4g max %.4g norm %.4g",
-                s->module.empty() ? "(model)" : s->module.c_str(),
-                train::probe_kind_name(s->kind).c_str(), s->tensor.c_str(),
-                static_cast<long long>(s->step), t.mean, t.std, t.min, t.max, t.norm);
-    if (s->kind == train::ProbeKind::Activation) {
+                s.module.empty() ? "(model)" : s.module.c_str(),
+                train::probe_kind_name(s.kind).c_str(), s.tensor.c_str(),
+                static_cast<long long>(s.step), t.mean, t.std, t.min, t.max, t.norm);
+    if (s.kind == train::ProbeKind::Activation) {
       std::printf(" zeros %s", percent(t.zero_fraction).c_str());
       if (!std::isnan(t.saturated_fraction)) {
         std::printf(" saturated %s", percent(t.saturated_fraction).c_str());
       }
     }
-    if (s->kind == train::ProbeKind::Attention) {
-      const train::AttentionMap& a = s->attention;
+    if (s.kind == train::ProbeKind::Attention) {
+      const train::AttentionMap& a = s.attention;
       std::printf(" heads %lld queries %lld keys %lld", static_cast<long long>(a.heads),
                   static_cast<long long>(a.queries), static_cast<long long>(a.keys));
     }
-    if (s->kind == train::ProbeKind::ParamGrad && !std::isnan(s->update_ratio)) {
-      std::printf(" update/weight %.3g", s->update_ratio);
+    if (s.kind == train::ProbeKind::ParamGrad && !std::isnan(s.update_ratio)) {
+      std::printf(" update/weight %.3g", s.update_ratio);
     }
     std::printf("\n");
   }
@@ -252,7 +258,7 @@ int run_train(const Options& o) {
     session->start();
   }
   size_t printed = 0;
-  std::vector<train::ProbeSample> samples;
+  LastSamples samples;
   const bool progress_bar = !quiet && isatty(STDOUT_FILENO) == 1;
   const int64_t total_steps = steps > 0 ? start.step + steps : t.epochs * start.batches_per_epoch;
   // The epochs the run reaches: with --steps, those its steps cover (the last may be partial).
@@ -264,7 +270,7 @@ int run_train(const Options& o) {
     std::vector<train::ProbeSample> taken = session->take_probe_samples();
     // The run store keeps them too (nnstudio-cli runs --probes, the window's history).
     if (recorder) recorder->add_probe_samples(taken);
-    for (train::ProbeSample& s : taken) samples.push_back(std::move(s));
+    keep_last(taken, samples);
     // Only the epochs not printed yet: a fast model ends hundreds a second.
     for (const train::EpochMetrics& e : session->epoch_history(printed)) {
       ++printed;
@@ -353,7 +359,7 @@ int run_train(const Options& o) {
     }
   }
   if (quiet) {
-    std::erase_if(samples, [&](const train::ProbeSample& s) { return !asked.count(s.probe); });
+    std::erase_if(samples, [&](const auto& entry) { return !asked.count(entry.second.probe); });
   }
   print_probe_summaries(samples);
   if (o.has("metrics")) {

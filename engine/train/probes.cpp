@@ -87,22 +87,28 @@ bool within_budget(const ProbeOptions& options, double cost, double train) {
   return options.max_overhead == 0 || cost <= options.max_overhead * train;
 }
 
-// A parameter's values as float64, all of them or those at the flat positions `at`: read in
-// place where it can be (readable_in_place), through flat_values otherwise.
-std::vector<double> param_values(const Tensor& param, const std::vector<int64_t>* at) {
+// A parameter's values as float64 into `out` (whose storage is reused), all of them or those
+// at the flat positions `at`: read in place where it can be (readable_in_place), through
+// flat_values otherwise.
+void param_values(const Tensor& param, const std::vector<int64_t>* at, std::vector<double>& out) {
   const auto read = [&](const auto* x) {
-    std::vector<double> out;
     if (at == nullptr) {
-      out.assign(x, x + param.numel());
+      out.resize(static_cast<size_t>(param.numel()));
+      using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
+      Eigen::Map<Eigen::ArrayXd>(out.data(), param.numel()) =
+          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, param.numel()).template cast<double>();
     } else {
-      out.reserve(at->size());
+      out.clear();
       for (int64_t i : *at) out.push_back(static_cast<double>(x[i]));
     }
-    return out;
   };
-  if (!readable_in_place(param)) return flat_values(param, at).to(kFloat64).to_vector<double>();
-  if (param.dtype() == kFloat32) return read(param.data_ptr<float>());
-  return read(param.data_ptr<double>());
+  if (!readable_in_place(param)) {
+    out = flat_values(param, at).to(kFloat64).to_vector<double>();
+  } else if (param.dtype() == kFloat32) {
+    read(param.data_ptr<float>());
+  } else {
+    read(param.data_ptr<double>());
+  }
 }
 
 // The first pass's figures: sums, extremes and counts of the finite values.
@@ -254,7 +260,14 @@ TensorStats summarize_values(const T* x, int64_t n, int bins) {
   constexpr int H = 4;
   const auto last = static_cast<int32_t>(nbins) - 1;
   const size_t stride = nbins + 1;
-  std::vector<int64_t> partial(H * stride, 0);
+  // On the stack for the usual bin counts: a sample's allocations land on fresh memory.
+  std::array<int64_t, H * (kHistogramBins + 1)> stack_partial{};
+  std::vector<int64_t> heap_partial;
+  int64_t* partial = stack_partial.data();
+  if (H * stride > stack_partial.size()) {
+    heap_partial.assign(H * stride, 0);
+    partial = heap_partial.data();
+  }
   int32_t index[kChunk];
   double buffer[kChunk];
   for (int64_t begin = 0; begin < n; begin += kChunk) {
@@ -307,18 +320,18 @@ uint64_t next_random(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-// Calls f(b, i) for b = 0 .. kReservoirValues - 1 with i one random position in block b of
-// kReservoirValues equal blocks of [0, n) (n > kReservoirValues): a stratified sample, every
-// region represented. This runs for every large tensor of a sampled step, so it is written to
-// vectorize: block b is [b * n / k, (b + 1) * n / k) with k a power of two (a shift, not a
-// division), and its offset comes from a hash of (seed, b) mapped onto the block by a
-// multiply and a shift, so that no position depends on the one before.
-template <class F>
+// Calls f(b, i) for b = 0 .. K - 1 with i one random position in block b of K equal blocks
+// of [0, n) (n > K): a stratified sample, every region represented. This runs for every large
+// tensor of a sampled step, so it is written to vectorize: block b is [b * n / K, (b + 1) * n /
+// K) with K a power of two (a shift, not a division), and its offset comes from a hash of
+// (seed, b) mapped onto the block by a multiply and a shift, so that no position depends on
+// the one before.
+template <size_t K, class F>
 void for_each_sampled(int64_t n, uint64_t seed, F&& f) {
-  static_assert((kReservoirValues & (kReservoirValues - 1)) == 0, "a power of two");
-  constexpr int kShift = std::countr_zero(kReservoirValues);
+  static_assert((K & (K - 1)) == 0, "a power of two");
+  constexpr int kShift = std::countr_zero(K);
   const auto un = static_cast<uint64_t>(n);
-  for (int64_t b = 0; b < static_cast<int64_t>(kReservoirValues); ++b) {
+  for (int64_t b = 0; b < static_cast<int64_t>(K); ++b) {
     const auto ub = static_cast<uint64_t>(b);
     const uint64_t begin = (ub * un) >> kShift;
     const uint64_t len = (((ub + 1) * un) >> kShift) - begin;
@@ -332,52 +345,78 @@ void for_each_sampled(int64_t n, uint64_t seed, F&& f) {
 // in each of kReservoirValues equal blocks (for_each_sampled).
 std::vector<int64_t> sampled_positions(int64_t n, uint64_t& rng) {
   std::vector<int64_t> at(kReservoirValues);
-  for_each_sampled(n, next_random(rng),
+  for_each_sampled<kReservoirValues>(n, next_random(rng),
                    [&](int64_t b, int64_t i) { at[static_cast<size_t>(b)] = i; });
   return at;
 }
 
-// A probe's summary of a tensor and the values it keeps: all of a small tensor, else a
-// stratified sample, from which the summary is made (counts and the norm scaled up to the
-// whole tensor): scanning every element of every probed tensor would cost more than the step.
+// A probe's summary of a tensor and what its series keeps of it (see Probes::Series).
 struct ProbeValues {
   TensorStats stats;
-  std::vector<float> values;
+  Probes::Kept kept;
   int64_t numel = 0;
 };
+
 // The values at one random position in each of kReservoirValues equal blocks of x[0, n),
 // written into `values`.
 template <class T>
 void sampled_values(const T* x, int64_t n, uint64_t& rng, std::vector<float>& values) {
   values.resize(kReservoirValues);
-  for_each_sampled(n, next_random(rng), [&](int64_t b, int64_t i) {
+  for_each_sampled<kReservoirValues>(n, next_random(rng), [&](int64_t b, int64_t i) {
     values[static_cast<size_t>(b)] = static_cast<float>(x[i]);
   });
 }
 
-// How many values a probe keeps of a tensor (all of a small one, else a stratified sample).
-size_t kept_size(const Tensor& tensor) {
-  return static_cast<size_t>(std::min<int64_t>(tensor.numel(), kReservoirValues));
+// The codes of x[0, m) (all of them, or a stratified sample of kKeptValues) over [lo, hi], the
+// range of the summary made from the same values. A code is the bin of 256 over that range,
+// computed as the summary's histogram computes its bins (256 is a multiple of its bins, and
+// the scale differs by a power of two, which rounds alike), so that re-binning the codes over
+// [lo, hi] gives the histogram back exactly. Non-finite values are counted, not coded.
+template <class T>
+void encode_kept(const T* x, int64_t m, double lo, double hi, uint64_t& rng, Probes::Kept& kept) {
+  kept.lo = lo;
+  kept.hi = hi;
+  kept.codes.clear();
+  const double scale = hi > lo ? static_cast<double>(kKeptCodes) / (hi - lo) : 0.0;
+  constexpr double kLast = static_cast<double>(kKeptCodes - 1);
+  const auto code = [&](T v) {
+    const double d = static_cast<double>(v);
+    if (!(std::abs(d) <= std::numeric_limits<double>::max())) return;
+    kept.codes.push_back(static_cast<uint8_t>(std::min((d - lo) * scale, kLast)));
+  };
+  if (m <= static_cast<int64_t>(kKeptValues)) {
+    kept.looked = m;
+    kept.codes.reserve(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) code(x[i]);
+  } else {
+    kept.looked = static_cast<int64_t>(kKeptValues);
+    kept.codes.reserve(kKeptValues);
+    for_each_sampled<kKeptValues>(m, next_random(rng), [&](int64_t, int64_t i) { code(x[i]); });
+  }
 }
 
-// `buffer`: storage for the kept values (a spare one of an earlier step, so that a sampled
-// step allocates nothing: fresh pages cost more than the summary).
+// The summary of x[0, m) and what is kept of it.
+template <class T>
+void summarize_and_keep(const T* x, int64_t m, Saturation saturation, uint64_t& rng,
+                        ProbeValues& r) {
+  r.stats = summarize_values(x, m, saturation, kHistogramBins);
+  encode_kept(x, m, r.stats.min, r.stats.max, rng, r.kept);
+}
+
+// `codes`: storage for the kept codes (a spare one of an earlier step, so that a sampled step
+// allocates nothing); `scratch`: for the reservoir of a large tensor.
 ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& rng,
-                         std::vector<float> buffer) {
+                         std::vector<uint8_t> codes, std::vector<float>& scratch) {
   ProbeValues r;
   r.numel = tensor.numel();
-  r.values = std::move(buffer);
+  r.kept.codes = std::move(codes);
   const bool in_place = readable_in_place(tensor);
   if (r.numel <= static_cast<int64_t>(kReservoirValues)) {
     const Tensor flat = in_place ? tensor : flat_values(tensor);
     if (flat.dtype() == kFloat32) {
-      const float* x = flat.data_ptr<float>();
-      r.values.assign(x, x + r.numel);
-      r.stats = summarize_values(x, r.numel, saturation, kHistogramBins);
+      summarize_and_keep(flat.data_ptr<float>(), r.numel, saturation, rng, r);
     } else {
-      const double* x = flat.data_ptr<double>();
-      r.values.assign(x, x + r.numel);
-      r.stats = summarize_values(x, r.numel, saturation, kHistogramBins);
+      summarize_and_keep(flat.data_ptr<double>(), r.numel, saturation, rng, r);
     }
     return r;
   }
@@ -385,15 +424,14 @@ ProbeValues probe_values(const Tensor& tensor, Saturation saturation, uint64_t& 
     const std::vector<int64_t> at = sampled_positions(r.numel, rng);
     const Tensor picked = flat_values(tensor, &at).to(kFloat32);
     const float* x = picked.data_ptr<float>();
-    r.values.assign(x, x + picked.numel());
+    scratch.assign(x, x + picked.numel());
   } else if (tensor.dtype() == kFloat32) {
-    sampled_values(tensor.data_ptr<float>(), r.numel, rng, r.values);
+    sampled_values(tensor.data_ptr<float>(), r.numel, rng, scratch);
   } else {
-    sampled_values(tensor.data_ptr<double>(), r.numel, rng, r.values);
+    sampled_values(tensor.data_ptr<double>(), r.numel, rng, scratch);
   }
-  r.stats = summarize_values(r.values.data(), static_cast<int64_t>(r.values.size()), saturation,
-                             kHistogramBins);
-  const double scale = static_cast<double>(r.numel) / static_cast<double>(r.values.size());
+  summarize_and_keep(scratch.data(), static_cast<int64_t>(scratch.size()), saturation, rng, r);
+  const double scale = static_cast<double>(r.numel) / static_cast<double>(scratch.size());
   r.stats.numel = r.numel;
   r.stats.nonfinite =
       static_cast<int64_t>(std::llround(static_cast<double>(r.stats.nonfinite) * scale));
@@ -410,13 +448,11 @@ std::string indexed_name(const char* base, size_t i, size_t count) {
 
 // ||after - before|| / ||after|| over the captured elements.
 double update_ratio(const std::vector<double>& after, const std::vector<double>& before) {
-  double diff = 0, norm = 0;
-  for (size_t j = 0; j < before.size(); ++j) {
-    const double d = after[j] - before[j];
-    diff += d * d;
-    norm += after[j] * after[j];
-  }
-  return norm > 0 ? std::sqrt(diff) / std::sqrt(norm) : kNaN;
+  const auto n = static_cast<Eigen::Index>(before.size());
+  const Eigen::Map<const Eigen::ArrayXd> a(after.data(), n);
+  const Eigen::Map<const Eigen::ArrayXd> b(before.data(), n);
+  const double norm = a.square().sum();
+  return norm > 0 ? std::sqrt((a - b).square().sum()) / std::sqrt(norm) : kNaN;
 }
 
 }  // namespace
@@ -456,7 +492,9 @@ TensorStats summarize(const Tensor& tensor, Saturation saturation, int bins) {
 // kReservoirValues elements, else those at `at`, a stratified sample. Copying and comparing
 // whole parameters on every sampled step cost more than the training step of a large model;
 // the ratio over a stratified sample estimates the whole one (both norms scale alike).
+// Kept from step to step (valid only in a sampled one), so that its storage is reused.
 struct Probes::ParamBefore {
+  bool valid = false;
   int64_t numel = 0;
   std::vector<int64_t> at;
   std::vector<double> values;
@@ -484,19 +522,19 @@ struct Probes::Probe {
   // Per parameter, on a sampled step: its gradient's sample (waiting for the update ratio)
   // and its value before the optimizer's step.
   std::vector<std::optional<ProbeSample>> pending;
-  std::vector<std::optional<ParamBefore>> before;
+  std::vector<ParamBefore> before;
 };
 
 struct Probes::Series {
   struct Entry {
     int64_t step;
     int64_t numel;
-    std::vector<float> values;
+    Kept kept;
   };
   std::deque<Entry> recent;
   std::vector<Entry> early;
-  // Storage of values that left the reservoir, for the next steps' (see storage()).
-  std::vector<std::vector<float>> spare;
+  // Code storage of entries that left the series, for the next steps' (see spare_codes()).
+  std::vector<std::vector<uint8_t>> spare;
   int64_t evicted = 0;  // entries that left `recent` so far
   int64_t stride = 1;   // `early` keeps the evicted entries whose ordinal is a multiple of it
 };
@@ -654,16 +692,17 @@ void Probes::install_step_hooks(Probe& probe) {
         }));
   }
   p->pending.assign(p->params.size(), std::nullopt);
-  p->before.assign(p->params.size(), std::nullopt);
+  p->before.resize(p->params.size());
+  for (ParamBefore& b : p->before) b.valid = false;
   for (size_t i = 0; i < p->params.size(); ++i) {
     p->step_hooks.push_back(p->params[i].second.register_hook(
         std::function<void(const Tensor&)>([this, p, i](const Tensor& grad) {
           if (!grad.defined()) return;
           const CostTimer timer(step_cost_);
           const Clock::time_point start = Clock::now();
-          const SeriesKey key{p->info.id, ProbeKind::ParamGrad, p->params[i].first};
+          Series& series = series_of({p->info.id, ProbeKind::ParamGrad, p->params[i].first});
           ProbeValues v =
-              probe_values(grad, Saturation::None, rng_state_, storage(key, kept_size(grad)));
+              probe_values(grad, Saturation::None, rng_state_, spare_codes(series), scratch_);
           ProbeSample sample;
           sample.probe = p->info.id;
           sample.module = p->info.module;
@@ -674,7 +713,7 @@ void Probes::install_step_hooks(Probe& probe) {
           sample.update_ratio = kNaN;
           sample.interval = p->interval;
           p->pending[i] = std::move(sample);
-          keep(key, step_, v.numel, std::move(v.values));
+          keep(series, step_, v.numel, std::move(v.kept));
           count_kind(ProbeKind::ParamGrad, start);
         })));
   }
@@ -816,12 +855,14 @@ void Probes::before_optimizer_step() {
     for (size_t i = 0; i < p->params.size(); ++i) {
       if (!p->pending[i]) continue;
       const Tensor& param = p->params[i].second;
-      ParamBefore& before = p->before[i].emplace();
+      ParamBefore& before = p->before[i];
+      before.valid = true;
       before.numel = param.numel();
+      before.at.clear();
       if (before.numel > static_cast<int64_t>(kReservoirValues)) {
         before.at = sampled_positions(before.numel, rng_state_);
       }
-      before.values = param_values(param, before.at.empty() ? nullptr : &before.at);
+      param_values(param, before.at.empty() ? nullptr : &before.at, before.values);
     }
   }
 }
@@ -837,11 +878,12 @@ void Probes::end_step() {
         if (!p->pending[i]) continue;
         ProbeSample sample = std::move(*p->pending[i]);
         const Tensor& param = p->params[i].second;
-        if (p->before[i] && p->before[i]->numel == param.numel()) {
-          const ParamBefore& b = *p->before[i];
-          const std::vector<double> after = param_values(param, b.at.empty() ? nullptr : &b.at);
-          sample.update_ratio = update_ratio(after, b.values);
+        ParamBefore& b = p->before[i];
+        if (b.valid && b.numel == param.numel()) {
+          param_values(param, b.at.empty() ? nullptr : &b.at, after_);
+          sample.update_ratio = update_ratio(after_, b.values);
         }
+        b.valid = false;
         publish(std::move(sample));
       }
       for (RemovableHandle& h : p->step_hooks) h.remove();
@@ -852,9 +894,9 @@ void Probes::end_step() {
         p->recurrent->last_gates.clear();
       }
       p->pending.clear();
-      p->before.clear();
       p->sampling = false;
     }
+    seen_.clear();
     std::lock_guard<std::mutex> lock(queue_mutex_);
     overhead_.kinds = kinds_;
   }
@@ -865,8 +907,23 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
                     Saturation saturation) {
   if (!value.defined() || !value.is_floating_point()) return;
   const Clock::time_point start = Clock::now();
-  const SeriesKey key{probe.info.id, kind, tensor};
-  ProbeValues v = probe_values(value, saturation, rng_state_, storage(key, kept_size(value)));
+  Series& series = series_of({probe.info.id, kind, tensor});
+  ProbeValues v;
+  // A module's grad_input is the grad_output of the module before it (the same tensor): it is
+  // summarized once a step.
+  const bool gradient = kind == ProbeKind::GradOutput || kind == ProbeKind::GradInput;
+  const auto seen =
+      gradient ? std::find_if(seen_.begin(), seen_.end(),
+                              [&](const Seen& s) { return s.tensor.is_same(value); })
+               : seen_.end();
+  if (seen != seen_.end()) {
+    v.numel = value.numel();
+    v.stats = seen->stats;
+    v.kept = seen->kept;
+  } else {
+    v = probe_values(value, saturation, rng_state_, spare_codes(series), scratch_);
+    if (gradient) seen_.push_back({value, v.stats, v.kept});
+  }
   ProbeSample sample;
   sample.probe = probe.info.id;
   sample.module = probe.info.module;
@@ -875,7 +932,7 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
   sample.tensor = tensor;
   sample.interval = probe.interval;
   sample.stats = std::move(v.stats);
-  keep(key, step_, v.numel, std::move(v.values));
+  keep(series, step_, v.numel, std::move(v.kept));
   publish(std::move(sample));
   count_kind(kind, start);
 }
@@ -895,21 +952,25 @@ void Probes::publish(ProbeSample sample) {
   queue_.push_back(std::move(sample));
 }
 
-void Probes::keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector<float> values) {
+Probes::Series& Probes::series_of(const SeriesKey& key) {
   std::lock_guard<std::mutex> lock(series_mutex_);
   std::unique_ptr<Series>& slot = series_[key];
   if (!slot) slot = std::make_unique<Series>();
-  Series& s = *slot;
+  return *slot;
+}
+
+void Probes::keep(Series& s, int64_t step, int64_t numel, Kept kept) {
+  std::lock_guard<std::mutex> lock(series_mutex_);
   // The same tensor seen twice in a step (a module called twice) keeps the last values.
   if (!s.recent.empty() && s.recent.back().step == step) {
-    s.spare.push_back(std::move(s.recent.back().values));
+    s.spare.push_back(std::move(s.recent.back().kept.codes));
     s.recent.pop_back();
   }
-  s.recent.push_back({step, numel, std::move(values)});
+  s.recent.push_back({step, numel, std::move(kept)});
   if (s.recent.size() <= kRecentSteps) return;
   Series::Entry old = std::move(s.recent.front());
   s.recent.pop_front();
-  if (s.evicted++ % s.stride != 0) return s.spare.push_back(std::move(old.values));
+  if (s.evicted++ % s.stride != 0) return s.spare.push_back(std::move(old.kept.codes));
   s.early.push_back(std::move(old));
   if (s.early.size() <= kEarlySteps) return;
   // Full: keep every other one and halve the rate at which later ones are taken, so the
@@ -919,27 +980,18 @@ void Probes::keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector
     if (i % 2 == 0) {
       thinned.push_back(std::move(s.early[i]));
     } else {
-      s.spare.push_back(std::move(s.early[i].values));
+      s.spare.push_back(std::move(s.early[i].kept.codes));
     }
   }
   s.early = std::move(thinned);
   s.stride *= 2;
 }
 
-std::vector<float> Probes::storage(const SeriesKey& key, size_t size) {
+std::vector<uint8_t> Probes::spare_codes(Series& s) {
   std::lock_guard<std::mutex> lock(series_mutex_);
-  std::unique_ptr<Series>& slot = series_[key];
-  if (!slot) {
-    // A series' first sample (a probe's first, whose cost is not charged) allocates and
-    // touches the storage of all the steps it will keep, so that later samples do not pay for
-    // fresh pages (a page fault costs more than a small tensor's summary).
-    slot = std::make_unique<Series>();
-    slot->spare.assign(kRecentSteps + kEarlySteps + 1, std::vector<float>(size));
-  }
-  std::vector<std::vector<float>>& spare = slot->spare;
-  if (spare.empty()) return {};
-  std::vector<float> out = std::move(spare.back());
-  spare.pop_back();
+  if (s.spare.empty()) return {};
+  std::vector<uint8_t> out = std::move(s.spare.back());
+  s.spare.pop_back();
   return out;
 }
 
@@ -974,13 +1026,21 @@ Rebinned Probes::rebin(ProbeId id, ProbeKind kind, const std::string& tensor, in
   const double scale = bins / (hi - lo);
   auto add = [&](const Series::Entry& e) {
     if (e.step < first_step || e.step > last_step) return;
+    // Each code stands for the middle of its 256th of the entry's range, and for numel /
+    // looked of the tensor's values.
+    std::array<int64_t, kKeptCodes> per_code{};
+    for (uint8_t c : e.kept.codes) ++per_code[c];
+    const double weight = e.kept.looked == 0 ? 0
+                                             : static_cast<double>(e.numel) /
+                                                   static_cast<double>(e.kept.looked);
+    const double width = (e.kept.hi - e.kept.lo) / static_cast<double>(kKeptCodes);
     std::vector<double> row(static_cast<size_t>(bins), 0.0);
-    const double weight =
-        e.values.empty() ? 0 : static_cast<double>(e.numel) / static_cast<double>(e.values.size());
-    for (float v : e.values) {
+    for (size_t c = 0; c < kKeptCodes; ++c) {
+      if (per_code[c] == 0) continue;
+      const double v = e.kept.lo + (static_cast<double>(c) + 0.5) * width;
       if (!(v >= lo && v <= hi)) continue;
       const auto b = std::min(static_cast<size_t>((v - lo) * scale), static_cast<size_t>(bins - 1));
-      row[b] += weight;
+      row[b] += weight * static_cast<double>(per_code[c]);
     }
     out.steps.push_back(e.step);
     out.counts.push_back(std::move(row));

@@ -60,9 +60,9 @@
 //
 // The hooks reduce on the thread that trains; the samples wait in a bounded queue that drops
 // the oldest when full, so a slow reader never holds training up. Each sampled tensor also
-// leaves up to kReservoirValues raw values (a stratified random sample) in a reservoir that
-// keeps the kRecentSteps most recent sampled steps and a thinned set of kEarlySteps older
-// ones, so that rebin() can redraw a histogram over any range and zoom later.
+// leaves up to kKeptValues of its values (a stratified random sample), a byte each (Kept), in
+// a series that keeps the kRecentSteps most recent sampled steps and a thinned set of
+// kEarlySteps older ones, so that rebin() can redraw a histogram over any range and zoom later.
 //
 // Threads: add, remove and the step calls touch the model's hook tables, so they run on the
 // thread that runs the model (TrainingSession does that for you); take_samples, dropped,
@@ -136,6 +136,10 @@ struct ProbeOverhead {
 
 constexpr int kHistogramBins = 32;
 constexpr size_t kReservoirValues = 4096;
+// What a series keeps of a sampled tensor for rebin(): kKeptValues of its values at most, each
+// as one of kKeptCodes levels over the step's range (see Probes::Kept).
+constexpr size_t kKeptValues = 1024;
+constexpr size_t kKeptCodes = 256;
 constexpr size_t kRecentSteps = 32;
 constexpr size_t kEarlySteps = 32;
 
@@ -243,6 +247,18 @@ class Probes {
   // The steps a series keeps values for, oldest first.
   std::vector<int64_t> kept_steps(ProbeId id, ProbeKind kind, const std::string& tensor) const;
 
+  // What a series keeps of one sampled tensor: up to kKeptValues of its values (all of a small
+  // tensor, else a stratified sample), each as the index of its kKeptCodes-th of [lo, hi], the
+  // summary's range. A byte a value keeps a small model's whole history within a few
+  // megabytes: the first touch of fresh memory costs more than the summaries.
+  // looked: the values the codes stand for, non-finite ones (not coded) included.
+  struct Kept {
+    double lo = 0;
+    double hi = 0;
+    int64_t looked = 0;
+    std::vector<uint8_t> codes;
+  };
+
  private:
   struct Probe;
   struct ParamBefore;
@@ -254,10 +270,13 @@ class Probes {
               Saturation saturation);
   // Not "emit": Qt defines that word as a macro, and the window includes this header.
   void publish(ProbeSample sample);
-  void keep(const SeriesKey& key, int64_t step, int64_t numel, std::vector<float> values);
-  // Storage for a series' next kept values: values that left its reservoir (keep() gives
-  // them back), so that a sampled step allocates nothing.
-  std::vector<float> storage(const SeriesKey& key, size_t size);
+  // A tensor's series, made at its first sample. Only the training thread (remove()) drops
+  // one, so the reference holds while a hook works with it.
+  Series& series_of(const SeriesKey& key);
+  void keep(Series& series, int64_t step, int64_t numel, Kept kept);
+  // Storage for a series' next codes: those of an entry that left the series (keep() gives
+  // them back), so that a sampled step allocates nothing once the series is full.
+  std::vector<uint8_t> spare_codes(Series& series);
   // Adds a tensor summarized since `start` to its kind's cost.
   void count_kind(ProbeKind kind, std::chrono::steady_clock::time_point start);
   // Whether the budget or the floor lets the probe sample `step`, which its `every` picks.
@@ -296,6 +315,16 @@ class Probes {
   size_t queue_capacity_;
   int64_t dropped_ = 0;
   ProbeOverhead overhead_;  // under queue_mutex_
+
+  std::vector<float> scratch_;  // a large tensor's reservoir (training thread)
+  std::vector<double> after_;   // a parameter's values after the optimizer's step
+  // The gradients summarized in the sampled step (see record()), held until its end.
+  struct Seen {
+    Tensor tensor;
+    TensorStats stats;
+    Kept kept;
+  };
+  std::vector<Seen> seen_;
 
   mutable std::mutex series_mutex_;
   std::map<SeriesKey, std::unique_ptr<Series>> series_;

@@ -257,6 +257,31 @@ TEST(Probes, TheReservoirKeepsRecentAndThinnedEarlyStepsAndRebins) {
   EXPECT_TRUE(probes.rebin(id, ProbeKind::GradInput, "input", 1, n, 0, 1, 5).steps.empty());
 }
 
+// What a series keeps of a 64 x 64 activation (the spirals example's): kKeptValues of its
+// 4,096 values, a byte each, each standing for four; re-binned over the step's own range into
+// the histogram's bins, they give a histogram whose total is the whole tensor's.
+TEST(Probes, ASeriesKeepsAtMostKKeptValuesOfATensorEachStandingForItsShare) {
+  auto net = std::make_shared<nn::Sequential>(
+      std::vector<nn::ModulePtr>{std::make_shared<nn::Identity>()});
+  Probes probes(net);
+  const ProbeId id = probes.add("0", ProbeOptions{true, false, false, 1});
+  probes.begin_step(1);
+  (*net)(randn({64, 64}));
+  probes.end_step();
+  const ProbeSample sample = probes.take_samples().at(0);
+  ASSERT_EQ(sample.stats.numel, 4096);
+  const Rebinned r = probes.rebin(id, ProbeKind::Activation, "output", 1, 1, sample.stats.min,
+                                  sample.stats.max, kHistogramBins);
+  ASSERT_EQ(r.counts.size(), 1u);
+  const double share = 4096.0 / static_cast<double>(kKeptValues);
+  double total = 0;
+  for (double c : r.counts[0]) {
+    EXPECT_EQ(std::fmod(c, share), 0.0) << c;  // whole kept values only
+    total += c;
+  }
+  EXPECT_EQ(total, 4096.0);
+}
+
 TEST(Probes, ALargeTensorKeepsAStratifiedSampleScaledToItsSize) {
   auto net = std::make_shared<nn::Sequential>(
       std::vector<nn::ModulePtr>{std::make_shared<nn::Identity>()});
