@@ -504,7 +504,15 @@ void RunStore::exec(const std::string& sql) const {
 }
 
 std::string RunStore::path_in_store(const std::string& relative) const {
-  return (fs::path(folder_) / relative).string();
+  // A store is read as untrusted (a watched folder can come from anyone): a file the store
+  // names is one of its own, in its folder, or the row naming it is damaged.
+  const fs::path normal = fs::path(relative).lexically_normal();
+  if (relative.empty() || normal.is_absolute() || normal.has_root_name() ||
+      *normal.begin() == "..") {
+    throw RunStoreError("the run store " + folder_ + " is damaged: it names the file '" +
+                        relative + "', which is outside its folder; nothing was read from it");
+  }
+  return (fs::path(folder_) / normal).string();
 }
 
 int64_t RunStore::budget() const {

@@ -168,6 +168,7 @@ class RunStore {
   std::optional<RunInfo> run(int64_t id) const;
   std::vector<StepMetrics> steps(int64_t run) const;
   std::vector<EpochMetrics> epochs(int64_t run) const;
+  // RunStoreError when a row names a file outside the store's folder (see path_in_store).
   std::vector<SnapshotInfo> snapshots(int64_t run) const;
   // The snapshot nearest at or before `step` (none when the run has none that early).
   std::optional<SnapshotInfo> snapshot_at(int64_t run, int64_t step) const;

@@ -5,6 +5,7 @@
 // with their parents, keeps metrics, finds snapshots, thins to its budget (keeping each run's
 // first and last) and reports a damaged database without touching anything else.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <array>
 #include <atomic>
@@ -158,6 +159,41 @@ TEST_F(RunStoreTest, ACheckpointAndASnapshotCarryTheWholeState) {
   }
   // The snapshot's weights file is a plain state dict, as PyTorch's load_state_dict wants.
   EXPECT_EQ(store.load_weights(*store.snapshot_at(run, 25)).size(), at20.model.size());
+}
+
+// A store is read as untrusted: a snapshot row that names a file outside the store's folder
+// (written by hand, or by anyone who shared the folder) is damaged, and nothing is read there.
+TEST_F(RunStoreTest, ASnapshotRowNamingAFileOutsideTheStoreIsDamagedAndNotFollowed) {
+  TrainingSession session(dropout_parts(), config(0));
+  const TrainingState at5 = train_steps(session, 5);
+  {
+    RunStore store(folder());
+    store.add_snapshot(store.begin_run(RunInfo{}), at5);
+  }
+  const std::string outside = (dir_ / "outside.safetensors").string();
+  std::ofstream(outside) << "not the store's";
+  for (const std::string& path : {std::string("../outside.safetensors"),
+                                  std::string("snapshots/../../outside.safetensors"), outside}) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((folder() + "/runs.db").c_str(), &db), SQLITE_OK);
+    const std::string sql = "UPDATE snapshots SET weights = '" + path + "'";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    RunStore store(folder());
+    test::expect_error<RunStoreError>([&] { store.snapshots(1); },
+                                      {"damaged", path, "outside its folder"});
+    test::expect_error<RunStoreError>([&] { store.snapshot_at(1, 5); }, {"outside its folder"});
+  }
+  // A path inside the folder, however written, is still the store's own.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((folder() + "/runs.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE snapshots SET weights = './' || state", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  RunStore store(folder());
+  ASSERT_EQ(store.snapshots(1).size(), 1u);
+  EXPECT_EQ(store.snapshots(1)[0].weights_path.rfind(folder(), 0), 0u);
 }
 
 TEST_F(RunStoreTest, ARestoreThatDoesNotFitChangesNothing) {
