@@ -37,9 +37,11 @@ clang++ -fsanitize=fuzzer,address,undefined "$probe" -o "$work/probe" 2>"$work/p
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 # Line tables are all the sanitizers' reports need (file:line in each frame); full debug
-# information made the instrumented build slower to compile and link.
+# information made the instrumented build slower to compile and link. -O1, as libFuzzer's and
+# AddressSanitizer's documentation build: the instrumented build is most of this test's time,
+# and -O1 compiles the engine's kernels a fifth faster than -O2 (clang 14, 2026-11-28).
 cmake -S "$src" -B "$work/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNNS_BUILD_FUZZERS=ON \
   -DNNS_BUILD_TESTS=OFF -DNNS_BUILD_UI=OFF -DNNS_BUILD_BENCHMARKS=OFF -DNNS_WITH_CUDA=OFF \
   >"$work/configure.log" || { cat "$work/configure.log"; exit 1; }
