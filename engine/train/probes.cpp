@@ -96,7 +96,8 @@ void param_values(const Tensor& param, const std::vector<int64_t>* at, std::vect
       out.resize(static_cast<size_t>(param.numel()));
       using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
       Eigen::Map<Eigen::ArrayXd>(out.data(), param.numel()) =
-          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, param.numel()).template cast<double>();
+          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, param.numel())
+              .template cast<double>();
     } else {
       out.clear();
       for (int64_t i : *at) out.push_back(static_cast<double>(x[i]));
@@ -261,7 +262,8 @@ TensorStats summarize_values(const T* x, int64_t n, int bins) {
   const auto last = static_cast<int32_t>(nbins) - 1;
   const size_t stride = nbins + 1;
   // On the stack for the usual bin counts: a sample's allocations land on fresh memory.
-  std::array<int64_t, H * (kHistogramBins + 1)> stack_partial{};
+  constexpr size_t kOnStack = H * (kHistogramBins + 1);
+  std::array<int64_t, kOnStack> stack_partial{};
   std::vector<int64_t> heap_partial;
   int64_t* partial = stack_partial.data();
   if (H * stride > stack_partial.size()) {
@@ -346,7 +348,7 @@ void for_each_sampled(int64_t n, uint64_t seed, F&& f) {
 std::vector<int64_t> sampled_positions(int64_t n, uint64_t& rng) {
   std::vector<int64_t> at(kReservoirValues);
   for_each_sampled<kReservoirValues>(n, next_random(rng),
-                   [&](int64_t b, int64_t i) { at[static_cast<size_t>(b)] = i; });
+                                     [&](int64_t b, int64_t i) { at[static_cast<size_t>(b)] = i; });
   return at;
 }
 
@@ -912,10 +914,9 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
   // A module's grad_input is the grad_output of the module before it (the same tensor): it is
   // summarized once a step.
   const bool gradient = kind == ProbeKind::GradOutput || kind == ProbeKind::GradInput;
-  const auto seen =
-      gradient ? std::find_if(seen_.begin(), seen_.end(),
-                              [&](const Seen& s) { return s.tensor.is_same(value); })
-               : seen_.end();
+  const auto seen = gradient ? std::find_if(seen_.begin(), seen_.end(),
+                                            [&](const Seen& s) { return s.tensor.is_same(value); })
+                             : seen_.end();
   if (seen != seen_.end()) {
     v.numel = value.numel();
     v.stats = seen->stats;
@@ -1030,9 +1031,8 @@ Rebinned Probes::rebin(ProbeId id, ProbeKind kind, const std::string& tensor, in
     // looked of the tensor's values.
     std::array<int64_t, kKeptCodes> per_code{};
     for (uint8_t c : e.kept.codes) ++per_code[c];
-    const double weight = e.kept.looked == 0 ? 0
-                                             : static_cast<double>(e.numel) /
-                                                   static_cast<double>(e.kept.looked);
+    const double weight =
+        e.kept.looked == 0 ? 0 : static_cast<double>(e.numel) / static_cast<double>(e.kept.looked);
     const double width = (e.kept.hi - e.kept.lo) / static_cast<double>(kKeptCodes);
     std::vector<double> row(static_cast<size_t>(bins), 0.0);
     for (size_t c = 0; c < kKeptCodes; ++c) {

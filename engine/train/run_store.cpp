@@ -509,8 +509,8 @@ std::string RunStore::path_in_store(const std::string& relative) const {
   const fs::path normal = fs::path(relative).lexically_normal();
   if (relative.empty() || normal.is_absolute() || normal.has_root_name() ||
       *normal.begin() == "..") {
-    throw RunStoreError("the run store " + folder_ + " is damaged: it names the file '" +
-                        relative + "', which is outside its folder; nothing was read from it");
+    throw RunStoreError("the run store " + folder_ + " is damaged: it names the file '" + relative +
+                        "', which is outside its folder; nothing was read from it");
   }
   return (fs::path(folder_) / normal).string();
 }

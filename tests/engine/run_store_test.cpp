@@ -187,9 +187,9 @@ TEST_F(RunStoreTest, ASnapshotRowNamingAFileOutsideTheStoreIsDamagedAndNotFollow
   // A path inside the folder, however written, is still the store's own.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((folder() + "/runs.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE snapshots SET weights = './' || state", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "UPDATE snapshots SET weights = './' || state", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   RunStore store(folder());
   ASSERT_EQ(store.snapshots(1).size(), 1u);
