@@ -56,9 +56,10 @@ def torch_major():
         return 2
 
 
-if torch_major() < 2:
+if torch_major() < 2 and sys.version_info >= (3, 11):
     # torch 1.13 finds `b, c, h, w = x.size()` by reading the caller's bytecode at f_lasti // 2,
-    # which Python 3.11's inline caches broke; torch 2.0's fix, carried here.
+    # which Python 3.11's inline caches broke; torch 2.0's fix, carried here (only where the
+    # running torch and Python need it).
     import dis
     from bisect import bisect_left
 
@@ -126,19 +127,26 @@ def build_module(source):
     return value
 
 
-def user_frame(tb):
-    """The innermost frame of a traceback outside torch and this file: 'file, line N: code'."""
+def user_code(frames):
+    """'file, line N: code' of the innermost of `frames` (outermost first, each (file, line,
+    code)) outside torch and this file: where in the user's code something happened. Both
+    tracebacks and fx's stack-trace text come here."""
     here = os.path.abspath(__file__)
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     found = None
-    for frame in traceback.extract_tb(tb):
-        f = os.path.abspath(frame.filename)
+    for file, line, code in frames:
+        f = os.path.abspath(file)
         if f == here or f.startswith(torch_dir):
             continue
-        found = frame
+        found = (file, line, code)
     if found is None:
         return ""
-    return "%s, line %d: %s" % (found.filename, found.lineno, (found.line or "").strip())
+    return "%s, line %s: %s" % (found[0], found[1], (found[2] or "").strip())
+
+
+def user_frame(tb):
+    """user_code of a traceback."""
+    return user_code((f.filename, f.lineno, f.line) for f in traceback.extract_tb(tb))
 
 
 def describe_exception(e):
@@ -158,10 +166,27 @@ def is_plain(module, cls):
     return isinstance(module, cls) and type(module).forward is cls.forward
 
 
+def leaf_class(module, leaves):
+    """The name of NN Studio's type for the module, or None. A class named in `leaves` that
+    torch.nn has counts by type: that class, or a subclass that keeps its forward (a user's own
+    LayerNorm with other math is a custom block, not NN Studio's LayerNorm). One torch.nn lacks
+    (a plugin's type) counts by its class name."""
+    for cls in type(module).__mro__:
+        if cls.__name__ not in leaves:
+            continue
+        torch_cls = getattr(nn, cls.__name__, None)
+        if not isinstance(torch_cls, type):
+            return cls.__name__ if cls is type(module) else None
+        if cls is torch_cls and type(module).forward is torch_cls.forward:
+            return cls.__name__
+        return None
+    return None
+
+
 def kind_of(module, leaves, root):
     if module is root:
         return "root"
-    if type(module).__name__ in leaves:
+    if leaf_class(module, leaves):
         return "leaf"
     if is_plain(module, nn.Sequential):
         return "sequential"
@@ -207,7 +232,7 @@ def describe_modules(root, leaves):
         if path in modules:
             continue
         kind = kind_of(module, leaves, root)
-        entry = {"class": type(module).__name__, "kind": kind,
+        entry = {"class": leaf_class(module, leaves) or type(module).__name__, "kind": kind,
                  "children": [name for name, _ in module.named_children()]}
         if kind == "leaf":
             entry["attributes"] = attributes(module)
@@ -239,22 +264,19 @@ class ModuleTracer(fx.Tracer):
 
 
 def source_line(node):
-    """Where the node's op is in the user's code: 'file, line N: code' (fx's stack trace lists
-    the innermost frame first; torch's and this file's frames are skipped)."""
-    here = os.path.abspath(__file__)
-    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    """user_code of the node's op (fx's stack trace: '  File "f.py", line 12, in forward' then
+    the code line, the innermost frame first)."""
     lines = (getattr(node, "stack_trace", None) or "").splitlines()
+    frames = []
     for i, line in enumerate(lines):
         text = line.strip()
         if not text.startswith("File "):
             continue
         parts = text.split(",")
         file = parts[0][len("File "):].strip().strip('"')
-        if os.path.abspath(file) == here or os.path.abspath(file).startswith(torch_dir):
-            continue
-        code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        return "%s, %s: %s" % (file, parts[1].strip() if len(parts) > 1 else "", code)
-    return ""
+        number = parts[1].strip()[len("line "):] if len(parts) > 1 else "?"
+        frames.append((file, number, lines[i + 1] if i + 1 < len(lines) else ""))
+    return user_code(reversed(frames))
 
 
 def target_name(node):
@@ -327,6 +349,25 @@ def _decoder_forward(self, tgt, memory):
 # nn.TransformerEncoder/Decoder branch on their input (the fast path, masks), so fx cannot
 # trace their forward; without masks it is this loop over the layers, traced in its place.
 KNOWN_FORWARDS = {nn.TransformerEncoder: _encoder_forward, nn.TransformerDecoder: _decoder_forward}
+# ... and the arguments that loop takes: a call that gives any other (a mask) is refused.
+KNOWN_INPUTS = {nn.TransformerEncoder: ("src",), nn.TransformerDecoder: ("tgt", "memory")}
+
+
+def check_known_call(module, path, params, args, kwargs):
+    """Refuses a call of a module traced through KNOWN_FORWARDS with an argument its loop
+    would drop (a mask, is_causal=True): the import would attend where PyTorch does not."""
+    cls = type(module)
+    if cls not in KNOWN_INPUTS:
+        return
+    given = dict(zip(params, args))
+    given.update(kwargs)
+    dropped = sorted(name for name, value in given.items()
+                     if name not in KNOWN_INPUTS[cls] and value is not None and value is not False)
+    if dropped:
+        fail("'%s' (nn.%s) is called with %s: the import traces it as the loop over its layers, "
+             "which takes no masks, so its attention would differ from PyTorch's; give the "
+             "masks to the layers themselves (or is_causal=True to each layer), or leave them out"
+             % (path, cls.__name__, ", ".join(dropped)))
 
 
 def trace_module(module, path, passed):
@@ -405,6 +446,7 @@ class Runner:
         if kind in ("leaf", "modulelist", "moduledict"):
             return module(*args, **kwargs)
         params = [p.name for p in forward_parameters(module)]
+        check_known_call(module, path, params, args, kwargs)
         passed = set(params[: len(args)]) | set(kwargs)
         return self.interpret(path, self.graph_of(path, passed), args, kwargs)
 

@@ -164,6 +164,18 @@ def check_models(tmp):
     check(inner.count("TransformerEncoderLayer") == 2 and "ModuleList" in inner,
           f"encoder: nn.TransformerEncoder is a block of its layers ({inner})")
 
+    # Leaves by type, not by name: a subclass of nn.Linear that keeps its forward is a Linear;
+    # a user's own class called LayerNorm with other math is a custom block of that math.
+    own_out = os.path.join(tmp, "own.nns")
+    imported(tmp, MODELS + ":OwnClasses", own_out, "6")
+    own = load_module(MODELS, "import_models_own").OwnClasses()
+    own.load_state_dict(load_state(tmp, own_out))
+    own_project = compare(tmp, "own classes", own, own_out, torch.randn(4, 6))
+    kinds = {n["name"]: n["type"] for n in own_project["graph"]["nodes"]}
+    check(kinds.get("proj") == "Linear" and kinds.get("norm") != "LayerNorm"
+          and [b["name"] for b in own_project["blocks"]] == [kinds.get("norm")],
+          f"own classes: Projection(nn.Linear) a Linear, a user's LayerNorm a custom block ({kinds})")
+
     # The imported project exports back to PyTorch code that computes the same.
     folder = os.path.join(tmp, "containers_export")
     cli("export", out, "--format", "pytorch", "--out", folder, "--weights",
@@ -242,6 +254,8 @@ def check_refusals(tmp):
     refused(tmp, "syntax", broken + ":Net", ["broken.py", "line 3", "syntax error"])
     refused(tmp, "branchy", MODELS + ":Branchy", ["data-dependent control flow", "Branchy",
                                                   "models.py", "if x.sum() > 0"])
+    refused(tmp, "masked encoder", MODELS + ":MaskedEncoder", ["'encoder'", "TransformerEncoder",
+                                                              "mask", "takes no masks"])
     refused(tmp, "unknown", MODELS + ":Unknown", ["torch.cumsum", "models.py",
                                                   "torch.cumsum(self.fc(x), 1)",
                                                   "no node for it"])

@@ -99,6 +99,46 @@ class Stack(nn.Module):
         return self.head(self.norm(self.layers(self.embed(x)))[:, 0])
 
 
+class LayerNorm(nn.Module):
+    """A user's own class with torch.nn's name and other math (it centres, it does not scale):
+    a custom block, not NN Studio's LayerNorm."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(d) + 0.5)
+
+    def forward(self, x):
+        return (x - x.mean(-1, keepdim=True)) * self.weight
+
+
+class Projection(nn.Linear):
+    """A subclass of a torch.nn class that keeps its forward: that class's node."""
+
+
+class OwnClasses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = Projection(6, 8)
+        self.norm = LayerNorm(8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.norm(self.proj(x)))
+
+
+class MaskedEncoder(nn.Module):
+    """nn.TransformerEncoder given a causal mask: refused (the import's loop takes none)."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2)
+        self.register_buffer("causal", torch.triu(torch.full((3, 3), float("-inf")), 1))
+
+    def forward(self, x):
+        return self.encoder(x, mask=self.causal)
+
+
 def small_vit():
     """A small torchvision VisionTransformer whose head is not zero (torchvision zeroes it, which
     would make every output 0 and any comparison pass)."""
