@@ -42,12 +42,6 @@ constexpr double kMargin = 10;         // a frame's margin around its members (t
 constexpr double kNodeSep = 0.3 * 72;  // dot's nodesep, ranksep, in points
 constexpr double kRankSep = 0.42 * 72;
 
-// Graphviz keeps global state (its error buffer, the plugin registry): one layout at a time.
-std::mutex& graphviz_mutex() {
-  static std::mutex m;
-  return m;
-}
-
 GVC_t* graphviz_context() {
   // Made once: loading the plugin configuration costs more than laying out a small graph.
   static GVC_t* context = [] {
@@ -132,9 +126,17 @@ struct LevelResult {
 
 using LevelCache = std::unordered_map<std::string, std::shared_ptr<const LevelResult>>;
 
-LevelCache& level_cache() {
-  static LevelCache cache;
-  return cache;
+// Graphviz keeps global state (its error buffer, the plugin registry), so the process lays out
+// one graph at a time: under this lock, which also guards the levels laid out so far (a level
+// laid out again, as the canvas does after each edit, is read back).
+struct Layouts {
+  std::mutex mutex;
+  LevelCache levels;
+};
+
+Layouts& layouts() {
+  static Layouts one;
+  return one;
 }
 
 // Bounds the cache: laying out a project again costs at most a cache refill.
@@ -575,9 +577,8 @@ LevelResult direct_level(const LevelInput& in) {
   return out;
 }
 
-std::shared_ptr<const LevelResult> layout_level(const LevelInput& in) {
+std::shared_ptr<const LevelResult> layout_level(const LevelInput& in, LevelCache& cache) {
   std::string key = in.key();
-  LevelCache& cache = level_cache();
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   auto result = std::make_shared<const LevelResult>(
       in.items.size() <= kDotItems ? dot_level(in) : direct_level(in));
@@ -591,8 +592,12 @@ constexpr NodeId kTop = std::numeric_limits<NodeId>::min();  // the top level's 
 // The project cut into levels, each laid out (or found in the cache), then put together.
 class Builder {
  public:
-  Builder(const Project& project, const std::string& direction)
-      : project_(project), folds_(folded_repeats(project)), tb_(direction == "TB") {
+  // `laid_out`: the levels laid out so far (see Layouts), held for the builder's life.
+  Builder(const Project& project, const std::string& direction, LevelCache& laid_out)
+      : project_(project),
+        laid_out_(laid_out),
+        folds_(folded_repeats(project)),
+        tb_(direction == "TB") {
     direction_ = direction;
     const Graph& g = project.graph;
     places_.build(g.nodes);
@@ -631,7 +636,7 @@ class Builder {
           l->input.items[i].height = it->second.result->height;
         }
       }
-      l->result = layout_level(l->input);
+      l->result = layout_level(l->input, laid_out_);
     }
 
     Layout out;
@@ -895,6 +900,7 @@ class Builder {
   }
 
   const Project& project_;
+  LevelCache& laid_out_;
   FoldedRepeats folds_;
   bool tb_;
   std::string direction_;
@@ -977,8 +983,9 @@ Layout layout_graph(const Project& project, const std::string& direction) {
     throw ValueError("layout direction '" + dir +
                      "': expected TB (top to bottom) or LR (left to right)");
   }
-  std::lock_guard<std::mutex> lock(graphviz_mutex());
-  return Builder(project, dir).run();
+  Layouts& all = layouts();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  return Builder(project, dir, all.levels).run();
 }
 
 Json layout_to_json(const Project& project, const Layout& layout) {
