@@ -11,8 +11,8 @@
 #include <iostream>
 
 #include "engine/plugin/loader.h"
+#include "ui/app/application.h"
 #include "ui/app/main_window.h"
-#include "ui/widgets/wheel_guard.h"
 
 namespace {
 
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   // and icon by it (on Wayland, the only way).
   QGuiApplication::setDesktopFileName("org.nnstudio.NNStudio");
   QApplication::setWindowIcon(application_icon());
-  nns::ui::installWheelGuard(app);
+  nns::ui::setUpApplication(app);
 
   // Before the window, so the palette lists the plugins' types and a project that uses them
   // opens; Help > Plugins shows what loaded and what failed.

@@ -10,7 +10,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
-#include "ui/widgets/wheel_guard.h"
+#include "ui/app/application.h"
 
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")) {
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   QStandardPaths::setTestModeEnabled(true);
   QApplication app(argc, argv);
   // As the window's own main does: the tests drive the same application.
-  nns::ui::installWheelGuard(app);
+  nns::ui::setUpApplication(app);
   QApplication::setOrganizationName("NNStudioTests");
   QApplication::setApplicationName("ui_tests");
   QSettings().clear();

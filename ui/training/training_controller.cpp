@@ -16,7 +16,6 @@
 #include <thread>
 #include <utility>
 
-#include "engine/cpu/threads.h"
 #include "engine/graph/builder.h"
 #include "engine/graph/node_types.h"
 #include "engine/serialize/serialize.h"
@@ -186,10 +185,6 @@ TrainingController::TrainingController(ProjectDocument* document, QObject* paren
   qRegisterMetaType<nns::train::Prediction>();
   qRegisterMetaType<nns::train::SampleTrace>();
   qRegisterMetaType<nns::ui::TrainingPhase>();
-  // One BLAS thread: OpenBLAS's idle threads spin and take the core the window and the X
-  // server need while the worker trains (engine/cpu/threads.h has the figures). A user's
-  // OPENBLAS_NUM_THREADS wins.
-  if (qEnvironmentVariableIsEmpty("OPENBLAS_NUM_THREADS")) nns::set_num_threads(1);
   connect(document_, &ProjectDocument::changed, this, &TrainingController::onDocumentChanged);
   connect(document_, &ProjectDocument::settingsChanged, this,
           &TrainingController::onDocumentChanged);

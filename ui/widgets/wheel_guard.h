@@ -4,11 +4,7 @@
 // scrolls the panel around the field instead of changing its value: scrolling the Training dock
 // must not change its loss on the way down. A field with the focus (clicked or tabbed into)
 // still takes the wheel. One filter on the application covers every dock, panel and dialog,
-// those made later included; the window (app/gui_main.cpp) and its tests install it where they
-// make the QApplication.
-//
-//   QApplication app(argc, argv);
-//   nns::ui::installWheelGuard(app);
+// those made later included; ui/app/application.h installs it.
 class QApplication;
 
 namespace nns::ui {
