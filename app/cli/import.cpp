@@ -33,13 +33,13 @@ int run_import(const Options& o) {
     throw UsageError("import: --input and --python are for PyTorch code; an ONNX model (" + source +
                          ") has its input shapes",
                      "import");
-  const std::string weights = onnx::weights_path_for(out);
+  const std::string weights = graph::weights_path_for(out);
   std::error_code ec;
   for (const std::string& path : {out, weights}) {
     if (std::filesystem::exists(path, ec) && !o.flag("force"))
       throw ValueError("'" + path + "' exists; choose a new name, or replace it (--force)");
   }
-  onnx::Imported imported;
+  graph::ImportedProject imported;
   if (pytorch) {
     torch_import::Request request{source, o.list("input"), o.text("python")};
     imported = torch_import::import_pytorch(request, program_dir(), [](const std::string& line) {
@@ -48,7 +48,7 @@ int run_import(const Options& o) {
   } else {
     imported = onnx::import_model_file(source);
   }
-  onnx::write_imported(imported, out);
+  graph::write_imported(imported, out);
   int64_t parameters = 0;
   for (const Tensor& tensor : imported.weights.values()) {
     if (tensor.is_floating_point()) parameters += tensor.numel();

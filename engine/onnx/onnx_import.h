@@ -8,8 +8,8 @@
 // groups (features.0 is member 0 of the Sequential features), so the weights' keys are those
 // of the PyTorch model that torch.onnx.export wrote.
 //
-//   nns::onnx::Imported m = nns::onnx::import_model_file("model.onnx");
-//   nns::onnx::write_imported(m, "model.nns");   // model.nns + model.safetensors
+//   nns::graph::ImportedProject m = nns::onnx::import_model_file("model.onnx");
+//   nns::graph::write_imported(m, "model.nns");   // model.nns + model.safetensors
 //
 // A model is checked whole before anything is made: a file that is not ONNX or is truncated,
 // an opset outside 13..17, an initializer whose data does not fit its shape, or operators
@@ -19,28 +19,12 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/graph/project.h"
-#include "engine/nn/module.h"
+#include "engine/graph/imported_project.h"
 
 namespace nns::onnx {
 
-struct Imported {
-  // Not laid out (no layout_direction): the window lays it out when it opens it, as any
-  // project without positions. A built-in data set that fits, when one does.
-  graph::Project project;
-  nn::StateDict weights;  // the built model's state dict: every key, in its order
-  // What the user should know: a fixed batch size taken as dynamic, a Dropout kept, ...
-  std::vector<std::string> notes;
-};
-
 // `source` names the model in messages ("model.onnx").
-Imported import_model(std::string_view bytes, const std::string& source);
-Imported import_model_file(const std::string& path);
-
-// Writes `project_path` (.nns) and its weights beside it (the same name with .safetensors),
-// each atomically, the weights first: a failure leaves neither half-written.
-void write_imported(const Imported& imported, const std::string& project_path);
-// model.nns -> model.safetensors
-std::string weights_path_for(const std::string& project_path);
+graph::ImportedProject import_model(std::string_view bytes, const std::string& source);
+graph::ImportedProject import_model_file(const std::string& path);
 
 }  // namespace nns::onnx

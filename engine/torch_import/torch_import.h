@@ -20,13 +20,14 @@
 // the source line) and nothing is written.
 //
 //   nns::torch_import::Request r{"model.py:Net", {"3,32,32"}, ""};
-//   nns::onnx::Imported m = nns::torch_import::import_pytorch(r, program_dir, print_progress);
-//   nns::onnx::write_imported(m, "net.nns");   // net.nns + net.safetensors
+//   nns::graph::ImportedProject m =
+//       nns::torch_import::import_pytorch(r, program_dir, print_progress);
+//   nns::graph::write_imported(m, "net.nns");   // net.nns + net.safetensors
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "engine/onnx/onnx_import.h"
+#include "engine/graph/imported_project.h"
 
 namespace nns::torch_import {
 
@@ -59,11 +60,11 @@ std::string tracer_failure(const std::string& python, int exit_code,
                            const std::string& error_output);
 
 // The project, weights and notes from a folder the tracer wrote.
-onnx::Imported read_trace(const std::string& dir);
+graph::ImportedProject read_trace(const std::string& dir);
 
 // The whole import: runs the tracer (its "progress: ..." lines go to `progress`) in a
 // temporary folder, reads it and removes the folder. A ValueError for any failure.
-onnx::Imported import_pytorch(const Request& request, const std::string& program_dir,
-                              const std::function<void(const std::string&)>& progress);
+graph::ImportedProject import_pytorch(const Request& request, const std::string& program_dir,
+                                      const std::function<void(const std::string&)>& progress);
 
 }  // namespace nns::torch_import

@@ -138,7 +138,7 @@ class Reader {
     graphs_ = trace_.at("graphs");
   }
 
-  onnx::Imported run() {
+  graph::ImportedProject run() {
     Scope root;
     root.path = "";
     root.cls = modules_.at("").at("class").get<std::string>();
@@ -482,7 +482,7 @@ class Reader {
   std::map<std::string, std::string> block_names_;  // structure key -> name
   std::map<std::string, size_t> block_order_;       // name -> order made
   std::vector<std::string> notes_;
-  onnx::Imported out_;
+  graph::ImportedProject out_;
 };
 
 // The op families' view of one scope and one traced call.
@@ -908,7 +908,7 @@ void Reader::check_all_called(Scope& scope) {
 
 }  // namespace
 
-onnx::Imported read_trace(const std::string& dir) {
+graph::ImportedProject read_trace(const std::string& dir) {
   return Reader(dir).run();
 }
 

@@ -175,8 +175,8 @@ std::string tracer_failure(const std::string& python, int exit_code,
   return text;
 }
 
-onnx::Imported import_pytorch(const Request& request, const std::string& program_dir,
-                              const std::function<void(const std::string&)>& progress) {
+graph::ImportedProject import_pytorch(const Request& request, const std::string& program_dir,
+                                      const std::function<void(const std::string&)>& progress) {
   const std::string tracer = find_tracer(program_dir);
   const std::string python = python_for(request.python);
   TempDir dir;

@@ -799,6 +799,7 @@ void Probes::begin_step(int64_t step) {
   }
   last_begun_ = step;
   step_ = step;
+  seen_.clear();  // a step that never ended (an exception in its backward) holds none
   any_sampling_ = false;
   one_off_ = false;
   step_cost_ = 0;

@@ -45,7 +45,7 @@ std::string import_error(const std::string& bytes) {
 }
 
 TEST(OnnxImport, ASequentialKeepsItsIndicesAndItsWeights) {
-  const onnx::Imported m = onnx::import_model_file(fixture("cnn.onnx"));
+  const graph::ImportedProject m = onnx::import_model_file(fixture("cnn.onnx"));
   // torch exported an nn.Sequential: its modules are 0, 1, ..., the state-dict keys "0.weight".
   ASSERT_TRUE(m.project.graph.find_by_name("x"));
   const std::vector<std::string> keys = m.weights.keys();
@@ -67,7 +67,7 @@ TEST(OnnxImport, ASequentialKeepsItsIndicesAndItsWeights) {
 }
 
 TEST(OnnxImport, NamesComeFromInitializersAndScopes) {
-  const onnx::Imported m = onnx::import_model_file(fixture("residual.onnx"));
+  const graph::ImportedProject m = onnx::import_model_file(fixture("residual.onnx"));
   const graph::Graph& g = m.project.graph;
   const graph::Node* stem = g.find_by_name("stem");
   const graph::Node* layer1 = g.find_by_name("layer1");
@@ -95,7 +95,7 @@ TEST(OnnxImport, NamesComeFromInitializersAndScopes) {
 }
 
 TEST(OnnxImport, DecompositionsBecomeOneNode) {
-  const onnx::Imported m = onnx::import_model_file(fixture("layernorm.onnx"));
+  const graph::ImportedProject m = onnx::import_model_file(fixture("layernorm.onnx"));
   std::vector<std::string> types;
   for (const graph::Node& n : m.project.graph.nodes) types.push_back(n.type);
   EXPECT_NE(std::find(types.begin(), types.end(), "LayerNorm"), types.end());
@@ -108,7 +108,7 @@ TEST(OnnxImport, DecompositionsBecomeOneNode) {
 }
 
 TEST(OnnxImport, AnEmbeddingTakesInt64Indices) {
-  const onnx::Imported m = onnx::import_model_file(fixture("tokens.onnx"));
+  const graph::ImportedProject m = onnx::import_model_file(fixture("tokens.onnx"));
   const graph::Node* x = m.project.graph.find_by_name("x");
   ASSERT_TRUE(x);
   EXPECT_EQ(x->options.at("dtype"), "int64");
@@ -125,10 +125,10 @@ TEST(OnnxImport, WritesTheProjectAndItsWeightsBesideIt) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string project = (dir / "mlp.nns").string();
-  onnx::write_imported(onnx::import_model_file(fixture("mlp.onnx")), project);
-  EXPECT_EQ(onnx::weights_path_for(project), (dir / "mlp.safetensors").string());
+  graph::write_imported(onnx::import_model_file(fixture("mlp.onnx")), project);
+  EXPECT_EQ(graph::weights_path_for(project), (dir / "mlp.safetensors").string());
   const graph::Project p = graph::load_project(project);
-  const nn::StateDict w = serialize::load_state_dict_file(onnx::weights_path_for(project));
+  const nn::StateDict w = serialize::load_state_dict_file(graph::weights_path_for(project));
   auto model = graph::build_model(p);
   EXPECT_NO_THROW(serialize::load_into(*model, w, /*strict=*/true));
   fs::remove_all(dir);
@@ -181,7 +181,7 @@ TEST(OnnxImport, ReadsItsOwnExportBack) {
   const graph::Project p =
       graph::load_project(std::string(NNS_SOURCE_DIR) + "/resources/examples/digits.nns");
   const std::string bytes = onnx::export_model(p, nullptr, 17);
-  const onnx::Imported m = onnx::import_model(bytes, "digits.onnx");
+  const graph::ImportedProject m = onnx::import_model(bytes, "digits.onnx");
   auto original = graph::build_model(p);
   std::vector<std::string> want;
   for (const std::string& k : original->state_dict().keys()) want.push_back(k);

@@ -918,7 +918,7 @@ void MainWindow::importOnnxDialog() {
       info.absolutePath() + "/" + info.completeBaseName() + ".nns", kProjectFilter);
   if (project.isEmpty()) return;
   if (QFileInfo(project).suffix() != "nns") project += ".nns";
-  const QString weights = QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+  const QString weights = QString::fromStdString(graph::weights_path_for(project.toStdString()));
   if (QFileInfo::exists(weights) &&
       QMessageBox::question(this, tr("Replace the Weights?"),
                             tr("%1 exists. Replace it with the imported model's weights?")
@@ -935,7 +935,7 @@ TorchImportDialog* MainWindow::importPyTorchDialog() {
       [this](const QString& project, const QStringList& notes) {
         if (!maybeSave() || !openFile(project)) return;
         const QString weights =
-            QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+            QString::fromStdString(graph::weights_path_for(project.toStdString()));
         try {
           document_->loadStateDict(weights, /*strict=*/true);
         } catch (const std::exception& e) {
@@ -952,11 +952,11 @@ TorchImportDialog* MainWindow::importPyTorchDialog() {
 }
 
 bool MainWindow::importOnnxTo(const QString& model, const QString& project) {
-  onnx::Imported imported;
+  graph::ImportedProject imported;
   try {
     QApplication::setOverrideCursor(Qt::WaitCursor);
     imported = onnx::import_model_file(model.toStdString());
-    onnx::write_imported(imported, project.toStdString());
+    graph::write_imported(imported, project.toStdString());
     QApplication::restoreOverrideCursor();
   } catch (const std::exception& e) {
     QApplication::restoreOverrideCursor();
@@ -965,7 +965,7 @@ bool MainWindow::importOnnxTo(const QString& model, const QString& project) {
     return false;
   }
   if (!openFile(project)) return false;
-  const QString weights = QString::fromStdString(onnx::weights_path_for(project.toStdString()));
+  const QString weights = QString::fromStdString(graph::weights_path_for(project.toStdString()));
   try {
     document_->loadStateDict(weights, /*strict=*/true);
   } catch (const std::exception& e) {

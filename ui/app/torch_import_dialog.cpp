@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/onnx/onnx_import.h"
+#include "engine/graph/imported_project.h"
 #include "engine/torch_import/torch_import.h"
 
 namespace nns::ui {
@@ -56,8 +56,8 @@ struct Built {
 Built buildProject(const std::string& traceDir, const std::string& project) {
   Built built;
   try {
-    const onnx::Imported imported = torch_import::read_trace(traceDir);
-    onnx::write_imported(imported, project);
+    const graph::ImportedProject imported = torch_import::read_trace(traceDir);
+    graph::write_imported(imported, project);
     built.notes = imported.notes;
   } catch (const std::exception& e) {
     built.error = e.what();

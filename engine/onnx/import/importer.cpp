@@ -15,14 +15,14 @@
 
 namespace nns::onnx::detail {
 
-Imported Importer::run() {
+graph::ImportedProject Importer::run() {
   check_model();
   read_values();
   match_patterns();
   check_supported();
   convert_nodes();
   name_units();
-  Imported out;
+  graph::ImportedProject out;
   out.project = make_project();
   out.weights = make_weights(out.project);
   choose_dataset(out);

@@ -101,7 +101,7 @@ class Importer {
   Importer(const ::onnx::ModelProto& model, std::string source)
       : model_(model), graph_(model.graph()), source_(std::move(source)) {}
 
-  Imported run();
+  graph::ImportedProject run();
 
  private:
   [[noreturn]] void fail(const std::string& message) const {
@@ -216,7 +216,7 @@ class Importer {
   void connect(graph::Graph& g, const std::map<std::string, graph::PortRef>& value_port,
                const std::string& value, graph::PortRef to) const;
   nn::StateDict make_weights(const graph::Project& project);
-  void choose_dataset(Imported& out);
+  void choose_dataset(graph::ImportedProject& out);
 
   struct InputInfo {
     std::string name, dtype;

@@ -332,7 +332,7 @@ nn::StateDict Importer::make_weights(const graph::Project& project) {
 }
 
 // A built-in data set whose samples and classes fit the model, when there is one.
-void Importer::choose_dataset(Imported& out) {
+void Importer::choose_dataset(graph::ImportedProject& out) {
   if (inputs_.size() != 1 || graph_.output_size() != 1 || inputs_[0].dtype != "float32") return;
   const Json& sample = inputs_[0].shape;
   const SymShape& y = shapes_.at(resolve(graph_.output(0).name()));
