@@ -919,12 +919,15 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
                                             [&](const Seen& s) { return s.tensor.is_same(value); })
                              : seen_.end();
   if (seen != seen_.end()) {
+    // Its codes are those its first series kept this step (the last entry there).
+    const Kept& first = seen->series->recent.back().kept;
     v.numel = value.numel();
     v.stats = seen->stats;
-    v.kept = seen->kept;
+    v.kept = {first.lo, first.hi, first.looked, spare_codes(series)};
+    v.kept.codes.assign(first.codes.begin(), first.codes.end());
   } else {
     v = probe_values(value, saturation, rng_state_, spare_codes(series), scratch_);
-    if (gradient) seen_.push_back({value, v.stats, v.kept});
+    if (gradient) seen_.push_back({value, v.stats, &series});
   }
   ProbeSample sample;
   sample.probe = probe.info.id;

@@ -318,11 +318,12 @@ class Probes {
 
   std::vector<float> scratch_;  // a large tensor's reservoir (training thread)
   std::vector<double> after_;   // a parameter's values after the optimizer's step
-  // The gradients summarized in the sampled step (see record()), held until its end.
+  // The gradients summarized in the sampled step (see record()), held until its end, with the
+  // series that kept their codes first.
   struct Seen {
     Tensor tensor;
     TensorStats stats;
-    Kept kept;
+    const Series* series;
   };
   std::vector<Seen> seen_;
 
