@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -950,11 +951,11 @@ void Probes::count_kind(ProbeKind kind, Clock::time_point start) {
 
 void Probes::publish(ProbeSample sample) {
   std::lock_guard<std::mutex> lock(queue_mutex_);
-  if (queue_.size() >= queue_capacity_) {
-    queue_.pop_front();
-    ++dropped_;
-  }
-  queue_.push_back(std::move(sample));
+  if (queue_.size() < queue_capacity_) return queue_.push_back(std::move(sample));
+  // Full: the oldest sample gives its place to this one.
+  queue_[queue_oldest_] = std::move(sample);
+  queue_oldest_ = (queue_oldest_ + 1) % queue_.size();
+  ++dropped_;
 }
 
 Probes::Series& Probes::series_of(const SeriesKey& key) {
@@ -1001,10 +1002,13 @@ std::vector<uint8_t> Probes::spare_codes(Series& s) {
 }
 
 std::vector<ProbeSample> Probes::take_samples() {
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  std::vector<ProbeSample> out(std::make_move_iterator(queue_.begin()),
-                               std::make_move_iterator(queue_.end()));
-  queue_.clear();
+  std::vector<ProbeSample> out;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    out.swap(queue_);
+    std::rotate(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(queue_oldest_), out.end());
+    queue_oldest_ = 0;
+  }
   return out;
 }
 

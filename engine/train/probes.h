@@ -71,7 +71,6 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -311,7 +310,10 @@ class Probes {
   std::array<ProbeOverhead::KindCost, kProbeKinds> kinds_{};  // copied to overhead_
 
   mutable std::mutex queue_mutex_;
-  std::deque<ProbeSample> queue_;
+  // The samples not taken yet, oldest first from queue_oldest_ on (a ring once it holds
+  // queue_capacity_): one vector handed over whole by take_samples, not a node per sample.
+  std::vector<ProbeSample> queue_;
+  size_t queue_oldest_ = 0;
   size_t queue_capacity_;
   int64_t dropped_ = 0;
   ProbeOverhead overhead_;  // under queue_mutex_

@@ -220,6 +220,12 @@ TEST(Probes, TheQueueDropsTheOldestSamples) {
   EXPECT_EQ(samples.front().step, 7);
   EXPECT_EQ(samples.back().step, 10);
   EXPECT_EQ(probes.dropped(), 6);
+  // Taken, the queue starts afresh, oldest first again.
+  for (int64_t s = 11; s <= 15; ++s) loop.step(probes, s);
+  const std::vector<ProbeSample> more = probes.take_samples();
+  ASSERT_EQ(more.size(), 4u);
+  for (size_t i = 0; i < more.size(); ++i) EXPECT_EQ(more[i].step, 12 + static_cast<int64_t>(i));
+  EXPECT_EQ(probes.dropped(), 7);
 }
 
 TEST(Probes, TheReservoirKeepsRecentAndThinnedEarlyStepsAndRebins) {
