@@ -10,56 +10,6 @@
 
 namespace nns::onnx::detail {
 
-// The operators the importer maps, alone or as part of a pattern (layer_norm's and GELU's
-// decompositions also use Pow, Sqrt and Erf; ConstantOfShape, Equal and Where are read as
-// shape arithmetic only).
-const std::set<std::string>& supported_ops() {
-  static const std::set<std::string> ops = {"Gemm",
-                                            "MatMul",
-                                            "Conv",
-                                            "BatchNormalization",
-                                            "LayerNormalization",
-                                            "Relu",
-                                            "LeakyRelu",
-                                            "PRelu",
-                                            "Elu",
-                                            "Sigmoid",
-                                            "Tanh",
-                                            "Softmax",
-                                            "LogSoftmax",
-                                            "MaxPool",
-                                            "AveragePool",
-                                            "GlobalAveragePool",
-                                            "Flatten",
-                                            "Reshape",
-                                            "Unsqueeze",
-                                            "Squeeze",
-                                            "Concat",
-                                            "Add",
-                                            "Mul",
-                                            "Identity",
-                                            "Dropout",
-                                            "Gather",
-                                            "Constant",
-                                            "Pad",
-                                            "Transpose",
-                                            "Shape",
-                                            "Cast",
-                                            "Clip",
-                                            "HardSigmoid",
-                                            "HardSwish",
-                                            "ReduceMean",
-                                            "Sub",
-                                            "Div",
-                                            "Slice",
-                                            "Split",
-                                            "Expand",
-                                            "ConstantOfShape",
-                                            "Equal",
-                                            "Where"};
-  return ops;
-}
-
 const AttributeProto* find_attribute(const NodeProto& node, const std::string& name) {
   for (const AttributeProto& a : node.attribute()) {
     if (a.name() == name) return &a;

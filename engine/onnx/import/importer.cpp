@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The importer's core: the model read and checked whole, one unit per node or pattern, and each
-// node dispatched to the family that converts it (layers.cpp, shapes.cpp).
+// node dispatched through the operator table to its converter (layers.cpp, shapes.cpp).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -460,46 +460,19 @@ void Importer::convert_nodes() {
 
 void Importer::convert(int i) {
   const NodeProto& n = node(i);
-  const std::string& op = n.op_type();
-  if (op == "Split") {
-    convert_split(i);
-    return;
+  // Split's node gives each of its outputs (convert_split); every other node only its first.
+  if (n.op_type() != "Split") {
+    for (int k = 1; k < n.output_size(); ++k) {
+      if (!n.output(k).empty() && consumers_.contains(n.output(k)))
+        unsupported_form(i, "its output " + std::to_string(k) + " ('" + n.output(k) +
+                                "') is used; NN Studio's node gives only the first");
+    }
   }
-  for (int k = 1; k < n.output_size(); ++k) {
-    if (!n.output(k).empty() && consumers_.contains(n.output(k)))
-      unsupported_form(i, "its output " + std::to_string(k) + " ('" + n.output(k) +
-                              "') is used; NN Studio's node gives only the first");
-  }
-  if (op == "Identity") {
-    aliases_[n.output(0)] = input(i, 0);
-    return;
-  }
-  if (op == "Pad") {
-    convert_pad(i);
-    return;
-  }
+  // Sizes PyTorch code computes from a shape come before the operators' tensor forms.
   if (convert_shape_arithmetic(i)) return;
-  if (op == "Transpose") {
-    convert_transpose(i);
-    return;
-  }
-  if (op == "Slice") {
-    convert_slice(i);
-    return;
-  }
-  if (op == "Expand") {
-    convert_expand(i);
-    return;
-  }
-  if (op == "Equal" || op == "Where" || op == "ConstantOfShape")
-    unsupported_form(i, "only sizes read from a shape are computed so (an Expand's sizes)");
-  // The layers and functions, by family (layers.cpp): each takes operators no other does.
-  if (convert_activation(i) || convert_tensor_function(i) || convert_layer(i)) return;
-  if (op == "Flatten" || op == "Reshape" || op == "Unsqueeze" || op == "Squeeze") {
-    convert_reshape(i);
-    return;
-  }
-  unsupported_form(i, "this form of " + op + " has no node in NN Studio");
+  const auto it = converters().find(n.op_type());
+  if (it == converters().end()) no_node(i);
+  (this->*it->second)(i);
 }
 
 }  // namespace nns::onnx::detail

@@ -2,10 +2,11 @@
 #pragma once
 // The ONNX importer (engine/onnx/onnx_import.h), one op family per file of this folder:
 // importer.cpp reads and checks the model, makes a unit per node and dispatches each node to
-// its family; patterns.cpp finds the decompositions that stand for one layer (layer_norm,
-// GELU, SiLU, attention, MatMul + Add); layers.cpp converts the layers and functions;
-// shapes.cpp the sizes torch computes from shapes and the views and slices that read them;
-// project.cpp names the units and makes the project and its weights. Internal to the engine.
+// its operator's converter; patterns.cpp finds the decompositions that stand for one layer
+// (layer_norm, GELU, SiLU, attention, MatMul + Add); layers.cpp holds the operator table and
+// converts the layers and functions; shapes.cpp the sizes torch computes from shapes and the
+// views and slices that read them; project.cpp names the units and makes the project and its
+// weights. Internal to the engine.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -34,9 +35,11 @@ using graph::SymShape;
 using ::onnx::AttributeProto;
 using ::onnx::NodeProto;
 
+// The operators the importer converts a node of: those of Importer's converter table (layers.cpp).
+const std::set<std::string>& supported_ops();
+
 // ---- Helpers (helpers.cpp) ----------------------------------------------------------------------
 
-const std::set<std::string>& supported_ops();
 const AttributeProto* find_attribute(const NodeProto& node, const std::string& name);
 int64_t attr_int(const NodeProto& node, const std::string& name, int64_t fallback);
 double shortest(double value);
@@ -166,11 +169,37 @@ class Importer {
 
   // ---- Layers and functions (layers.cpp) -------------------------------------------------------
 
+  // The converter of a node, by its operator. supported_ops() lists the table's operators, so
+  // that every node check_supported accepts has one.
+  using Converter = void (Importer::*)(int);
+  static const std::map<std::string, Converter>& converters();
+  friend const std::set<std::string>& supported_ops();
+  [[noreturn]] void no_node(int i);
+  [[noreturn]] void only_sizes(int i);
+
   std::string input(int i, int k) const;
   Tensor need_constant(int i, int k, const std::string& what) const;
-  bool convert_activation(int i);
-  bool convert_tensor_function(int i);
-  bool convert_layer(int i);
+  void convert_clip(int i);
+  void convert_hardsigmoid(int i);
+  void convert_hardswish(int i);
+  void convert_plain_activation(int i);
+  void convert_leaky_relu(int i);
+  void convert_elu(int i);
+  void convert_prelu(int i);
+  void convert_softmax(int i);
+  void convert_reduce_mean(int i);
+  void convert_binary(int i);
+  void convert_concat(int i);
+  void convert_dropout(int i);
+  void convert_gemm(int i);
+  void convert_conv(int i);
+  void convert_batch_norm(int i);
+  void convert_layer_norm(int i);
+  void convert_pool(int i);
+  void convert_global_average_pool(int i);
+  void convert_gather(int i);
+  void convert_embedding(int i);
+  void convert_identity(int i);
   void convert_pad(int i);
   std::string take_padding(const std::string& value, std::vector<int64_t>& pads);
 
