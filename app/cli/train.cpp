@@ -121,10 +121,23 @@ void draw_progress(const train::SessionStatus& st, int64_t total_steps) {
   std::fflush(stdout);
 }
 
-int run_train(const Options& o) {
-  const std::string path = o.positional(0);
-  graph::Project project = graph::load_project(path);
-  graph::TrainingSettings& t = project.training;
+// What the command line asks of this run: the project, its settings overridden by the options,
+// and what the options decide beyond them.
+struct TrainRequest {
+  std::string path;  // the project file
+  graph::Project project;
+  int64_t steps = 0;  // batches to train; 0: the project's epochs
+  bool quiet = false;
+  bool record = true;
+  train::SnapshotSchedule snapshots;
+  double probe_budget = 0;  // --probe's max_overhead
+};
+
+TrainRequest parse_request(const Options& o) {
+  TrainRequest r;
+  r.path = o.positional(0);
+  r.project = graph::load_project(r.path);
+  graph::TrainingSettings& t = r.project.training;
   if (o.has("epochs")) t.epochs = o.integer("epochs", 1, 1000000);
   if (o.has("batch-size")) t.batch_size = o.integer("batch-size", 1, 1000000);
   if (o.has("seed")) t.seed = o.integer("seed", 0, INT64_MAX);
@@ -136,176 +149,219 @@ int run_train(const Options& o) {
   // Checked before anything is read or recorded: a GPU this machine lacks is one line naming
   // CUDA and the reason (no backend library, no driver, no GPU).
   train::training_device(t.device);
-  if (o.has("dataset") && o.text("dataset") != project.dataset.name) {
+  if (o.has("dataset") && o.text("dataset") != r.project.dataset.name) {
     // Another generator's options mean nothing to this one: it starts from its defaults.
-    project.dataset.name = o.text("dataset");
-    project.dataset.options = graph::Json::object();
+    r.project.dataset.name = o.text("dataset");
+    r.project.dataset.options = graph::Json::object();
   }
-  const int64_t steps = o.has("steps") ? o.integer("steps", 1, INT64_MAX) : 0;
+  r.steps = o.has("steps") ? o.integer("steps", 1, INT64_MAX) : 0;
   // --steps replaces the project's epochs as the run's length; with --epochs as well, the run
   // ends at whichever comes first.
-  if (steps > 0 && !o.has("epochs")) t.epochs = 0;
-  const bool quiet = o.flag("quiet");
-
-  const bool record = !o.flag("no-record");
+  if (r.steps > 0 && !o.has("epochs")) t.epochs = 0;
+  r.quiet = o.flag("quiet");
+  r.record = !o.flag("no-record");
+  // Read with the rest, before a run begins in the store: a bad value records nothing.
+  if (o.has("snapshot-every")) r.snapshots.every = o.integer("snapshot-every", 1, INT64_MAX);
+  r.probe_budget = o.real("probe-budget", 0, 1);
   if (o.has("from") && o.has("resume")) {
     throw UsageError("--from and --resume both say where to start; give one", "train");
   }
-  // The run store: a branch needs it; recording without one (a damaged store, a read-only
-  // folder) trains anyway and says so.
-  std::shared_ptr<train::RunStore> store;
-  if (record || o.has("from")) {
-    try {
-      store = std::make_shared<train::RunStore>(train::RunStore::folder_for(path));
-    } catch (const train::RunStoreError& e) {
-      if (o.has("from")) throw;
-      std::fprintf(stderr, "%s: warning: %s; training without recording\n", kProgram, e.what());
-    }
-  }
+  return r;
+}
 
-  const std::string base_dir = std::filesystem::path(path).parent_path().string();
-  std::unique_ptr<train::TrainingSession> session = train::make_session(project, base_dir);
+// The run store: a branch needs it; recording without one (a damaged store, a read-only
+// folder) trains anyway and says so. Null when there is none or none is needed.
+std::shared_ptr<train::RunStore> open_store(const Options& o, const TrainRequest& r) {
+  if (!r.record && !o.has("from")) return nullptr;
+  try {
+    return std::make_shared<train::RunStore>(train::RunStore::folder_for(r.path));
+  } catch (const train::RunStoreError& e) {
+    if (o.has("from")) throw;
+    std::fprintf(stderr, "%s: warning: %s; training without recording\n", kProgram, e.what());
+    return nullptr;
+  }
+}
+
+// Where the run starts, for its record: a branch of a run of the project's store (parent), or
+// of another store's run (a PyTorch job's runs/), recorded here as a run of its own that starts
+// at that step and says where it came from (from_elsewhere).
+struct Origin {
+  std::optional<train::RunInfo> parent;
+  std::optional<train::RunInfo> from_elsewhere;
+  std::string from_folder;  // from_elsewhere's store
+  int64_t step = 0;         // the parent's step the run starts at
+};
+
+// The store --from's run is in: the project's own, or the folder it names.
+std::shared_ptr<train::RunStore> source_store(const RunReference& from,
+                                              const std::shared_ptr<train::RunStore>& store) {
+  std::error_code ec;
+  if (from.store.empty() || std::filesystem::equivalent(from.store, store->folder(), ec)) {
+    return store;
+  }
+  if (!std::filesystem::exists(std::filesystem::path(from.store) / "runs.db")) {
+    throw train::RunStoreError("there is no run store in " + from.store +
+                               " (no runs.db; 'nnstudio-cli runs FOLDER' lists a store)");
+  }
+  return std::make_shared<train::RunStore>(from.store);
+}
+
+// --from: the session starts from the recorded snapshot, with the settings given here.
+Origin branch_from(const Options& o, const TrainRequest& r,
+                   const std::shared_ptr<train::RunStore>& store, train::TrainingSession& session) {
+  const RunReference from = run_reference(o, "from");
+  const std::shared_ptr<train::RunStore> source = source_store(from, store);
+  const train::SnapshotInfo snapshot = recorded_snapshot(*source, from.run, from.step);
+  const std::optional<train::RunInfo> from_run = source->run(from.run);
+  train::BranchStart branch =
+      train::branch_start(*source, *from_run, snapshot, r.project, *session.model());
+  session.restore(std::move(branch.state));
+  if (branch.lr) session.set_lr(*branch.lr);
+  Origin origin;
+  origin.step = snapshot.step;
+  if (source == store) {
+    origin.parent = from_run;
+  } else {
+    origin.from_elsewhere = from_run;
+    origin.from_folder = source->folder();
+  }
+  if (!r.quiet) {
+    std::printf("branch of run %lld%s from its snapshot at step %lld%s%s\n",
+                static_cast<long long>(from.run),
+                source == store ? "" : (" of " + source->folder()).c_str(),
+                static_cast<long long>(snapshot.step), branch.note.empty() ? "" : ": ",
+                branch.note.c_str());
+  }
+  return origin;
+}
+
+// The state the session starts from when --weights, --resume or --from give one.
+Origin restore(const Options& o, const TrainRequest& r,
+               const std::shared_ptr<train::RunStore>& store, train::TrainingSession& session) {
   if (o.has("weights")) {
-    serialize::load_into(*session->model(), serialize::load_state_dict_file(o.text("weights")),
+    serialize::load_into(*session.model(), serialize::load_state_dict_file(o.text("weights")),
                          /*strict=*/true);
   }
-  if (o.has("resume")) session->restore(train::load_checkpoint(o.text("resume")));
-  std::optional<train::RunInfo> parent;
-  int64_t parent_step = 0;
-  // A branch from another store's run (a PyTorch job's runs/): recorded here as a run of its
-  // own that starts at that step and says where it came from.
-  std::optional<train::RunInfo> from_elsewhere;
-  std::string from_folder;
-  if (o.has("from")) {
-    const RunReference from = run_reference(o, "from");
-    std::shared_ptr<train::RunStore> source = store;
-    std::error_code ec;
-    if (!from.store.empty() && !std::filesystem::equivalent(from.store, store->folder(), ec)) {
-      if (!std::filesystem::exists(std::filesystem::path(from.store) / "runs.db")) {
-        throw train::RunStoreError("there is no run store in " + from.store +
-                                   " (no runs.db; 'nnstudio-cli runs FOLDER' lists a store)");
-      }
-      source = std::make_shared<train::RunStore>(from.store);
-    }
-    const train::SnapshotInfo snapshot = recorded_snapshot(*source, from.run, from.step);
-    const std::optional<train::RunInfo> from_run = source->run(from.run);
-    train::BranchStart branch =
-        train::branch_start(*source, *from_run, snapshot, project, *session->model());
-    session->restore(std::move(branch.state));
-    if (branch.lr) session->set_lr(*branch.lr);
-    parent_step = snapshot.step;
-    if (source == store) {
-      parent = from_run;
-    } else {
-      from_elsewhere = from_run;
-      from_folder = source->folder();
-    }
-    if (!quiet) {
-      std::printf("branch of run %lld%s from its snapshot at step %lld%s%s\n",
-                  static_cast<long long>(from.run),
-                  source == store ? "" : (" of " + source->folder()).c_str(),
-                  static_cast<long long>(snapshot.step), branch.note.empty() ? "" : ": ",
-                  branch.note.c_str());
-    }
-  }
-  if (o.has("resume") || o.has("from")) {
-    session->wait_idle();
-    const train::SessionStatus restored = session->status();
-    if (restored.state == train::RunState::Failed) {
-      std::fprintf(stderr, "%s: error: %s\n", kProgram, restored.error.c_str());
-      return 1;
-    }
-  }
-  std::shared_ptr<train::RunRecorder> recorder;
-  if (record && store) {
-    const train::RunInfo info = from_elsewhere ? train::new_run_info_from(project, *from_elsewhere,
-                                                                          from_folder, parent_step)
-                                               : train::new_run_info(project, parent, parent_step);
-    const int64_t run = store->begin_run(info);
-    train::SnapshotSchedule schedule;
-    if (o.has("snapshot-every")) schedule.every = o.integer("snapshot-every", 1, INT64_MAX);
-    recorder = std::make_shared<train::RunRecorder>(store, run, schedule);
-    session->set_observer(recorder);
-    session->snapshot();  // where the run starts (its first snapshot; a branch has it already)
-  }
+  if (o.has("resume")) session.restore(train::load_checkpoint(o.text("resume")));
+  if (!o.has("from")) return {};
+  return branch_from(o, r, store, session);
+}
+
+// The session restores on its worker, so a state that does not fit shows up as a failed
+// session: one error line, before anything is recorded or trained.
+bool restore_failed(const Options& o, train::TrainingSession& session) {
+  if (!o.has("resume") && !o.has("from")) return false;
+  session.wait_idle();
+  const train::SessionStatus restored = session.status();
+  if (restored.state != train::RunState::Failed) return false;
+  std::fprintf(stderr, "%s: error: %s\n", kProgram, restored.error.c_str());
+  return true;
+}
+
+// Records the run in the store; null without a store or with --no-record.
+std::shared_ptr<train::RunRecorder> start_recording(const TrainRequest& r, const Origin& origin,
+                                                    const std::shared_ptr<train::RunStore>& store,
+                                                    train::TrainingSession& session) {
+  if (!r.record || !store) return nullptr;
+  const train::RunInfo info = origin.from_elsewhere
+                                  ? train::new_run_info_from(r.project, *origin.from_elsewhere,
+                                                             origin.from_folder, origin.step)
+                                  : train::new_run_info(r.project, origin.parent, origin.step);
+  const int64_t run = store->begin_run(info);
+  auto recorder = std::make_shared<train::RunRecorder>(store, run, r.snapshots);
+  session.set_observer(recorder);
+  session.snapshot();  // where the run starts (its first snapshot; a branch has it already)
+  return recorder;
+}
+
+// The probes asked for here: with --quiet, only theirs are summarized (not the project's own).
+std::set<train::ProbeId> add_probes(const Options& o, const TrainRequest& r,
+                                    train::TrainingSession& session) {
   train::ProbeOptions probe_options;
-  probe_options.max_overhead = o.real("probe-budget", 0, 1);
-  // The probes asked for here: with --quiet, only theirs are summarized (not the project's own).
+  probe_options.max_overhead = r.probe_budget;
   std::set<train::ProbeId> asked;
   for (const std::string& module : split_list(o.text("probe")))
-    asked.insert(session->add_probe(module, probe_options));
+    asked.insert(session.add_probe(module, probe_options));
+  return asked;
+}
 
-  session->wait_idle();
-  const train::SessionStatus start = session->status();
-  if (!quiet) {
-    int64_t parameters = 0;
-    for (const Tensor& p : session->model()->parameters()) parameters += p.numel();
-    const std::string length =
-        steps > 0 ? std::to_string(steps) + " steps" : std::to_string(t.epochs) + " epochs";
-    std::printf(
-        "train: %s, %lld parameters; %s, %s on %s (%lld train, %lld test), batch %lld, %s\n",
-        project.name.c_str(), static_cast<long long>(parameters), t.loss.c_str(),
-        t.optimizer.c_str(), project.dataset.name.c_str(),
-        static_cast<long long>(session->train_set().size()),
-        static_cast<long long>(session->test_set().size()),
-        static_cast<long long>(start.batch_size), length.c_str());
-    std::fflush(stdout);
-  }
-  const auto started = std::chrono::steady_clock::now();
-  if (steps > 0) {
-    session->step(steps);
-  } else {
-    session->start();
-  }
-  size_t printed = 0;
-  LastSamples samples;
-  const bool progress_bar = !quiet && isatty(STDOUT_FILENO) == 1;
-  const int64_t total_steps = steps > 0 ? start.step + steps : t.epochs * start.batches_per_epoch;
+// "train: SpiralNet, 4547 parameters; CrossEntropyLoss, Adam on spirals (...), batch 64, ..."
+void print_header(const TrainRequest& r, const train::TrainingSession& session,
+                  const train::SessionStatus& start) {
+  const graph::TrainingSettings& t = r.project.training;
+  int64_t parameters = 0;
+  for (const Tensor& p : session.model()->parameters()) parameters += p.numel();
+  const std::string length =
+      r.steps > 0 ? std::to_string(r.steps) + " steps" : std::to_string(t.epochs) + " epochs";
+  std::printf("train: %s, %lld parameters; %s, %s on %s (%lld train, %lld test), batch %lld, %s\n",
+              r.project.name.c_str(), static_cast<long long>(parameters), t.loss.c_str(),
+              t.optimizer.c_str(), r.project.dataset.name.c_str(),
+              static_cast<long long>(session.train_set().size()),
+              static_cast<long long>(session.test_set().size()),
+              static_cast<long long>(start.batch_size), length.c_str());
+  std::fflush(stdout);
+}
+
+// "epoch   3/16  train loss 0.2521 accuracy 90.2%  test loss 0.2030 accuracy 93.0%  1067 steps/s"
+void print_epoch(const train::EpochMetrics& e, int64_t epochs, bool has_test_set) {
+  const std::string test =
+      has_test_set
+          ? "  test " + loss_and_accuracy(e.test_loss, e.test_accuracy, e.test_sequence_accuracy)
+          : "";
+  std::printf("epoch %3lld/%lld  train %s%s  %.0f steps/s\n", static_cast<long long>(e.epoch),
+              static_cast<long long>(epochs),
+              loss_and_accuracy(e.train_loss, e.train_accuracy).c_str(), test.c_str(),
+              e.steps_per_second);
+  std::fflush(stdout);
+}
+
+// Until the run ends: each epoch's line as it ends (a progress bar between them on a terminal),
+// and the probes' samples to the recorder. Returns the last sample of each series.
+LastSamples watch(const TrainRequest& r, train::TrainingSession& session,
+                  const train::SessionStatus& start, train::RunRecorder* recorder) {
+  const int64_t project_epochs = r.project.training.epochs;
+  const bool progress_bar = !r.quiet && isatty(STDOUT_FILENO) == 1;
+  const int64_t total_steps =
+      r.steps > 0 ? start.step + r.steps : project_epochs * start.batches_per_epoch;
   // The epochs the run reaches: with --steps, those its steps cover (the last may be partial).
   const int64_t batches = std::max<int64_t>(start.batches_per_epoch, 1);
-  const int64_t epochs = steps > 0 ? (total_steps + batches - 1) / batches : t.epochs;
+  const int64_t epochs = r.steps > 0 ? (total_steps + batches - 1) / batches : project_epochs;
+  const bool has_test_set = session.test_set().size() > 0;
+  size_t printed = 0;
+  LastSamples samples;
   for (bool done = false; !done;) {
-    done = session->wait_idle(100ms);
+    done = session.wait_idle(100ms);
     if (progress_bar) std::printf("\r\033[K");  // the epoch lines print over the bar
-    std::vector<train::ProbeSample> taken = session->take_probe_samples();
+    std::vector<train::ProbeSample> taken = session.take_probe_samples();
     // The run store keeps them too (nnstudio-cli runs --probes, the window's history).
     if (recorder) recorder->add_probe_samples(taken);
     keep_last(taken, samples);
     // Only the epochs not printed yet: a fast model ends hundreds a second.
-    for (const train::EpochMetrics& e : session->epoch_history(printed)) {
+    for (const train::EpochMetrics& e : session.epoch_history(printed)) {
       ++printed;
-      if (quiet) continue;
-      const std::string test = session->test_set().size() > 0
-                                   ? "  test " + loss_and_accuracy(e.test_loss, e.test_accuracy,
-                                                                   e.test_sequence_accuracy)
-                                   : "";
-      std::printf("epoch %3lld/%lld  train %s%s  %.0f steps/s\n", static_cast<long long>(e.epoch),
-                  static_cast<long long>(epochs),
-                  loss_and_accuracy(e.train_loss, e.train_accuracy).c_str(), test.c_str(),
-                  e.steps_per_second);
-      std::fflush(stdout);
+      if (!r.quiet) print_epoch(e, epochs, has_test_set);
     }
-    if (progress_bar && !done) draw_progress(session->status(), total_steps);
+    if (progress_bar && !done) draw_progress(session.status(), total_steps);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  train::SessionStatus st = session->status();
-  if (st.state == train::RunState::Failed) {
-    if (recorder) {
-      recorder->finish({st.step});
-      std::printf("run %lld recorded up to step %lld (it failed there)\n",
-                  static_cast<long long>(recorder->run()), static_cast<long long>(st.step));
-    }
-    std::fprintf(stderr, "%s: error: training failed: %s\n", kProgram, st.error.c_str());
-    return 1;
+  return samples;
+}
+
+// A failed run is recorded up to the step it failed at; exit code 1.
+int report_failure(const train::SessionStatus& st, train::RunRecorder* recorder) {
+  if (recorder) {
+    recorder->finish({st.step});
+    std::printf("run %lld recorded up to step %lld (it failed there)\n",
+                static_cast<long long>(recorder->run()), static_cast<long long>(st.step));
   }
-  // The final figures, with the weights as they are now (steps may end mid-epoch), and the
-  // last step's snapshot.
-  session->evaluate();
-  session->snapshot();
-  session->wait_idle();
-  st = session->status();
-  const std::vector<train::EpochMetrics> history = session->epoch_history();
+  std::fprintf(stderr, "%s: error: training failed: %s\n", kProgram, st.error.c_str());
+  return 1;
+}
+
+// The final train and test figures ("train: ..." when the last epoch ended at the last step);
+// returns them for the run's record.
+train::RunResult print_final_figures(const train::SessionStatus& st,
+                                     const std::vector<train::EpochMetrics>& history,
+                                     bool has_test_set) {
   train::RunResult result{st.step};
   if (!history.empty() && history.back().step == st.step) {
     const train::EpochMetrics& e = history.back();
@@ -326,57 +382,112 @@ int run_train(const Options& o) {
       }
       std::printf("%s\n", line.c_str());
     }
-  } else if (session->test_set().size() == 0) {
+  } else if (!has_test_set) {
     std::printf("test: no test set (the project's test_fraction is 0)\n");
   }
+  return result;
+}
+
+// The run's speed, what watching cost and, on a GPU, how its steps ran.
+void print_costs(const TrainRequest& r, const train::SessionStatus& st, int64_t start_step,
+                 double seconds) {
   std::printf("%lld steps, %.0f steps/s\n", static_cast<long long>(st.step),
-              seconds > 0 ? static_cast<double>(st.step - start.step) / seconds : 0.0);
+              seconds > 0 ? static_cast<double>(st.step - start_step) / seconds : 0.0);
   // What watching cost, as the probes measured it (what their budget holds to).
   const train::ProbeOverhead& probed = st.probe_overhead;
-  if (!quiet && probed.sampled + probed.skipped > 0) {
+  if (!r.quiet && probed.sampled + probed.skipped > 0) {
     std::printf(
         "probes: %s of the training time; %lld samples (%lld beyond the budget, for the "
         "floor), %lld skipped\n",
         percent(probed.fraction).c_str(), static_cast<long long>(probed.sampled),
         static_cast<long long>(probed.forced), static_cast<long long>(probed.skipped));
   }
-  if (!train::training_device(project.training.device).is_cpu()) {
+  if (!train::training_device(r.project.training.device).is_cpu()) {
     if (st.graphs_off.empty()) {
       std::printf("CUDA graphs: %lld steps replayed\n", static_cast<long long>(st.graph_replays));
     } else {
       std::printf("CUDA graphs: off (%s)\n", st.graphs_off.c_str());
     }
   }
-  if (recorder) {
-    recorder->finish(result);
-    if (!recorder->error().empty()) {
-      std::fprintf(stderr, "%s: warning: recording stopped: %s\n", kProgram,
-                   recorder->error().c_str());
-    } else if (!quiet) {
-      std::printf("recorded as run %lld in %s (%zu snapshots)\n",
-                  static_cast<long long>(recorder->run()), store->folder().c_str(),
-                  store->snapshots(recorder->run()).size());
-    }
+}
+
+void finish_recording(train::RunRecorder& recorder, const train::RunResult& result,
+                      const train::RunStore& store, bool quiet) {
+  recorder.finish(result);
+  if (!recorder.error().empty()) {
+    std::fprintf(stderr, "%s: warning: recording stopped: %s\n", kProgram,
+                 recorder.error().c_str());
+  } else if (!quiet) {
+    std::printf("recorded as run %lld in %s (%zu snapshots)\n",
+                static_cast<long long>(recorder.run()), store.folder().c_str(),
+                store.snapshots(recorder.run()).size());
   }
-  if (quiet) {
+}
+
+// --metrics
+void write_metrics(const Options& o, const std::vector<train::EpochMetrics>& history, bool quiet) {
+  if (!o.has("metrics")) return;
+  const std::string csv = metrics_csv(history);
+  serialize::write_file_atomically(o.text("metrics"),
+                                   [&](serialize::ByteSink& sink) { sink.write(csv); });
+  if (!quiet) std::printf("wrote %s\n", o.text("metrics").c_str());
+}
+
+// --save: a .pt checkpoint continues the run; another format holds the weights alone.
+void save(const Options& o, const train::TrainingSession& session, bool quiet) {
+  if (!o.has("save")) return;
+  const std::string out = o.text("save");
+  if (serialize::format_from_extension(out) == serialize::Format::TorchZip) {
+    train::save_checkpoint(session.training_state(), out);
+  } else {
+    serialize::save_state_dict_file(session.model()->state_dict(), out);
+  }
+  if (!quiet) std::printf("saved %s\n", out.c_str());
+}
+
+int run_train(const Options& o) {
+  const TrainRequest r = parse_request(o);
+  const std::shared_ptr<train::RunStore> store = open_store(o, r);
+  const std::string base_dir = std::filesystem::path(r.path).parent_path().string();
+  std::unique_ptr<train::TrainingSession> session = train::make_session(r.project, base_dir);
+  const Origin origin = restore(o, r, store, *session);
+  if (restore_failed(o, *session)) return 1;
+  // Probes first: a module the model lacks is refused before a run begins in the store.
+  const std::set<train::ProbeId> asked = add_probes(o, r, *session);
+  const std::shared_ptr<train::RunRecorder> recorder = start_recording(r, origin, store, *session);
+
+  session->wait_idle();
+  const train::SessionStatus start = session->status();
+  if (!r.quiet) print_header(r, *session, start);
+  const auto started = std::chrono::steady_clock::now();
+  if (r.steps > 0) {
+    session->step(r.steps);
+  } else {
+    session->start();
+  }
+  LastSamples samples = watch(r, *session, start, recorder.get());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (const train::SessionStatus st = session->status(); st.state == train::RunState::Failed) {
+    return report_failure(st, recorder.get());
+  }
+
+  // The final figures, with the weights as they are now (steps may end mid-epoch), and the
+  // last step's snapshot.
+  session->evaluate();
+  session->snapshot();
+  session->wait_idle();
+  const train::SessionStatus st = session->status();
+  const std::vector<train::EpochMetrics> history = session->epoch_history();
+  const train::RunResult result = print_final_figures(st, history, session->test_set().size() > 0);
+  print_costs(r, st, start.step, seconds);
+  if (recorder) finish_recording(*recorder, result, *store, r.quiet);
+  if (r.quiet) {
     std::erase_if(samples, [&](const auto& entry) { return !asked.count(entry.second.probe); });
   }
   print_probe_summaries(samples);
-  if (o.has("metrics")) {
-    const std::string csv = metrics_csv(history);
-    serialize::write_file_atomically(o.text("metrics"),
-                                     [&](serialize::ByteSink& sink) { sink.write(csv); });
-    if (!quiet) std::printf("wrote %s\n", o.text("metrics").c_str());
-  }
-  if (o.has("save")) {
-    const std::string out = o.text("save");
-    if (serialize::format_from_extension(out) == serialize::Format::TorchZip) {
-      train::save_checkpoint(session->training_state(), out);
-    } else {
-      serialize::save_state_dict_file(session->model()->state_dict(), out);
-    }
-    if (!quiet) std::printf("saved %s\n", out.c_str());
-  }
+  write_metrics(o, history, r.quiet);
+  save(o, *session, r.quiet);
   return 0;
 }
 
