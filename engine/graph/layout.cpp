@@ -288,21 +288,10 @@ LevelResult dot_level(const LevelInput& in) {
   return r;
 }
 
-// A large level laid out directly: ranks by the longest path from the sources (a chain of
-// blocks is one item per rank), each rank's items side by side, a ModuleList's members in a
-// band of their own with the nodes that interleave with them (residual Adds) beside the band,
-// and wires as S-curves between ranks that pass a rank beside its boxes. Linear in the level's
-// size but for the few items a rank holds. Computed along the flow (r) and across it (c).
-LevelResult direct_level(const LevelInput& in) {
+// The ranks of a large level's items: the longest path from the sources, in Kahn's order; in a
+// cycle, the earliest item left goes next (its links from the rest of the cycle run backwards).
+std::vector<int> longest_path_ranks(const LevelInput& in) {
   const int n = static_cast<int>(in.items.size());
-  auto rsize = [&](int i) { return in.tb ? in.items[i].height : in.items[i].width; };
-  auto csize = [&](int i) { return in.tb ? in.items[i].width : in.items[i].height; };
-  // Padding of a cluster's frame along and across the flow: the title band is on top.
-  const double r_pad0 = in.tb ? kFrameHeader + kMargin : kMargin;
-  const double c_pad0 = in.tb ? kMargin : kFrameHeader + kMargin;
-
-  // Ranks: Kahn's order; in a cycle, the earliest item left goes next (its links from the
-  // rest of the cycle run backwards).
   std::vector<std::vector<int>> outs(n);
   std::vector<int> indegree(n, 0), rank(n, 0);
   for (const LevelLink& l : in.links) {
@@ -335,200 +324,336 @@ LevelResult direct_level(const LevelInput& in) {
       if (--indegree[w] == 0) queue.push_back(w);
     }
   }
-  const int ranks = n == 0 ? 0 : *std::max_element(rank.begin(), rank.end()) + 1;
+  return rank;
+}
 
-  // Clusters: each item's outermost one (its band), each cluster's depth and rank span.
+// Where a ranked level's clusters stand: each one's outermost enclosing cluster (the band it is
+// drawn in), how deeply it is nested, and the ranks its items span (last_rank -1: no items).
+struct ClusterSpans {
+  std::vector<int> top, depth, first_rank, last_rank;
+
+  ClusterSpans(const LevelInput& in, const std::vector<int>& rank) {
+    const int nc = static_cast<int>(in.cluster_parents.size());
+    top.assign(nc, 0);
+    depth.assign(nc, 0);
+    for (int c = 0; c < nc; ++c) {
+      int t = c;
+      while (in.cluster_parents[t] >= 0) {
+        t = in.cluster_parents[t];
+        ++depth[c];
+      }
+      top[c] = t;
+    }
+    first_rank.assign(nc, std::numeric_limits<int>::max());
+    last_rank.assign(nc, -1);
+    for (size_t i = 0; i < in.items.size(); ++i) {
+      for (int c = in.items[i].cluster; c >= 0; c = in.cluster_parents[c]) {
+        first_rank[c] = std::min(first_rank[c], rank[i]);
+        last_rank[c] = std::max(last_rank[c], rank[i]);
+      }
+    }
+  }
+
+  bool covers(int c, int r) const { return first_rank[c] <= r && r <= last_rank[c]; }
+};
+
+// The frames of a level's clusters around its items placed at `items`: their items' extent with
+// margins, an enclosing cluster's around its inner ones; a cluster with no items has no box.
+std::vector<LayoutBox> cluster_frames(const LevelInput& in, const std::vector<int>& depth,
+                                      const std::vector<LayoutPoint>& items) {
   const int nc = static_cast<int>(in.cluster_parents.size());
-  std::vector<int> top(nc), depth(nc, 0);
-  for (int c = 0; c < nc; ++c) {
-    int t = c;
-    while (in.cluster_parents[t] >= 0) {
-      t = in.cluster_parents[t];
-      ++depth[c];
-    }
-    top[c] = t;
+  std::vector<LayoutBox> frames(nc);
+  std::vector<double> x0(nc, std::numeric_limits<double>::max()), y0(x0);
+  std::vector<double> x1(nc, std::numeric_limits<double>::lowest()), y1(x1);
+  auto grow = [&](int c, double ax, double ay, double bx, double by) {
+    x0[c] = std::min(x0[c], ax);
+    y0[c] = std::min(y0[c], ay);
+    x1[c] = std::max(x1[c], bx);
+    y1[c] = std::max(y1[c], by);
+  };
+  for (size_t i = 0; i < in.items.size(); ++i) {
+    if (in.items[i].cluster < 0) continue;
+    grow(in.items[i].cluster, items[i].x, items[i].y, items[i].x + in.items[i].width,
+         items[i].y + in.items[i].height);
   }
-  std::vector<int> first_rank(nc, std::numeric_limits<int>::max()), last_rank(nc, -1);
-  for (int i = 0; i < n; ++i) {
-    for (int c = in.items[i].cluster; c >= 0; c = in.cluster_parents[c]) {
-      first_rank[c] = std::min(first_rank[c], rank[i]);
-      last_rank[c] = std::max(last_rank[c], rank[i]);
-    }
+  // Innermost first, so that each frame has grown to its final size before its parent grows
+  // around it.
+  std::vector<int> order(nc);
+  for (int c = 0; c < nc; ++c) order[c] = c;
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return depth[a] > depth[b]; });
+  for (int c : order) {
+    if (x0[c] > x1[c]) continue;
+    const LayoutBox box{x0[c] - kMargin, y0[c] - kMargin - kFrameHeader,
+                        x1[c] - x0[c] + 2 * kMargin, y1[c] - y0[c] + 2 * kMargin + kFrameHeader};
+    frames[c] = box;
+    if (in.cluster_parents[c] >= 0)
+      grow(in.cluster_parents[c], box.x, box.y, box.x + box.width, box.y + box.height);
   }
-  auto band_of = [&](int i) { return in.items[i].cluster < 0 ? -1 : top[in.items[i].cluster]; };
+  return frames;
+}
 
-  // Along the flow: each rank as thick as its thickest item, room for frames' paddings where
-  // clusters start and end.
-  std::vector<std::vector<int>> by_rank(ranks);
-  for (int i = 0; i < n; ++i) by_rank[rank[i]].push_back(i);
-  std::vector<double> r_pos(ranks, 0), thick(ranks, 0), pad_before(ranks, 0), pad_after(ranks, 0);
-  for (int c = 0; c < nc; ++c) {
-    if (last_rank[c] < 0) continue;
-    pad_before[first_rank[c]] = std::max(pad_before[first_rank[c]], r_pad0 + depth[c] * r_pad0);
-    pad_after[last_rank[c]] = std::max(pad_after[last_rank[c]], kMargin * (depth[c] + 1));
+// Moves the top level's drawing (boxes, frames and wires) so that it starts at (0, 0), and sets
+// its extent. A group's inside is framed by frame_level instead.
+void move_to_origin(const LevelInput& in, LevelResult& out) {
+  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool any = false;
+  auto grow = [&](double ax, double ay, double bx, double by) {
+    x0 = any ? std::min(x0, ax) : ax;
+    y0 = any ? std::min(y0, ay) : ay;
+    x1 = any ? std::max(x1, bx) : bx;
+    y1 = any ? std::max(y1, by) : by;
+    any = true;
+  };
+  for (size_t i = 0; i < in.items.size(); ++i)
+    grow(out.items[i].x, out.items[i].y, out.items[i].x + in.items[i].width,
+         out.items[i].y + in.items[i].height);
+  for (const LayoutBox& c : out.clusters) {
+    if (c.width > 0) grow(c.x, c.y, c.x + c.width, c.y + c.height);
   }
-  for (int r = 0; r < ranks; ++r) {
-    for (int i : by_rank[r]) thick[r] = std::max(thick[r], rsize(i));
-    r_pos[r] =
-        r == 0
-            ? pad_before[0]
-            : std::round(r_pos[r - 1] + thick[r - 1] + kRankSep + pad_after[r - 1] + pad_before[r]);
+  for (const auto& pts : out.links) {
+    for (const LayoutPoint& p : pts) grow(p.x, p.y, p.x, p.y);
+  }
+  const double ox = std::floor(x0), oy = std::floor(y0);
+  for (LayoutPoint& p : out.items) p = {p.x - ox, p.y - oy};
+  for (LayoutBox& c : out.clusters) {
+    if (c.width > 0) c = {c.x - ox, c.y - oy, c.width, c.height};
+  }
+  for (auto& pts : out.links) {
+    for (LayoutPoint& p : pts) p = {p.x - ox, p.y - oy};
+  }
+  out.width = x1 - ox;
+  out.height = y1 - oy;
+}
+
+// A large level's items placed by ranks, along the flow (r) and across it (c), and its wires
+// routed between them. The constructor runs the placement phases in order, each filling the
+// members listed under it for the phases after it.
+class DirectPlacement {
+ public:
+  explicit DirectPlacement(const LevelInput& in)
+      : in_(in),
+        n_(static_cast<int>(in.items.size())),
+        nc_(static_cast<int>(in.cluster_parents.size())),
+        r_pad0_(in.tb ? kFrameHeader + kMargin : kMargin),
+        c_pad0_(in.tb ? kMargin : kFrameHeader + kMargin),
+        rank_(longest_path_ranks(in)),
+        ranks_(n_ == 0 ? 0 : *std::max_element(rank_.begin(), rank_.end()) + 1),
+        clusters_(in, rank_) {
+    place_ranks();
+    size_bands();
+    place_across();
+    centre_in_ranks();
+    measure_rank_extents();
   }
 
-  // Across the flow: the bands of the top clusters side by side, then the other items.
-  std::vector<double> band_left(nc, 0), band_width(nc, 0);
-  auto row_width = [&](const std::vector<int>& items) {
+  const ClusterSpans& clusters() const { return clusters_; }
+
+  // Each item's top-left corner.
+  std::vector<LayoutPoint> item_corners() const {
+    std::vector<LayoutPoint> corners;
+    for (int i = 0; i < n_; ++i) corners.push_back(point(c_pos_[i], r_top_[i]));
+    return corners;
+  }
+
+  // Each link's Bezier points (none for a link from an item to itself). A wire down the flow
+  // runs straight through the ranks it passes where they are free and beside their boxes where
+  // not, with an S-curve between ranks; one against the flow (a cycle's link) is one curve.
+  std::vector<std::vector<LayoutPoint>> wire_routes() const {
+    std::vector<std::vector<LayoutPoint>> routes(in_.links.size());
+    for (size_t j = 0; j < in_.links.size(); ++j) {
+      if (in_.links[j].tail != in_.links[j].head) routes[j] = route_wire(in_.links[j]);
+    }
+    return routes;
+  }
+
+ private:
+  using Station = std::pair<double, double>;  // a point on a wire's way, (c, r)
+
+  double rsize(int i) const { return in_.tb ? in_.items[i].height : in_.items[i].width; }
+  double csize(int i) const { return in_.tb ? in_.items[i].width : in_.items[i].height; }
+  LayoutPoint point(double c, double r) const {
+    return in_.tb ? LayoutPoint{c, r} : LayoutPoint{r, c};
+  }
+  // The band an item is drawn in (its outermost cluster), or -1.
+  int band_of(int i) const {
+    return in_.items[i].cluster < 0 ? -1 : clusters_.top[in_.items[i].cluster];
+  }
+  // How wide a row of items side by side is across the flow.
+  double row_width(const std::vector<int>& items) const {
     double w = 0;
     for (int i : items) w += csize(i);
     return w + kNodeSep * std::max<double>(0, static_cast<double>(items.size()) - 1);
-  };
-  std::vector<std::vector<int>> band_row(nc), free_row;
-  for (int r = 0; r < ranks; ++r) {
-    for (int i : by_rank[r]) {
-      if (band_of(i) >= 0) band_row[band_of(i)].push_back(i);
+  }
+  // The far edge across the flow of the bands that rank r passes through, or lowest() if none.
+  double bands_right(int r) const {
+    double right = std::numeric_limits<double>::lowest();
+    for (int c : bands_) {
+      if (clusters_.covers(c, r)) right = std::max(right, band_left_[c] + band_width_[c]);
     }
-    for (int c = 0; c < nc; ++c) {
-      if (band_row[c].empty()) continue;
-      band_width[c] = std::max(band_width[c], row_width(band_row[c]));
-      band_row[c].clear();
+    return right;
+  }
+
+  // Along the flow: each rank as thick as its thickest item, room for frames' paddings where
+  // clusters start and end (a frame's title band is on its top).
+  void place_ranks() {
+    by_rank_.resize(ranks_);
+    for (int i = 0; i < n_; ++i) by_rank_[rank_[i]].push_back(i);
+    r_pos_.assign(ranks_, 0);
+    thick_.assign(ranks_, 0);
+    std::vector<double> pad_before(ranks_, 0), pad_after(ranks_, 0);
+    for (int c = 0; c < nc_; ++c) {
+      const int first = clusters_.first_rank[c], last = clusters_.last_rank[c];
+      if (last < 0) continue;
+      pad_before[first] = std::max(pad_before[first], r_pad0_ + clusters_.depth[c] * r_pad0_);
+      pad_after[last] = std::max(pad_after[last], kMargin * (clusters_.depth[c] + 1));
+    }
+    for (int r = 0; r < ranks_; ++r) {
+      for (int i : by_rank_[r]) thick_[r] = std::max(thick_[r], rsize(i));
+      r_pos_[r] = r == 0 ? pad_before[0]
+                         : std::round(r_pos_[r - 1] + thick_[r - 1] + kRankSep + pad_after[r - 1] +
+                                      pad_before[r]);
     }
   }
-  double left = 0;
-  std::vector<int> bands;
-  for (int c = 0; c < nc; ++c) {
-    if (top[c] != c || last_rank[c] < 0) continue;
-    band_width[c] += c_pad0 + kMargin;  // the frame's sides
-    band_left[c] = left;
-    left += band_width[c] + 2 * kNodeSep;
-    bands.push_back(c);
+
+  // Across the flow: the bands of the top clusters side by side, each as wide as its widest
+  // rank of members and its frame's sides.
+  void size_bands() {
+    band_left_.assign(nc_, 0);
+    band_width_.assign(nc_, 0);
+    std::vector<std::vector<int>> band_row(nc_);
+    for (int r = 0; r < ranks_; ++r) {
+      for (int i : by_rank_[r]) {
+        if (band_of(i) >= 0) band_row[band_of(i)].push_back(i);
+      }
+      for (int c = 0; c < nc_; ++c) {
+        if (band_row[c].empty()) continue;
+        band_width_[c] = std::max(band_width_[c], row_width(band_row[c]));
+        band_row[c].clear();
+      }
+    }
+    double left = 0;
+    for (int c = 0; c < nc_; ++c) {
+      if (clusters_.top[c] != c || clusters_.last_rank[c] < 0) continue;
+      band_width_[c] += c_pad0_ + kMargin;  // the frame's sides
+      band_left_[c] = left;
+      left += band_width_[c] + 2 * kNodeSep;
+      bands_.push_back(c);
+    }
   }
-  std::vector<double> c_pos(n, 0);
-  for (int r = 0; r < ranks; ++r) {
-    std::vector<int> free;
-    for (int i : by_rank[r]) {
-      if (band_of(i) >= 0) {
-        band_row[band_of(i)].push_back(i);
-      } else {
-        free.push_back(i);
+
+  // Across the flow, rank by rank: each band's members centred in it, then the other items.
+  void place_across() {
+    c_pos_.assign(n_, 0);
+    std::vector<std::vector<int>> band_row(nc_);
+    for (int r = 0; r < ranks_; ++r) {
+      std::vector<int> free;
+      for (int i : by_rank_[r]) {
+        if (band_of(i) >= 0) {
+          band_row[band_of(i)].push_back(i);
+        } else {
+          free.push_back(i);
+        }
       }
-    }
-    double covered_right = std::numeric_limits<double>::lowest();
-    for (int c : bands) {
-      if (first_rank[c] <= r && r <= last_rank[c])
-        covered_right = std::max(covered_right, band_left[c] + band_width[c]);
-      if (band_row[c].empty()) continue;
-      const double inner = band_width[c] - c_pad0 - kMargin;
-      double x = std::round(band_left[c] + c_pad0 + (inner - row_width(band_row[c])) / 2);
-      for (int i : band_row[c]) {
-        c_pos[i] = x;
-        x += csize(i) + kNodeSep;
+      for (int c : bands_) {
+        if (band_row[c].empty()) continue;
+        const double inner = band_width_[c] - c_pad0_ - kMargin;
+        place_row(band_row[c],
+                  std::round(band_left_[c] + c_pad0_ + (inner - row_width(band_row[c])) / 2));
+        band_row[c].clear();
       }
-      band_row[c].clear();
+      place_row(free, free_row_left(r, free));
     }
+  }
+
+  // Where rank r's items outside the bands start across the flow: beside the bands the rank
+  // passes through, else in line with the first band's column, else centred on 0.
+  double free_row_left(int r, const std::vector<int>& free) const {
+    const double covered_right = bands_right(r);
     double x;
     if (covered_right > std::numeric_limits<double>::lowest()) {
-      x = covered_right + kNodeSep;  // beside the band
-    } else if (!bands.empty()) {
-      // Above or below the bands: centred on the first one, in line with its column.
-      x = band_left[bands[0]] + c_pad0 +
-          (band_width[bands[0]] - c_pad0 - kMargin - row_width(free)) / 2;
+      x = covered_right + kNodeSep;
+    } else if (!bands_.empty()) {
+      const int first = bands_[0];
+      x = band_left_[first] + c_pad0_ +
+          (band_width_[first] - c_pad0_ - kMargin - row_width(free)) / 2;
     } else {
       x = -row_width(free) / 2;
     }
-    x = std::round(x);
-    for (int i : free) {
-      c_pos[i] = x;
+    return std::round(x);
+  }
+
+  // Items side by side across the flow, the first at x.
+  void place_row(const std::vector<int>& items, double x) {
+    for (int i : items) {
+      c_pos_[i] = x;
       x += csize(i) + kNodeSep;
     }
   }
 
-  // Where each item sits along the flow (centred in its rank).
-  std::vector<double> r_top(n);
-  for (int i = 0; i < n; ++i)
-    r_top[i] = std::round(r_pos[rank[i]] + (thick[rank[i]] - rsize(i)) / 2);
-  // Each rank's items across the flow, for wires that pass it.
-  std::vector<std::vector<std::pair<double, double>>> spans(ranks);
-  for (int i = 0; i < n; ++i) spans[rank[i]].emplace_back(c_pos[i], c_pos[i] + csize(i));
-  std::vector<double> rank_right(ranks, std::numeric_limits<double>::lowest());
-  for (int r = 0; r < ranks; ++r) {
-    for (const auto& s : spans[r]) rank_right[r] = std::max(rank_right[r], s.second);
-    for (int c : bands) {
-      if (first_rank[c] <= r && r <= last_rank[c])
-        rank_right[r] = std::max(rank_right[r], band_left[c] + band_width[c]);
+  // Along the flow: each item centred in its rank.
+  void centre_in_ranks() {
+    r_top_.resize(n_);
+    for (int i = 0; i < n_; ++i)
+      r_top_[i] = std::round(r_pos_[rank_[i]] + (thick_[rank_[i]] - rsize(i)) / 2);
+  }
+
+  // Each rank's items across the flow and its far edge, bands included: what a wire that
+  // passes the rank must go around.
+  void measure_rank_extents() {
+    spans_.resize(ranks_);
+    for (int i = 0; i < n_; ++i) spans_[rank_[i]].emplace_back(c_pos_[i], c_pos_[i] + csize(i));
+    rank_right_.assign(ranks_, std::numeric_limits<double>::lowest());
+    for (int r = 0; r < ranks_; ++r) {
+      for (const auto& s : spans_[r]) rank_right_[r] = std::max(rank_right_[r], s.second);
+      rank_right_[r] = std::max(rank_right_[r], bands_right(r));
     }
   }
 
-  LevelResult out;
-  auto point = [&](double c, double r) { return in.tb ? LayoutPoint{c, r} : LayoutPoint{r, c}; };
-  for (int i = 0; i < n; ++i) out.items.push_back(point(c_pos[i], r_top[i]));
-  // Frames: their items' extent with margins, an enclosing cluster around its inner ones.
-  out.clusters.assign(nc, {});
-  {
-    std::vector<double> x0(nc, std::numeric_limits<double>::max()), y0(x0);
-    std::vector<double> x1(nc, std::numeric_limits<double>::lowest()), y1(x1);
-    auto grow = [&](int c, double ax, double ay, double bx, double by) {
-      x0[c] = std::min(x0[c], ax);
-      y0[c] = std::min(y0[c], ay);
-      x1[c] = std::max(x1[c], bx);
-      y1[c] = std::max(y1[c], by);
-    };
-    for (int i = 0; i < n; ++i) {
-      if (in.items[i].cluster < 0) continue;
-      grow(in.items[i].cluster, out.items[i].x, out.items[i].y, out.items[i].x + in.items[i].width,
-           out.items[i].y + in.items[i].height);
+  std::vector<LayoutPoint> route_wire(const LevelLink& l) const {
+    const Station from{c_pos_[l.tail] + csize(l.tail) / 2, r_top_[l.tail] + rsize(l.tail)};
+    const Station to{c_pos_[l.head] + csize(l.head) / 2, r_top_[l.head]};
+    if (rank_[l.tail] >= rank_[l.head]) {
+      return {point(from.first, from.second), point(from.first, from.second + 40),
+              point(to.first, to.second - 40), point(to.first, to.second)};
     }
-    std::vector<int> order(nc);
-    for (int c = 0; c < nc; ++c) order[c] = c;
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return depth[a] > depth[b]; });
-    for (int c : order) {
-      if (x0[c] > x1[c]) continue;
-      const LayoutBox box{x0[c] - kMargin, y0[c] - kMargin - kFrameHeader,
-                          x1[c] - x0[c] + 2 * kMargin, y1[c] - y0[c] + 2 * kMargin + kFrameHeader};
-      out.clusters[c] = box;
-      if (in.cluster_parents[c] >= 0)
-        grow(in.cluster_parents[c], box.x, box.y, box.x + box.width, box.y + box.height);
-    }
+    return curve_through(stations(l, from, to));
   }
 
-  // Wires. A wire down the flow runs straight through the ranks it passes where they are free
-  // and beside their boxes where not, with an S-curve between ranks; one against the flow
-  // (a cycle's link) is one curve.
-  out.links.resize(in.links.size());
-  for (size_t j = 0; j < in.links.size(); ++j) {
-    const LevelLink& l = in.links[j];
-    if (l.tail == l.head) continue;
-    const double c_from = c_pos[l.tail] + csize(l.tail) / 2;
-    const double c_to = c_pos[l.head] + csize(l.head) / 2;
-    const double r_from = r_top[l.tail] + rsize(l.tail);
-    const double r_to = r_top[l.head];
-    std::vector<LayoutPoint>& pts = out.links[j];
-    if (rank[l.tail] >= rank[l.head]) {
-      pts = {point(c_from, r_from), point(c_from, r_from + 40), point(c_to, r_to - 40),
-             point(c_to, r_to)};
-      continue;
+  // Where a wire down the flow enters and leaves each rank it passes: on in its lane while the
+  // rank is free there, else beside the rank's far edge.
+  std::vector<Station> stations(const LevelLink& l, Station from, Station to) const {
+    std::vector<Station> way{from};
+    double lane = from.first;
+    for (int r = rank_[l.tail] + 1; r < rank_[l.head]; ++r) {
+      if (blocked(r, lane)) lane = rank_right_[r] + kNodeSep / 2;
+      way.emplace_back(lane, r_pos_[r]);
+      way.emplace_back(lane, r_pos_[r] + thick_[r]);
     }
-    // Stations along the way: where the wire enters and leaves each rank it passes.
-    std::vector<std::pair<double, double>> stations{{c_from, r_from}};
-    double lane = c_from;
-    for (int r = rank[l.tail] + 1; r < rank[l.head]; ++r) {
-      bool blocked = false;
-      for (const auto& s : spans[r])
-        blocked = blocked || (lane > s.first - 6 && lane < s.second + 6);
-      for (int c : bands) {
-        // Through a ModuleList's frame only to reach its members.
-        if (first_rank[c] <= r && r <= last_rank[c] && lane > band_left[c] - 6 &&
-            lane < band_left[c] + band_width[c] + 6)
-          blocked = true;
-      }
-      if (blocked) lane = rank_right[r] + kNodeSep / 2;
-      stations.emplace_back(lane, r_pos[r]);
-      stations.emplace_back(lane, r_pos[r] + thick[r]);
+    way.push_back(to);
+    return way;
+  }
+
+  // Whether a wire in `lane` would cross rank r's boxes, or a ModuleList's frame that it only
+  // passes (it goes through one only to reach its members).
+  bool blocked(int r, double lane) const {
+    for (const auto& s : spans_[r]) {
+      if (lane > s.first - 6 && lane < s.second + 6) return true;
     }
-    stations.emplace_back(c_to, r_to);
-    pts.push_back(point(stations[0].first, stations[0].second));
-    for (size_t s = 1; s < stations.size(); ++s) {
-      const auto [ac, ar] = stations[s - 1];
-      const auto [bc, br] = stations[s];
+    for (int c : bands_) {
+      if (clusters_.covers(c, r) && lane > band_left_[c] - 6 &&
+          lane < band_left_[c] + band_width_[c] + 6)
+        return true;
+    }
+    return false;
+  }
+
+  // The Bezier points through a wire's stations: a straight piece between two in one lane, an
+  // S-curve between lanes.
+  std::vector<LayoutPoint> curve_through(const std::vector<Station>& way) const {
+    std::vector<LayoutPoint> pts{point(way[0].first, way[0].second)};
+    for (size_t s = 1; s < way.size(); ++s) {
+      const auto [ac, ar] = way[s - 1];
+      const auto [bc, br] = way[s];
       const double mid = (ar + br) / 2;
       if (ac == bc) {
         pts.push_back(point(ac, ar + (br - ar) / 3));
@@ -539,40 +664,46 @@ LevelResult direct_level(const LevelInput& in) {
       }
       pts.push_back(point(bc, br));
     }
+    return pts;
   }
 
-  // The drawing from (0, 0): the top level's extent, or a group's frame.
+  const LevelInput& in_;
+  const int n_, nc_;              // items, clusters
+  const double r_pad0_, c_pad0_;  // a cluster frame's padding before its members, along/across
+  const std::vector<int> rank_;   // each item's
+  const int ranks_;
+  const ClusterSpans clusters_;
+  // place_ranks(): each rank's items, where it starts along the flow and how thick it is.
+  std::vector<std::vector<int>> by_rank_;
+  std::vector<double> r_pos_, thick_;
+  // size_bands(): the bands (top clusters with items) in order, each one's left edge and width.
+  std::vector<int> bands_;
+  std::vector<double> band_left_, band_width_;
+  // place_across(): each item's left edge across the flow.
+  std::vector<double> c_pos_;
+  // centre_in_ranks(): each item's top edge along the flow.
+  std::vector<double> r_top_;
+  // measure_rank_extents(): each rank's items' (from, to) across the flow, and its far edge.
+  std::vector<std::vector<std::pair<double, double>>> spans_;
+  std::vector<double> rank_right_;
+};
+
+// A large level laid out directly: ranks by the longest path from the sources (a chain of
+// blocks is one item per rank), each rank's items side by side, a ModuleList's members in a
+// band of their own with the nodes that interleave with them (residual Adds) beside the band,
+// and wires as S-curves between ranks that pass a rank beside its boxes. Linear in the level's
+// size but for the few items a rank holds.
+LevelResult direct_level(const LevelInput& in) {
+  const DirectPlacement placed(in);
+  LevelResult out;
+  out.items = placed.item_corners();
+  out.clusters = cluster_frames(in, placed.clusters().depth, out.items);
+  out.links = placed.wire_routes();
+  // The drawing from (0, 0): a group's frame, or the top level's extent.
   if (in.framed) {
     frame_level(in, out);
   } else {
-    double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-    bool any = false;
-    auto grow = [&](double ax, double ay, double bx, double by) {
-      x0 = any ? std::min(x0, ax) : ax;
-      y0 = any ? std::min(y0, ay) : ay;
-      x1 = any ? std::max(x1, bx) : bx;
-      y1 = any ? std::max(y1, by) : by;
-      any = true;
-    };
-    for (int i = 0; i < n; ++i)
-      grow(out.items[i].x, out.items[i].y, out.items[i].x + in.items[i].width,
-           out.items[i].y + in.items[i].height);
-    for (const LayoutBox& c : out.clusters) {
-      if (c.width > 0) grow(c.x, c.y, c.x + c.width, c.y + c.height);
-    }
-    for (const auto& pts : out.links) {
-      for (const LayoutPoint& p : pts) grow(p.x, p.y, p.x, p.y);
-    }
-    const double ox = std::floor(x0), oy = std::floor(y0);
-    for (LayoutPoint& p : out.items) p = {p.x - ox, p.y - oy};
-    for (LayoutBox& c : out.clusters) {
-      if (c.width > 0) c = {c.x - ox, c.y - oy, c.width, c.height};
-    }
-    for (auto& pts : out.links) {
-      for (LayoutPoint& p : pts) p = {p.x - ox, p.y - oy};
-    }
-    out.width = x1 - ox;
-    out.height = y1 - oy;
+    move_to_origin(in, out);
   }
   return out;
 }
