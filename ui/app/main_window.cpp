@@ -32,6 +32,7 @@
 #include <exception>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "engine/export/pytorch_code.h"
 #include "engine/graph/repeats.h"
@@ -188,42 +189,53 @@ MainWindow::~MainWindow() {
 }
 
 void MainWindow::createActions() {
-  auto make = [this](const QString& text, QKeySequence key, auto slot,
-                     QIcon icon = QIcon()) -> QAction* {
-    auto* a = new QAction(icon, text, this);
-    if (!key.isEmpty()) a->setShortcut(key);
-    connect(a, &QAction::triggered, this, slot);
-    addAction(a);
-    return a;
-  };
+  createFileActions();
+  createEditActions();
+  createSelectionActions();
+  createViewActions();
+  createProbeActions();
+}
+
+QAction* MainWindow::makeAction(const QString& text, const QKeySequence& key,
+                                std::function<void()> slot, const QIcon& icon) {
+  auto* a = new QAction(icon, text, this);
+  if (!key.isEmpty()) a->setShortcut(key);
+  connect(a, &QAction::triggered, this, std::move(slot));
+  addAction(a);
+  return a;
+}
+
+void MainWindow::createFileActions() {
   const QStyle* s = style();
-  newAct_ = make(
+  newAct_ = makeAction(
       tr("&New"), QKeySequence::New, [this] { newProject(); },
       s->standardIcon(QStyle::SP_FileIcon));
-  openAct_ = make(
+  openAct_ = makeAction(
       tr("&Open…"), QKeySequence::Open, [this] { openDialog(); },
       s->standardIcon(QStyle::SP_DialogOpenButton));
-  saveAct_ = make(
+  saveAct_ = makeAction(
       tr("&Save"), QKeySequence::Save, [this] { save(); },
       s->standardIcon(QStyle::SP_DialogSaveButton));
-  saveAsAct_ = make(tr("Save &As…"), QKeySequence::SaveAs, [this] { saveAsDialog(); });
-  exportImageAct_ = make(tr("&Image…"), QKeySequence(), [this] { exportImageDialog(); });
-  exportPyTorchAct_ = make(tr("&PyTorch Code…"), QKeySequence(), [this] { exportPyTorchDialog(); });
+  saveAsAct_ = makeAction(tr("Save &As…"), QKeySequence::SaveAs, [this] { saveAsDialog(); });
+  exportImageAct_ = makeAction(tr("&Image…"), QKeySequence(), [this] { exportImageDialog(); });
+  exportPyTorchAct_ =
+      makeAction(tr("&PyTorch Code…"), QKeySequence(), [this] { exportPyTorchDialog(); });
   exportPyTorchAct_->setObjectName("exportPyTorchAction");
   exportPyTorchAct_->setToolTip(
       tr("Write the model as PyTorch code (model.py), a training script for one process or "
          "DistributedDataParallel (train.py), the data and the weights as trained now, into a "
          "new folder"));
-  exportOnnxAct_ = make(tr("&ONNX Model…"), QKeySequence(), [this] { exportOnnxDialog(); });
+  exportOnnxAct_ = makeAction(tr("&ONNX Model…"), QKeySequence(), [this] { exportOnnxDialog(); });
   exportOnnxAct_->setObjectName("exportOnnxAction");
   exportOnnxAct_->setToolTip(
       tr("Write the model with the weights as trained now as an ONNX file (eval mode, a dynamic "
          "batch), for ONNX Runtime and other tools"));
   exportImageAct_->setToolTip(
       tr("The canvas (or the selected nodes' area) as an SVG or PNG picture"));
-  importOnnxAct_ = make(tr("&ONNX Model…"), QKeySequence(), [this] { importOnnxDialog(); });
+  importOnnxAct_ = makeAction(tr("&ONNX Model…"), QKeySequence(), [this] { importOnnxDialog(); });
   importOnnxAct_->setObjectName("importOnnxAction");
-  importPyTorchAct_ = make(tr("&PyTorch Code…"), QKeySequence(), [this] { importPyTorchDialog(); });
+  importPyTorchAct_ =
+      makeAction(tr("&PyTorch Code…"), QKeySequence(), [this] { importPyTorchDialog(); });
   importPyTorchAct_->setObjectName("importPyTorchAction");
   importPyTorchAct_->setToolTip(
       tr("Open an nn.Module from Python code (model.py:Net, torchvision.models:resnet18()) as a "
@@ -231,16 +243,20 @@ void MainWindow::createActions() {
   importOnnxAct_->setToolTip(
       tr("Open an ONNX model (torch.onnx.export, opsets 13 to 17) as a new project with its "
          "weights, under PyTorch's module names"));
-  loadStateAct_ = make(
+  loadStateAct_ = makeAction(
       tr("&Load State Dict…"), QKeySequence(), [this] { loadStateDictDialog(); },
       s->standardIcon(QStyle::SP_ArrowDown));
-  saveStateAct_ = make(tr("Save State &Dict…"), QKeySequence(), [this] { saveStateDictDialog(); });
+  saveStateAct_ =
+      makeAction(tr("Save State &Dict…"), QKeySequence(), [this] { saveStateDictDialog(); });
   strictAct_ = new QAction(tr("S&trict State Dict Loading"), this);
   strictAct_->setCheckable(true);
   strictAct_->setChecked(true);
   strictAct_->setToolTip(tr("Refuse state dicts with missing or unexpected keys"));
-  quitAct_ = make(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+  quitAct_ = makeAction(tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+}
 
+void MainWindow::createEditActions() {
+  const QStyle* s = style();
   undoAct_ = document_->undoStack()->createUndoAction(this, tr("&Undo"));
   undoAct_->setShortcut(QKeySequence::Undo);
   undoAct_->setIcon(s->standardIcon(QStyle::SP_ArrowBack));
@@ -254,29 +270,32 @@ void MainWindow::createActions() {
   redoAct_->setIcon(s->standardIcon(QStyle::SP_ArrowForward));
   addAction(undoAct_);
   addAction(redoAct_);
-  copyAct_ = make(tr("&Copy"), QKeySequence::Copy, [this] { copySelection(); });
-  pasteAct_ = make(tr("&Paste"), QKeySequence::Paste, [this] { paste(); });
-  deleteAct_ = make(tr("&Delete"), QKeySequence::Delete, [this] { deleteSelection(); });
+  copyAct_ = makeAction(tr("&Copy"), QKeySequence::Copy, [this] { copySelection(); });
+  pasteAct_ = makeAction(tr("&Paste"), QKeySequence::Paste, [this] { paste(); });
+  deleteAct_ = makeAction(tr("&Delete"), QKeySequence::Delete, [this] { deleteSelection(); });
   deleteAct_->setShortcuts({QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)});
-  selectAllAct_ = make(tr("Select &All"), QKeySequence::SelectAll, [this] {
+  selectAllAct_ = makeAction(tr("Select &All"), QKeySequence::SelectAll, [this] {
     std::vector<graph::NodeId> all;
     for (const graph::Node& n : document_->project().graph.nodes) all.push_back(n.id);
     document_->setSelection(all);
   });
-  groupSeqAct_ = make(tr("Group as &Sequential"), QKeySequence(Qt::CTRL | Qt::Key_G),
-                      [this] { groupSelection("Sequential"); });
-  groupListAct_ =
-      make(tr("Group as Module&List"), QKeySequence(), [this] { groupSelection("ModuleList"); });
-  groupDictAct_ =
-      make(tr("Group as Module&Dict"), QKeySequence(), [this] { groupSelection("ModuleDict"); });
-  ungroupAct_ = make(tr("&Ungroup"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_G), [this] {
+}
+
+void MainWindow::createSelectionActions() {
+  groupSeqAct_ = makeAction(tr("Group as &Sequential"), QKeySequence(Qt::CTRL | Qt::Key_G),
+                            [this] { groupSelection("Sequential"); });
+  groupListAct_ = makeAction(tr("Group as Module&List"), QKeySequence(),
+                             [this] { groupSelection("ModuleList"); });
+  groupDictAct_ = makeAction(tr("Group as Module&Dict"), QKeySequence(),
+                             [this] { groupSelection("ModuleDict"); });
+  ungroupAct_ = makeAction(tr("&Ungroup"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_G), [this] {
     for (graph::NodeId id : document_->selection()) {
       const graph::Node* n = document_->project().graph.find(id);
       if (n && isGroup(*n)) document_->ungroup(id);
     }
   });
   collapseAct_ =
-      make(tr("Collapse / &Expand Group"), QKeySequence(Qt::Key_Space | Qt::CTRL), [this] {
+      makeAction(tr("Collapse / &Expand Group"), QKeySequence(Qt::Key_Space | Qt::CTRL), [this] {
         for (graph::NodeId id : document_->selection()) {
           const graph::Node* n = document_->project().graph.find(id);
           NodeItem* item = scene_->nodeItem(id);
@@ -285,7 +304,7 @@ void MainWindow::createActions() {
       });
   // Repeated blocks: a group with runs of equal members folds them into one box xN each; a box
   // that stands for a run (or its group) shows them all again.
-  foldAct_ = make(tr("Fold / Show &Repeats"), QKeySequence(), [this] {
+  foldAct_ = makeAction(tr("Fold / Show &Repeats"), QKeySequence(), [this] {
     std::set<graph::NodeId> groups;
     for (graph::NodeId id : document_->selection()) {
       if (auto group = foldGroupOf(id)) groups.insert(*group);
@@ -294,7 +313,7 @@ void MainWindow::createActions() {
       document_->setFolded(g, !document_->project().graph.at(g).folded);
   });
   foldAct_->setObjectName("foldAction");
-  makeBlockAct_ = make(tr("Make Custom &Block…"), QKeySequence(Qt::CTRL | Qt::Key_B), [this] {
+  makeBlockAct_ = makeAction(tr("Make Custom &Block…"), QKeySequence(Qt::CTRL | Qt::Key_B), [this] {
     if (document_->selection().empty()) return;
     bool ok = false;
     const QString name = QInputDialog::getText(this, tr("Make Custom Block"),
@@ -302,45 +321,51 @@ void MainWindow::createActions() {
                                                QLineEdit::Normal, tr("MyBlock"), &ok);
     if (ok && !name.trimmed().isEmpty()) document_->makeBlock(document_->selection(), name);
   });
-  inlineBlockAct_ = make(tr("&Inline Block"), QKeySequence(), [this] {
+  inlineBlockAct_ = makeAction(tr("&Inline Block"), QKeySequence(), [this] {
     for (graph::NodeId id : document_->selection()) {
       const graph::Node* n = document_->project().graph.find(id);
       if (n && document_->project().find_block(n->type)) document_->inlineBlock(id);
     }
   });
-  renameAct_ = make(tr("&Rename"), QKeySequence(Qt::Key_F2), [this] {
+  renameAct_ = makeAction(tr("&Rename"), QKeySequence(Qt::Key_F2), [this] {
     inspector_->setCurrentWidget(inspector_->optionsEditor());
     if (auto* name = qobject_cast<QLineEdit*>(inspector_->optionsEditor()->nameEditor())) {
       name->setFocus();
       name->selectAll();
     }
   });
-  frameAct_ = make(tr("&Frame All"), QKeySequence(Qt::Key_F), [this] { view_->frameAll(); });
-  resetLayoutAct_ = make(tr("&Reset Layout"), QKeySequence(), [this] {
+}
+
+void MainWindow::createViewActions() {
+  frameAct_ = makeAction(tr("&Frame All"), QKeySequence(Qt::Key_F), [this] { view_->frameAll(); });
+  resetLayoutAct_ = makeAction(tr("&Reset Layout"), QKeySequence(), [this] {
     applyDefaultLayout();
     view_->frameAll();
   });
-  layoutAct_ = make(tr("&Auto-Layout"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
+  layoutAct_ = makeAction(tr("&Auto-Layout"), QKeySequence(Qt::CTRL | Qt::Key_L), [this] {
     document_->autoLayout();
     view_->frameAll();
   });
   // The flow's direction is the project's (saved with it); choosing it lays the graph out again.
-  leftToRightAct_ = make(tr("Flow &Left to Right"), QKeySequence(), [this] {
+  leftToRightAct_ = makeAction(tr("Flow &Left to Right"), QKeySequence(), [this] {
     document_->setLayoutDirection(leftToRightAct_->isChecked() ? "LR" : "TB");
     view_->frameAll();
   });
   leftToRightAct_->setCheckable(true);
   connect(document_, &ProjectDocument::changed, this,
           [this] { leftToRightAct_->setChecked(document_->project().layout_direction == "LR"); });
-  zoomInAct_ = make(tr("Zoom &In"), QKeySequence::ZoomIn, [this] { view_->zoomBy(1.25); });
-  zoomOutAct_ = make(tr("Zoom &Out"), QKeySequence::ZoomOut, [this] { view_->zoomBy(0.8); });
-  addProbeAct_ = make(tr("Add &Probe"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P),
-                      [this] { addProbesToSelection(); });
+  zoomInAct_ = makeAction(tr("Zoom &In"), QKeySequence::ZoomIn, [this] { view_->zoomBy(1.25); });
+  zoomOutAct_ = makeAction(tr("Zoom &Out"), QKeySequence::ZoomOut, [this] { view_->zoomBy(0.8); });
+}
+
+void MainWindow::createProbeActions() {
+  addProbeAct_ = makeAction(tr("Add &Probe"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P),
+                            [this] { addProbesToSelection(); });
   addProbeAct_->setToolTip(
       tr("Watch the selected nodes' activations and gradients while the "
          "model trains (hooks on their modules)"));
   removeProbeAct_ =
-      make(tr("Remove Probe"), QKeySequence(), [this] { removeProbesFromSelection(); });
+      makeAction(tr("Remove Probe"), QKeySequence(), [this] { removeProbesFromSelection(); });
 }
 
 void MainWindow::createMenus() {

@@ -3,8 +3,11 @@
 // The main window: palette (left), canvas (centre), inspector (right), problems, log and undo
 // history (bottom); menus, toolbar and shortcuts; files, recent files, autosave and crash
 // recovery; window layout remembered in QSettings.
+#include <QIcon>
+#include <QKeySequence>
 #include <QMainWindow>
 #include <QString>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -133,7 +136,19 @@ class MainWindow : public QMainWindow {
   void changeEvent(QEvent* event) override;
 
  private:
+  // The window's actions, grouped by what they act on; createMenus puts them in the menus and
+  // the toolbar.
   void createActions();
+  // A window action: its text, shortcut (none when empty), what it does and its icon.
+  QAction* makeAction(const QString& text, const QKeySequence& key, std::function<void()> slot,
+                      const QIcon& icon = QIcon());
+  void createFileActions();
+  // Undo, redo and the clipboard's.
+  void createEditActions();
+  // What the Edit menu does to the selected nodes: group, collapse, fold, custom blocks, rename.
+  void createSelectionActions();
+  void createViewActions();
+  void createProbeActions();
   void createMenus();
   void createDocks();
   // Where the docks go and their sizes by default (View > Reset Layout); a saved layout

@@ -92,6 +92,18 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
       clearCompare_(new QPushButton(tr("Clear"), this)),
       scrubTimer_(new QTimer(this)),
       refreshTimer_(new QTimer(this)) {
+  setUpTree();
+  setUpControls();
+  layOutControls();
+  setUpCompareControls();
+  connectControls();
+  connectTree();
+  connectController();
+  startPollingStores();
+  refresh();
+}
+
+void RunsPanel::setUpTree() {
   summary_->setWordWrap(true);
   tree_->setObjectName("runsTree");
   tree_->setColumnCount(4);
@@ -103,6 +115,9 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   tree_->header()->setSectionResizeMode(kRunColumn, QHeaderView::ResizeToContents);
   tree_->header()->setSectionResizeMode(kStepsColumn, QHeaderView::ResizeToContents);
   tree_->header()->setSectionResizeMode(kAccuracyColumn, QHeaderView::ResizeToContents);
+}
+
+void RunsPanel::setUpControls() {
   rename_->setToolTip(tr("Give the selected run a name"));
   delete_->setToolTip(tr("Delete the selected run, its metrics and snapshots"));
   watch_->setObjectName("watchFolder");
@@ -119,7 +134,9 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
       tr("Train on from the step shown, as a new run (a branch), with what you "
          "changed since"));
   stepLabel_->setMinimumWidth(90);
+}
 
+void RunsPanel::layOutControls() {
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(rename_);
   buttons->addWidget(delete_);
@@ -143,6 +160,9 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   compare->addWidget(compare_);
   compare->addWidget(clearCompare_);
   layout->addLayout(compare);
+}
+
+void RunsPanel::setUpCompareControls() {
   compareWith_->setObjectName("compareWith");
   compareWith_->setToolTip(
       tr("Another snapshot: Compare tints each node by how far its weights "
@@ -151,6 +171,9 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
       tr("Tint each node by the change of its weights between the two "
          "snapshots (pale 0.1%, deep 100% of their norm)"));
   clearCompare_->setEnabled(false);
+}
+
+void RunsPanel::connectControls() {
   connect(compare_, &QPushButton::clicked, this, [this] {
     const QList<QVariant> at = compareWith_->currentData().toList();
     if (at.size() == 3) compareWith(at[1].toLongLong(), at[2].toLongLong(), at[0].toInt());
@@ -175,6 +198,9 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
   connect(branch_, &QPushButton::clicked, this, &RunsPanel::branchFromHere);
   connect(rename_, &QPushButton::clicked, this, &RunsPanel::renameSelected);
   connect(delete_, &QPushButton::clicked, this, &RunsPanel::deleteSelected);
+}
+
+void RunsPanel::connectTree() {
   connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* item, int column) {
     if (refreshing_ || column != kRunColumn) return;
     const RunKey key{item->data(kRunColumn, kStoreRole).toInt(),
@@ -191,11 +217,17 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
     updateSlider();
     showWatchedProbes();
   });
+}
+
+void RunsPanel::connectController() {
   connect(controller_, &TrainingController::runsChanged, this, &RunsPanel::refresh);
   connect(controller_, &TrainingController::snapshotShown, this, &RunsPanel::onSnapshotShown);
   connect(controller_, &TrainingController::sessionReset, this, [this] {
     if (!controller_->shownSnapshot()) curves_->setCursorStep(-1);
   });
+}
+
+void RunsPanel::startPollingStores() {
   // The store as it is, within a second of a change: the recorder writes on a thread of its
   // own, so a run's last steps and figures land after the runsChanged that announced its end
   // (the panel showed a finished run "(recording)" at an earlier step count). While a run
@@ -220,7 +252,6 @@ RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, Graph
     refresh();
   });
   refreshTimer_->start();
-  refresh();
 }
 
 int64_t RunsPanel::selectedRun() const {

@@ -96,6 +96,22 @@ class RunsPanel : public QWidget {
   void clearComparison();
 
  private:
+  // The constructor's parts, in the order it runs them.
+  void setUpTree();
+  // The run buttons', slider's and step label's names, tooltips and states.
+  void setUpControls();
+  // Summary, tree, run buttons, time slider, Branch from here and the Compare row, top to
+  // bottom.
+  void layOutControls();
+  void setUpCompareControls();
+  // The buttons, the slider (a drag's steps coalesced by scrubTimer_) and the compare list.
+  void connectControls();
+  // Checking a run draws its curves; selecting one sets the slider over its steps and, for a
+  // watched run, shows what its probes recorded.
+  void connectTree();
+  void connectController();
+  // Polls the stores' revisions (refreshTimer_) and refreshes when one changed.
+  void startPollingStores();
   void updateSlider();
   void fillCompareList(const std::vector<RunKey>& runs);
   // The store of index `store` (null where there is none).

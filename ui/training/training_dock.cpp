@@ -276,7 +276,26 @@ QStringList csvColumns(const QString& path) {
 
 TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     : QWidget(parent), controller_(controller), document_(controller->document()) {
-  // ---- Data ----
+  QGroupBox* dataBox = buildDataSection();
+  QGroupBox* trainBox = buildTrainingSection();
+  createRunActions();
+  QGroupBox* runBox = buildRunSection();
+  layOutSections(dataBox, trainBox, runBox);
+
+  // Controls -> document edits.
+  connectDataControls();
+  connectTrainingControls();
+  connectCheckpointButtons();
+
+  // Document and controller -> controls.
+  connect(document_, &ProjectDocument::settingsChanged, this, &TrainingDock::readProject);
+  connect(document_, &ProjectDocument::changed, this, &TrainingDock::readProject);
+  connect(controller_, &TrainingController::statusChanged, this, &TrainingDock::showStatus);
+  readProject();
+  showStatus(controller_->status());
+}
+
+QGroupBox* TrainingDock::buildDataSection() {
   datasets_ = new ThumbnailList;
   datasets_->setObjectName("datasetList");
   datasets_->setViewMode(QListView::IconMode);
@@ -296,7 +315,22 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   regenerate_ = new QPushButton(tr("Regenerate"));
   regenerate_->setToolTip(tr("The same data set with a new seed"));
 
-  // ---- Training ----
+  // The chosen set's option rows go above the test split (showDatasetOptions).
+  dataBox_ = new QGroupBox(tr("Data"));
+  auto* dataLayout = new QVBoxLayout(dataBox_);
+  dataLayout->addWidget(datasets_);
+  dataForm_ = new QFormLayout;
+  dataForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  dataForm_->addRow(tr("Test split"), testSplit_);
+  auto* dataButtons = new QHBoxLayout;
+  dataButtons->addWidget(regenerate_);
+  dataButtons->addWidget(csvButton_);
+  dataForm_->addRow(dataButtons);
+  dataLayout->addLayout(dataForm_);
+  return dataBox_;
+}
+
+QGroupBox* TrainingDock::buildTrainingSection() {
   loss_ = new QComboBox;
   for (const std::string& n : train::loss_names()) loss_->addItem(qs(n));
   optimizer_ = new QComboBox;
@@ -315,54 +349,28 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   inputMessage_->setWordWrap(true);
   inputMessage_->setStyleSheet("color: #b00020");
   inputMessage_->hide();
+  createDeviceChoice();
 
-  // ---- Run ----
-  auto action = [this](const QString& text, const QKeySequence& key, auto fn) {
-    auto* a = new QAction(text, this);
-    a->setShortcut(key);
-    a->setShortcutContext(Qt::WindowShortcut);
-    a->setToolTip(QString("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
-    connect(a, &QAction::triggered, controller_, fn);
-    addAction(a);
-    return a;
-  };
-  startAct_ = action(tr("Start"), QKeySequence(Qt::Key_F5), &TrainingController::start);
-  pauseAct_ = action(tr("Pause"), QKeySequence(Qt::SHIFT | Qt::Key_F5), &TrainingController::pause);
-  stepAct_ = action(tr("Step"), QKeySequence(Qt::Key_F10), &TrainingController::stepOnce);
-  resetAct_ = action(tr("Reset"), QKeySequence(Qt::CTRL | Qt::Key_F5), &TrainingController::reset);
-  auto button = [](QAction* a) {
-    auto* b = new QToolButton;
-    b->setDefaultAction(a);
-    b->setToolButtonStyle(Qt::ToolButtonTextOnly);
-    b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-    return b;
-  };
-  counters_ = new QLabel;
-  counters_->setObjectName("trainingCounters");
-  counters_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  // Wrapped, so that a longer figure never widens the dock mid-run.
-  counters_->setWordWrap(true);
-  evalMode_ = new QCheckBox(tr("Eval mode: test twice a second"));
-  evalMode_->setToolTip(
-      tr("Evaluation passes (model.eval(), no grad) on the test set while training, so the "
-         "test curves follow the run between epochs"));
-  auto* saveCkpt = new QPushButton(tr("Save checkpoint…"));
-  auto* loadCkpt = new QPushButton(tr("Load checkpoint…"));
+  auto* trainBox = new QGroupBox(tr("Training"));
+  trainForm_ = new QFormLayout;
+  trainForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  // The loss's option rows go under Loss, the optimizer's under the learning rate
+  // (showTrainingOptions).
+  trainForm_->addRow(tr("Loss"), loss_);
+  trainForm_->addRow(tr("Optimizer"), optimizer_);
+  trainForm_->addRow(tr("Learning rate"), lr_);
+  trainForm_->addRow(inputMessage_);
+  // A row each: side by side, the two spin boxes made the dock ~90 px wider than the canvas
+  // can spare.
+  trainForm_->addRow(tr("Batch size"), batch_);
+  trainForm_->addRow(tr("Weight decay"), weightDecay_);
+  trainForm_->addRow(tr("Device"), device_);
+  trainForm_->addRow(deviceNote_);
+  trainBox->setLayout(trainForm_);
+  return trainBox;
+}
 
-  // ---- Layout ----
-  // The chosen set's option rows go above the test split (showDatasetOptions).
-  dataBox_ = new QGroupBox(tr("Data"));
-  auto* dataLayout = new QVBoxLayout(dataBox_);
-  dataLayout->addWidget(datasets_);
-  dataForm_ = new QFormLayout;
-  dataForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-  dataForm_->addRow(tr("Test split"), testSplit_);
-  auto* dataButtons = new QHBoxLayout;
-  dataButtons->addWidget(regenerate_);
-  dataButtons->addWidget(csvButton_);
-  dataForm_->addRow(dataButtons);
-  dataLayout->addLayout(dataForm_);
-
+void TrainingDock::createDeviceChoice() {
   // The devices this machine has (nns::cuda::devices(): the backend library is loaded here,
   // once); the choice is the project's training.device.
   device_ = new QComboBox;
@@ -384,23 +392,43 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   } else {
     deviceNote_->hide();
   }
+}
 
-  auto* trainBox = new QGroupBox(tr("Training"));
-  trainForm_ = new QFormLayout;
-  trainForm_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-  // The loss's option rows go under Loss, the optimizer's under the learning rate
-  // (showTrainingOptions).
-  trainForm_->addRow(tr("Loss"), loss_);
-  trainForm_->addRow(tr("Optimizer"), optimizer_);
-  trainForm_->addRow(tr("Learning rate"), lr_);
-  trainForm_->addRow(inputMessage_);
-  // A row each: side by side, the two spin boxes made the dock ~90 px wider than the canvas
-  // can spare.
-  trainForm_->addRow(tr("Batch size"), batch_);
-  trainForm_->addRow(tr("Weight decay"), weightDecay_);
-  trainForm_->addRow(tr("Device"), device_);
-  trainForm_->addRow(deviceNote_);
-  trainBox->setLayout(trainForm_);
+void TrainingDock::createRunActions() {
+  auto action = [this](const QString& text, const QKeySequence& key, auto fn) {
+    auto* a = new QAction(text, this);
+    a->setShortcut(key);
+    a->setShortcutContext(Qt::WindowShortcut);
+    a->setToolTip(QString("%1 (%2)").arg(text, key.toString(QKeySequence::NativeText)));
+    connect(a, &QAction::triggered, controller_, fn);
+    addAction(a);
+    return a;
+  };
+  startAct_ = action(tr("Start"), QKeySequence(Qt::Key_F5), &TrainingController::start);
+  pauseAct_ = action(tr("Pause"), QKeySequence(Qt::SHIFT | Qt::Key_F5), &TrainingController::pause);
+  stepAct_ = action(tr("Step"), QKeySequence(Qt::Key_F10), &TrainingController::stepOnce);
+  resetAct_ = action(tr("Reset"), QKeySequence(Qt::CTRL | Qt::Key_F5), &TrainingController::reset);
+}
+
+QGroupBox* TrainingDock::buildRunSection() {
+  auto button = [](QAction* a) {
+    auto* b = new QToolButton;
+    b->setDefaultAction(a);
+    b->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    return b;
+  };
+  counters_ = new QLabel;
+  counters_->setObjectName("trainingCounters");
+  counters_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Wrapped, so that a longer figure never widens the dock mid-run.
+  counters_->setWordWrap(true);
+  evalMode_ = new QCheckBox(tr("Eval mode: test twice a second"));
+  evalMode_->setToolTip(
+      tr("Evaluation passes (model.eval(), no grad) on the test set while training, so the "
+         "test curves follow the run between epochs"));
+  saveCkpt_ = new QPushButton(tr("Save checkpoint…"));
+  loadCkpt_ = new QPushButton(tr("Load checkpoint…"));
 
   auto* runBox = new QGroupBox(tr("Run"));
   auto* runLayout = new QVBoxLayout;
@@ -410,25 +438,29 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   runLayout->addWidget(counters_);
   runLayout->addWidget(evalMode_);
   auto* ckptRow = new QHBoxLayout;
-  ckptRow->addWidget(saveCkpt);
-  ckptRow->addWidget(loadCkpt);
+  ckptRow->addWidget(saveCkpt_);
+  ckptRow->addWidget(loadCkpt_);
   runLayout->addLayout(ckptRow);
   runBox->setLayout(runLayout);
+  return runBox;
+}
 
+void TrainingDock::layOutSections(QGroupBox* data, QGroupBox* training, QGroupBox* run) {
   auto* content = new QWidget;
   auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(4, 4, 4, 4);
-  layout->addWidget(dataBox_);
-  layout->addWidget(trainBox);
-  layout->addWidget(runBox);
+  layout->addWidget(data);
+  layout->addWidget(training);
+  layout->addWidget(run);
   layout->addStretch(1);
   scroll_ = new VerticalScrollArea;
   scroll_->setWidget(content);
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(0, 0, 0, 0);
   outer->addWidget(scroll_);
+}
 
-  // ---- Wiring: controls -> document edits ----
+void TrainingDock::connectDataControls() {
   connect(datasets_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
     const QString name = item->data(Qt::UserRole).toString();
     if (name == kCsv) {
@@ -459,6 +491,9 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
       d.options.erase(kSeed);
     });
   });
+}
+
+void TrainingDock::connectTrainingControls() {
   connect(loss_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
     editTraining(tr("Set loss"), [&](graph::TrainingSettings& t) {
       t.loss = name.toStdString();
@@ -487,23 +522,19 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
     const std::string device = device_->itemData(index).toString().toStdString();
     editTraining(tr("Set device"), [&](graph::TrainingSettings& t) { t.device = device; });
   });
-  connect(saveCkpt, &QPushButton::clicked, this, [this] {
+}
+
+void TrainingDock::connectCheckpointButtons() {
+  connect(saveCkpt_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save checkpoint"), QString(),
                                                       tr("PyTorch checkpoint (*.pt *.pth)"));
     if (!path.isEmpty()) saveCheckpointTo(path);
   });
-  connect(loadCkpt, &QPushButton::clicked, this, [this] {
+  connect(loadCkpt_, &QPushButton::clicked, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Load checkpoint"), QString(),
                                                       tr("PyTorch checkpoint (*.pt *.pth)"));
     if (!path.isEmpty()) loadCheckpointFrom(path);
   });
-
-  // ---- Wiring: document and controller -> controls ----
-  connect(document_, &ProjectDocument::settingsChanged, this, &TrainingDock::readProject);
-  connect(document_, &ProjectDocument::changed, this, &TrainingDock::readProject);
-  connect(controller_, &TrainingController::statusChanged, this, &TrainingDock::showStatus);
-  readProject();
-  showStatus(controller_->status());
 }
 
 void TrainingDock::buildDatasetList() {

@@ -85,6 +85,22 @@ class TrainingDock : public QWidget {
   void chooseDataset(const QString& name);
 
  private:
+  // The dock's sections, top to bottom; each makes its controls and lays them out in its
+  // group box. Laid out in this order, they also give the tab order.
+  QGroupBox* buildDataSection();
+  QGroupBox* buildTrainingSection();
+  // The device combo box and the note under it that says why there is no GPU.
+  void createDeviceChoice();
+  // Start, Pause, Step and Reset with their shortcuts: the Run section's buttons, the window's
+  // Train menu and its toolbar all show these actions.
+  void createRunActions();
+  QGroupBox* buildRunSection();
+  // The sections stacked in the scroll area that fills the dock.
+  void layOutSections(QGroupBox* data, QGroupBox* training, QGroupBox* run);
+  // Controls -> document edits (and the controller's run settings).
+  void connectDataControls();
+  void connectTrainingControls();
+  void connectCheckpointButtons();
   void buildDatasetList();
   void readProject();
   // Remakes the option rows for the data set the project uses now.
@@ -136,6 +152,8 @@ class TrainingDock : public QWidget {
   QAction* resetAct_;
   QLabel* counters_;
   QCheckBox* evalMode_;
+  QPushButton* saveCkpt_;
+  QPushButton* loadCkpt_;
 };
 
 }  // namespace nns::ui
