@@ -139,7 +139,9 @@ TEST_F(WindowWheelTest, AWheelOverAnUnfocusedFieldOfTheTrainingDockScrollsItAndC
     for (int notches : {-1, 1}) {
       if (!field) break;
       wheelOver(field, notches);
-      if (field) EXPECT_EQ(valueOf(field), before);
+      if (field) {
+        EXPECT_EQ(valueOf(field), before);
+      }
     }
     EXPECT_TRUE(field) << "the wheel made the dock remake its fields";
   }
