@@ -168,16 +168,11 @@ void check_options(const std::string& path, const CsvOptions& options) {
   }
 }
 
-}  // namespace
-
-Dataset load_csv(const std::string& path, const std::string& label_column,
-                 const CsvOptions& options) {
-  check_options(path, options);
-  CsvReader reader(path, read_file(path, options), options.delimiter);
-
+// The header row: at most max_columns names, each used once.
+std::vector<std::string> read_header(CsvReader& reader, const CsvOptions& options) {
   std::vector<std::string> header;
   if (!reader.next_row(header)) {
-    throw ValueError("load_csv: '" + path +
+    throw ValueError("load_csv: '" + reader.path() +
                      "' is empty; expected a header row of column names, then one row per sample");
   }
   const auto columns = static_cast<int64_t>(header.size());
@@ -185,8 +180,6 @@ Dataset load_csv(const std::string& path, const std::string& label_column,
     throw ValueError("load_csv: " + reader.where() + ": the header has " + std::to_string(columns) +
                      " columns, more than the limit of " + std::to_string(options.max_columns));
   }
-  std::string column_list;
-  for (const std::string& name : header) column_list += (column_list.empty() ? "" : ", ") + name;
   for (int64_t c = 0; c < columns; ++c) {
     for (int64_t k = 0; k < c; ++k) {
       if (header[c] == header[k]) {
@@ -196,98 +189,118 @@ Dataset load_csv(const std::string& path, const std::string& label_column,
       }
     }
   }
+  return header;
+}
+
+// Where label_column is in the header, which must also have a feature column.
+int64_t find_label_column(const std::vector<std::string>& header, const std::string& label_column,
+                          const std::string& path) {
   const auto label_it = std::find(header.begin(), header.end(), label_column);
   if (label_it == header.end()) {
+    std::string column_list;
+    for (const std::string& name : header) column_list += (column_list.empty() ? "" : ", ") + name;
     throw KeyError("load_csv: '" + path + "' has no column named '" + label_column +
                    "'; its columns are " + column_list);
   }
-  const auto label_index = static_cast<int64_t>(label_it - header.begin());
-  if (columns < 2) {
+  if (header.size() < 2) {
     throw ValueError("load_csv: '" + path + "' has only the label column '" + label_column +
                      "'; add at least one feature column");
   }
-  const bool regression = options.task == TaskKind::Regression;
+  return static_cast<int64_t>(label_it - header.begin());
+}
 
-  std::vector<float> features;
-  std::vector<float> numeric_labels;
-  std::vector<std::string> text_labels;
-  std::vector<std::string> cells;
+// The data rows, as read so far.
+struct Samples {
+  std::vector<float> features;           // row-major, the label column left out
+  std::vector<float> numeric_labels;     // regression
+  std::vector<std::string> text_labels;  // classification
   int64_t rows = 0;
+};
+
+// Adds the cells of one data row (as many as the header has columns) to samples.
+void add_row(const std::vector<std::string>& cells, const CsvReader& reader,
+             const std::vector<std::string>& header, int64_t label_index, bool regression,
+             Samples& samples) {
+  const auto columns = static_cast<int64_t>(header.size());
+  for (int64_t c = 0; c < columns; ++c) {
+    const std::string& cell = cells[static_cast<size_t>(c)];
+    const auto place = [&] {
+      return "load_csv: " + reader.where() + ", column " + std::to_string(c + 1) + " ('" +
+             header[c] + "')";
+    };
+    if (cell.empty()) {
+      throw ValueError(place() + ": the cell is empty; fill it in or remove the row");
+    }
+    if (c == label_index && !regression) {
+      samples.text_labels.push_back(cell);
+      continue;
+    }
+    const std::optional<double> value = parse_number(cell);
+    if (!value) {
+      throw ValueError(place() + ": " + shown(cell) + " is not a number" +
+                       (c == label_index ? "; a regression target must be numeric" : ""));
+    }
+    if (!std::isfinite(*value) || std::abs(*value) > 3.4e38) {
+      throw ValueError(place() + ": " + shown(cell) + " is not a finite float32 number");
+    }
+    (c == label_index ? samples.numeric_labels : samples.features)
+        .push_back(static_cast<float>(*value));
+  }
+}
+
+// The rows after the header: at least one, at most max_rows, each as wide as the header.
+Samples read_samples(CsvReader& reader, const std::vector<std::string>& header, int64_t label_index,
+                     const CsvOptions& options) {
+  const auto columns = static_cast<int64_t>(header.size());
+  const bool regression = options.task == TaskKind::Regression;
+  Samples samples;
+  std::vector<std::string> cells;
   while (reader.next_row(cells)) {
     if (static_cast<int64_t>(cells.size()) != columns) {
       throw ValueError("load_csv: " + reader.where() + ": the row has " +
                        std::to_string(cells.size()) + " cells but the header has " +
                        std::to_string(columns) + " columns");
     }
-    if (rows == options.max_rows) {
-      throw ValueError("load_csv: '" + path + "' has more than " +
+    if (samples.rows == options.max_rows) {
+      throw ValueError("load_csv: '" + reader.path() + "' has more than " +
                        std::to_string(options.max_rows) +
                        " data rows; use a smaller file or raise CsvOptions::max_rows");
     }
-    for (int64_t c = 0; c < columns; ++c) {
-      const std::string& cell = cells[static_cast<size_t>(c)];
-      const auto place = [&] {
-        return "load_csv: " + reader.where() + ", column " + std::to_string(c + 1) + " ('" +
-               header[c] + "')";
-      };
-      if (cell.empty()) {
-        throw ValueError(place() + ": the cell is empty; fill it in or remove the row");
-      }
-      if (c == label_index && !regression) {
-        text_labels.push_back(cell);
-        continue;
-      }
-      const std::optional<double> value = parse_number(cell);
-      if (!value) {
-        throw ValueError(place() + ": " + shown(cell) + " is not a number" +
-                         (c == label_index ? "; a regression target must be numeric" : ""));
-      }
-      if (!std::isfinite(*value) || std::abs(*value) > 3.4e38) {
-        throw ValueError(place() + ": " + shown(cell) + " is not a finite float32 number");
-      }
-      (c == label_index ? numeric_labels : features).push_back(static_cast<float>(*value));
-    }
-    ++rows;
+    add_row(cells, reader, header, label_index, regression, samples);
+    ++samples.rows;
   }
-  if (rows == 0) {
-    throw ValueError("load_csv: '" + path + "' has a header but no data rows");
+  if (samples.rows == 0) {
+    throw ValueError("load_csv: '" + reader.path() + "' has a header but no data rows");
   }
+  return samples;
+}
 
-  const int64_t dims = columns - 1;
-  Dataset data;
-  data.name = std::filesystem::path(path).stem().string();
-  data.task = options.task;
-  data.input_kind = dims == 1   ? InputKind::Curve1D
-                    : dims == 2 ? InputKind::Points2D
-                                : InputKind::Tabular;
-  for (int64_t c = 0; c < columns; ++c) {
-    if (c != label_index) data.feature_names.push_back(header[c]);
-  }
-  if (options.standardize) {
-    for (int64_t k = 0; k < dims; ++k) {
-      double sum = 0;
-      double sum2 = 0;
-      for (int64_t r = 0; r < rows; ++r) sum += features[static_cast<size_t>(r * dims + k)];
-      const double mean = sum / static_cast<double>(rows);
-      for (int64_t r = 0; r < rows; ++r) {
-        const double d = features[static_cast<size_t>(r * dims + k)] - mean;
-        sum2 += d * d;
-      }
-      const double std = std::sqrt(sum2 / static_cast<double>(rows));
-      const double scale = std > 0 ? 1 / std : 1;
-      for (int64_t r = 0; r < rows; ++r) {
-        float& x = features[static_cast<size_t>(r * dims + k)];
-        x = static_cast<float>((x - mean) * scale);
-      }
+// Shifts and scales each of the dims columns of features to mean 0 and standard deviation 1;
+// a constant column is only shifted.
+void standardize(std::vector<float>& features, int64_t rows, int64_t dims) {
+  for (int64_t k = 0; k < dims; ++k) {
+    double sum = 0;
+    double sum2 = 0;
+    for (int64_t r = 0; r < rows; ++r) sum += features[static_cast<size_t>(r * dims + k)];
+    const double mean = sum / static_cast<double>(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const double d = features[static_cast<size_t>(r * dims + k)] - mean;
+      sum2 += d * d;
+    }
+    const double std = std::sqrt(sum2 / static_cast<double>(rows));
+    const double scale = std > 0 ? 1 / std : 1;
+    for (int64_t r = 0; r < rows; ++r) {
+      float& x = features[static_cast<size_t>(r * dims + k)];
+      x = static_cast<float>((x - mean) * scale);
     }
   }
-  data.inputs = from_vector(features, {rows, dims});
+}
 
-  if (regression) {
-    data.targets = from_vector(numeric_labels, {rows, 1});
-    return data;
-  }
-  // Number the classes in sorted order: as integers when every label is one.
+// Sets data's classes and targets from the text labels, the classes numbered in sorted order:
+// as integers when every label is one.
+void set_classes(Dataset& data, const Samples& samples, const std::string& path,
+                 const std::string& label_column, const CsvOptions& options) {
+  const std::vector<std::string>& text_labels = samples.text_labels;
   bool all_integers = true;
   std::map<int64_t, int64_t> integer_classes;
   for (const std::string& label : text_labels) {
@@ -325,7 +338,37 @@ Dataset load_csv(const std::string& path, const std::string& label_column,
                                   : string_classes.at(label));
   }
   data.num_classes = static_cast<int64_t>(class_count);
-  data.targets = from_vector(labels, {rows});
+  data.targets = from_vector(labels, {samples.rows});
+}
+
+}  // namespace
+
+Dataset load_csv(const std::string& path, const std::string& label_column,
+                 const CsvOptions& options) {
+  check_options(path, options);
+  CsvReader reader(path, read_file(path, options), options.delimiter);
+  const std::vector<std::string> header = read_header(reader, options);
+  const int64_t label = find_label_column(header, label_column, path);
+  Samples samples = read_samples(reader, header, label, options);
+
+  const int64_t dims = static_cast<int64_t>(header.size()) - 1;
+  Dataset data;
+  data.name = std::filesystem::path(path).stem().string();
+  data.task = options.task;
+  data.input_kind = dims == 1   ? InputKind::Curve1D
+                    : dims == 2 ? InputKind::Points2D
+                                : InputKind::Tabular;
+  for (int64_t c = 0; c < static_cast<int64_t>(header.size()); ++c) {
+    if (c != label) data.feature_names.push_back(header[c]);
+  }
+  if (options.standardize) standardize(samples.features, samples.rows, dims);
+  data.inputs = from_vector(samples.features, {samples.rows, dims});
+
+  if (options.task == TaskKind::Regression) {
+    data.targets = from_vector(samples.numeric_labels, {samples.rows, 1});
+    return data;
+  }
+  set_classes(data, samples, path, label_column, options);
   return data;
 }
 

@@ -856,166 +856,215 @@ class Unpickler {
     return out;
   }
 
+  // Pass 2: runs the opcodes scan() admitted, building the objects; returns the value STOP
+  // leaves on the stack.
   Obj execute() {
     pos_ = 0;
     Arg a;
     for (;;) {
       const uint8_t c = next(a);
-      Obj o;
       switch (c) {
         case op::PROTO:
           break;
-        case op::STOP: {
-          if (!marks_.empty()) fail("STOP with an unclosed MARK");
-          if (stack_.size() != 1) {
-            fail("STOP with " + std::to_string(stack_.size()) +
-                 " values on the stack (expected 1)");
-          }
-          return stack_.back();
-        }
+        case op::STOP:
+          return op_stop();
         case op::MARK:
-          if (marks_.size() >= kMaxStack) fail("too many nested MARKs");
-          marks_.push_back(stack_.size());
+          op_mark();
           break;
-        case op::GLOBAL: {
-          size_t storage = 0;
-          o.kind = Obj::Kind::Global;
-          o.global = static_cast<uint8_t>(*allowed_global(a.s, a.s2, storage));
-          o.index = static_cast<uint32_t>(storage);
-          push(o);
+        case op::GLOBAL:
+          push(global_obj(a));
           break;
-        }
         case op::BINPUT:
-        case op::LONG_BINPUT: {
-          const Obj& t = top("BINPUT");
-          auto it = memo_.find(a.i);
-          if (it != memo_.end()) {
-            it->second = t;
-          } else {
-            if (memo_.size() >= limits_.max_memo) {
-              fail("the pickle's memo grows past " + std::to_string(limits_.max_memo) + " entries");
-            }
-            memo_.emplace(a.i, t);
-          }
+        case op::LONG_BINPUT:
+          op_put(a.i);
           break;
-        }
         case op::BINGET:
-        case op::LONG_BINGET: {
-          auto it = memo_.find(a.i);
-          if (it == memo_.end())
-            fail("BINGET of memo index " + std::to_string(a.i) + ", which was never stored");
-          push(it->second);
+        case op::LONG_BINGET:
+          op_get(a.i);
           break;
-        }
         case op::BINUNICODE:
-          push(string_obj(std::move(a.s)));
-          break;
         case op::BININT1:
         case op::BININT2:
         case op::BININT:
         case op::LONG1:
-          o.kind = Obj::Kind::Int;
-          o.i = a.i;
-          push(o);
-          break;
         case op::BINFLOAT:
-          o.kind = Obj::Kind::Float;
-          o.f = a.f;
-          push(o);
-          break;
         case op::NONE:
-          push(o);
-          break;
         case op::NEWTRUE:
         case op::NEWFALSE:
-          o.kind = Obj::Kind::Bool;
-          o.i = c == op::NEWTRUE;
-          push(o);
+          push(scalar_obj(c, a));
           break;
         case op::EMPTY_TUPLE:
-          push(container_obj(Obj::Kind::Tuple));
-          break;
         case op::TUPLE1:
         case op::TUPLE2:
-        case op::TUPLE3: {
-          const size_t n = c == op::TUPLE1 ? 1 : c == op::TUPLE2 ? 2 : 3;
-          if (stack_.size() < floor() + n)
-            fail("TUPLE" + std::to_string(n) + " with too few values on the stack");
-          std::vector<Obj> items(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
-          stack_.resize(stack_.size() - n);
-          push(container_obj(Obj::Kind::Tuple, std::move(items)));
-          break;
-        }
+        case op::TUPLE3:
         case op::TUPLE:
-          push(container_obj(Obj::Kind::Tuple, pop_mark("TUPLE")));
+          push(tuple_obj(c));
           break;
         case op::EMPTY_LIST:
           push(container_obj(Obj::Kind::List));
           break;
-        case op::APPEND: {
-          const Obj v = pop("APPEND");
-          const Obj& list = top("APPEND");
-          if (list.kind != Obj::Kind::List) fail("APPEND on a value that is not a list");
-          containers_[list.index].items.push_back(v);
+        case op::APPEND:
+          op_append();
           break;
-        }
-        case op::APPENDS: {
-          std::vector<Obj> items = pop_mark("APPENDS");
-          const Obj& list = top("APPENDS");
-          if (list.kind != Obj::Kind::List) fail("APPENDS on a value that is not a list");
-          auto& dst = containers_[list.index].items;
-          dst.insert(dst.end(), items.begin(), items.end());
+        case op::APPENDS:
+          op_appends();
           break;
-        }
         case op::EMPTY_DICT:
           push(container_obj(Obj::Kind::Dict));
           break;
-        case op::SETITEM: {
-          const Obj value = pop("SETITEM");
-          const Obj key = pop("SETITEM");
-          set_item(top("SETITEM"), key, value, "SETITEM");
+        case op::SETITEM:
+          op_setitem();
           break;
-        }
-        case op::SETITEMS: {
-          const std::vector<Obj> items = pop_mark("SETITEMS");
-          if (items.size() % 2) fail("SETITEMS with an odd number of values");
-          const Obj dict = top("SETITEMS");
-          for (size_t k = 0; k < items.size(); k += 2)
-            set_item(dict, items[k], items[k + 1], "SETITEMS");
+        case op::SETITEMS:
+          op_setitems();
           break;
-        }
-        case op::REDUCE: {
-          const Obj args = pop("REDUCE");
-          const Obj callable = pop("REDUCE");
-          push(reduce(callable, args));
+        case op::REDUCE:
+          op_reduce();
           break;
-        }
-        case op::BUILD: {
-          const Obj state = pop("BUILD");
-          const Obj& target = top("BUILD");
-          if (target.kind != Obj::Kind::OrderedDict || state.kind != Obj::Kind::Dict) {
-            fail("BUILD is only supported to set an OrderedDict's attributes from a dict");
-          }
-          Container& c = containers_[target.index];
-          if (c.attributes < 0) {
-            c.attributes = state.index;
-          } else {
-            const Obj attrs{Obj::Kind::Dict, 0, static_cast<uint32_t>(c.attributes), 0, 0};
-            const auto items = containers_[state.index].items;
-            for (size_t k = 0; k < items.size(); k += 2)
-              set_item(attrs, items[k], items[k + 1], "BUILD");
-          }
+        case op::BUILD:
+          op_build();
           break;
-        }
-        case op::BINPERSID: {
-          const Obj pid = pop("BINPERSID");
-          push(persistent_load(pid));
+        case op::BINPERSID:
+          op_binpersid();
           break;
-        }
         default:
           fail("unexpected opcode");  // scan() admitted only the opcodes above
       }
     }
+  }
+
+  // ---- the opcodes of pass 2, by family ----
+
+  Obj op_stop() {
+    if (!marks_.empty()) fail("STOP with an unclosed MARK");
+    if (stack_.size() != 1) {
+      fail("STOP with " + std::to_string(stack_.size()) + " values on the stack (expected 1)");
+    }
+    return stack_.back();
+  }
+  void op_mark() {
+    if (marks_.size() >= kMaxStack) fail("too many nested MARKs");
+    marks_.push_back(stack_.size());
+  }
+
+  // BINPUT, LONG_BINPUT: the memo keeps the top of the stack under index.
+  void op_put(int64_t index) {
+    const Obj& t = top("BINPUT");
+    auto it = memo_.find(index);
+    if (it != memo_.end()) {
+      it->second = t;
+    } else {
+      if (memo_.size() >= limits_.max_memo) {
+        fail("the pickle's memo grows past " + std::to_string(limits_.max_memo) + " entries");
+      }
+      memo_.emplace(index, t);
+    }
+  }
+  // BINGET, LONG_BINGET.
+  void op_get(int64_t index) {
+    auto it = memo_.find(index);
+    if (it == memo_.end())
+      fail("BINGET of memo index " + std::to_string(index) + ", which was never stored");
+    push(it->second);
+  }
+
+  // GLOBAL: scan() allowed the name.
+  Obj global_obj(const Arg& a) {
+    size_t storage = 0;
+    Obj o;
+    o.kind = Obj::Kind::Global;
+    o.global = static_cast<uint8_t>(*allowed_global(a.s, a.s2, storage));
+    o.index = static_cast<uint32_t>(storage);
+    return o;
+  }
+  // The value of a str, int, float, None or bool opcode; a str is moved out of a.
+  Obj scalar_obj(uint8_t c, Arg& a) {
+    Obj o;
+    switch (c) {
+      case op::BINUNICODE:
+        return string_obj(std::move(a.s));
+      case op::BININT1:
+      case op::BININT2:
+      case op::BININT:
+      case op::LONG1:
+        o.kind = Obj::Kind::Int;
+        o.i = a.i;
+        break;
+      case op::BINFLOAT:
+        o.kind = Obj::Kind::Float;
+        o.f = a.f;
+        break;
+      case op::NEWTRUE:
+      case op::NEWFALSE:
+        o.kind = Obj::Kind::Bool;
+        o.i = c == op::NEWTRUE;
+        break;
+      default:  // NONE
+        break;
+    }
+    return o;
+  }
+  // EMPTY_TUPLE, TUPLE1 to TUPLE3 (the top values) and TUPLE (the values since the MARK).
+  Obj tuple_obj(uint8_t c) {
+    if (c == op::EMPTY_TUPLE) return container_obj(Obj::Kind::Tuple);
+    if (c == op::TUPLE) return container_obj(Obj::Kind::Tuple, pop_mark("TUPLE"));
+    const size_t n = c == op::TUPLE1 ? 1 : c == op::TUPLE2 ? 2 : 3;
+    if (stack_.size() < floor() + n)
+      fail("TUPLE" + std::to_string(n) + " with too few values on the stack");
+    std::vector<Obj> items(stack_.end() - static_cast<std::ptrdiff_t>(n), stack_.end());
+    stack_.resize(stack_.size() - n);
+    return container_obj(Obj::Kind::Tuple, std::move(items));
+  }
+
+  void op_append() {
+    const Obj v = pop("APPEND");
+    const Obj& list = top("APPEND");
+    if (list.kind != Obj::Kind::List) fail("APPEND on a value that is not a list");
+    containers_[list.index].items.push_back(v);
+  }
+  void op_appends() {
+    std::vector<Obj> items = pop_mark("APPENDS");
+    const Obj& list = top("APPENDS");
+    if (list.kind != Obj::Kind::List) fail("APPENDS on a value that is not a list");
+    auto& dst = containers_[list.index].items;
+    dst.insert(dst.end(), items.begin(), items.end());
+  }
+  void op_setitem() {
+    const Obj value = pop("SETITEM");
+    const Obj key = pop("SETITEM");
+    set_item(top("SETITEM"), key, value, "SETITEM");
+  }
+  void op_setitems() {
+    const std::vector<Obj> items = pop_mark("SETITEMS");
+    if (items.size() % 2) fail("SETITEMS with an odd number of values");
+    const Obj dict = top("SETITEMS");
+    for (size_t k = 0; k < items.size(); k += 2) set_item(dict, items[k], items[k + 1], "SETITEMS");
+  }
+
+  void op_reduce() {
+    const Obj args = pop("REDUCE");
+    const Obj callable = pop("REDUCE");
+    push(reduce(callable, args));
+  }
+  // Only an OrderedDict's attributes are set, from a dict; a second BUILD adds to them.
+  void op_build() {
+    const Obj state = pop("BUILD");
+    const Obj& target = top("BUILD");
+    if (target.kind != Obj::Kind::OrderedDict || state.kind != Obj::Kind::Dict) {
+      fail("BUILD is only supported to set an OrderedDict's attributes from a dict");
+    }
+    Container& c = containers_[target.index];
+    if (c.attributes < 0) {
+      c.attributes = state.index;
+    } else {
+      const Obj attrs{Obj::Kind::Dict, 0, static_cast<uint32_t>(c.attributes), 0, 0};
+      const auto items = containers_[state.index].items;
+      for (size_t k = 0; k < items.size(); k += 2) set_item(attrs, items[k], items[k + 1], "BUILD");
+    }
+  }
+  void op_binpersid() {
+    const Obj pid = pop("BINPERSID");
+    push(persistent_load(pid));
   }
 
   // ---- the result as a PyValue tree ----

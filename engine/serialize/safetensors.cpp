@@ -60,9 +60,8 @@ uint64_t unsigned_field(const nlohmann::json& v, const std::string& file, const 
   return v.get<uint64_t>();
 }
 
-}  // namespace
-
-SafetensorsFile read_safetensors(const ByteSource& src) {
+// The header's length n from the first 8 bytes, checked to fit the format's limit and the file.
+uint64_t header_length(const ByteSource& src) {
   const std::string& file = src.name();
   const uint64_t len = src.size();
   if (len < 8) {
@@ -79,8 +78,11 @@ SafetensorsFile read_safetensors(const ByteSource& src) {
                     std::to_string(n) + " runs past the end of the file (" + std::to_string(len) +
                     " bytes)");
   }
-  const std::string header = src.read_string(8, n, "the header");
+  return n;
+}
 
+// The header as a JSON object, refusing duplicate keys at any depth.
+nlohmann::json parse_header(const std::string& header, const std::string& file) {
   // Duplicate keys are forbidden by the format but most JSON parsers keep the last one; the
   // callback sees each key and remembers those of every open object.
   std::vector<std::unordered_set<std::string>> open_keys;
@@ -106,71 +108,112 @@ SafetensorsFile read_safetensors(const ByteSource& src) {
                     "' appears twice");
   }
   if (!json.is_object()) throw FileError(file + ": invalid safetensors header: not a JSON object");
+  return json;
+}
 
-  SafetensorsFile out;
+// Appends the string pairs of `__metadata__` (null: none) to out.
+void read_metadata(const nlohmann::json& v, const std::string& file, Metadata& out) {
+  if (v.is_null()) return;
+  if (!v.is_object()) {
+    throw FileError(file + ": invalid safetensors header: __metadata__ must be an object");
+  }
+  for (auto m = v.begin(); m != v.end(); ++m) {
+    if (!m.value().is_string()) {
+      throw FileError(file + ": invalid safetensors header: __metadata__ value of '" + m.key() +
+                      "' is not a string (only strings are allowed)");
+    }
+    out.emplace_back(m.key(), m.value().get<std::string>());
+  }
+}
+
+// One tensor's header entry, checked field by field; its byte range is checked later, against
+// the others'.
+Entry read_entry(const std::string& key, const nlohmann::json& v, const std::string& file) {
+  const std::string where = "tensor '" + key + "'";
+  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
+      !v.contains("data_offsets")) {
+    throw FileError(file + ": invalid safetensors header: " + where +
+                    " needs dtype, shape and data_offsets");
+  }
+  // The reference parser ignores other fields, but the format's schema forbids them.
+  for (auto field = v.begin(); field != v.end(); ++field) {
+    if (field.key() != "dtype" && field.key() != "shape" && field.key() != "data_offsets") {
+      throw FileError(file + ": invalid safetensors header: " + where + " has an unknown field '" +
+                      field.key() + "' (only dtype, shape and data_offsets are allowed)");
+    }
+  }
+  const nlohmann::json& dt = v["dtype"];
+  const DtypeInfo* info = dt.is_string() ? find_dtype(dt.get<std::string>()) : nullptr;
+  if (!info) {
+    throw FileError(file + ": invalid safetensors header: " + where + " has unknown dtype " +
+                    dt.dump());
+  }
+  const nlohmann::json& shape = v["shape"];
+  const nlohmann::json& offsets = v["data_offsets"];
+  if (!shape.is_array()) {
+    throw FileError(file + ": invalid safetensors header: " + where + "'s shape is not a list");
+  }
+  if (!offsets.is_array() || offsets.size() != 2) {
+    throw FileError(file + ": invalid safetensors header: " + where +
+                    "'s data_offsets must be [begin, end]");
+  }
+  Entry e{key,
+          info,
+          {},
+          unsigned_field(offsets[0], file, where + "'s data_offsets"),
+          unsigned_field(offsets[1], file, where + "'s data_offsets")};
+  for (const nlohmann::json& s : shape) {
+    const uint64_t d = unsigned_field(s, file, where + "'s shape");
+    if (d > static_cast<uint64_t>(INT64_MAX)) {
+      throw FileError(file + ": " + where + ": a dimension of " + std::to_string(d) + " overflows");
+    }
+    e.shape.push_back(static_cast<int64_t>(d));
+  }
+  return e;
+}
+
+// The header's tensors in its order; `__metadata__` goes to metadata.
+std::vector<Entry> read_entries(const nlohmann::json& json, const std::string& file,
+                                Metadata& metadata) {
   std::vector<Entry> entries;
   for (auto it = json.begin(); it != json.end(); ++it) {
-    const std::string& key = it.key();
-    const nlohmann::json& v = it.value();
-    if (key == "__metadata__") {
-      if (v.is_null()) continue;
-      if (!v.is_object()) {
-        throw FileError(file + ": invalid safetensors header: __metadata__ must be an object");
-      }
-      for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string()) {
-          throw FileError(file + ": invalid safetensors header: __metadata__ value of '" + m.key() +
-                          "' is not a string (only strings are allowed)");
-        }
-        out.metadata.emplace_back(m.key(), m.value().get<std::string>());
-      }
-      continue;
+    if (it.key() == "__metadata__") {
+      read_metadata(it.value(), file, metadata);
+    } else {
+      entries.push_back(read_entry(it.key(), it.value(), file));
     }
-    const std::string where = "tensor '" + key + "'";
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
-        !v.contains("data_offsets")) {
-      throw FileError(file + ": invalid safetensors header: " + where +
-                      " needs dtype, shape and data_offsets");
-    }
-    // The reference parser ignores other fields, but the format's schema forbids them.
-    for (auto field = v.begin(); field != v.end(); ++field) {
-      if (field.key() != "dtype" && field.key() != "shape" && field.key() != "data_offsets") {
-        throw FileError(file + ": invalid safetensors header: " + where +
-                        " has an unknown field '" + field.key() +
-                        "' (only dtype, shape and data_offsets are allowed)");
-      }
-    }
-    const nlohmann::json& dt = v["dtype"];
-    const DtypeInfo* info = dt.is_string() ? find_dtype(dt.get<std::string>()) : nullptr;
-    if (!info) {
-      throw FileError(file + ": invalid safetensors header: " + where + " has unknown dtype " +
-                      dt.dump());
-    }
-    const nlohmann::json& shape = v["shape"];
-    const nlohmann::json& offsets = v["data_offsets"];
-    if (!shape.is_array()) {
-      throw FileError(file + ": invalid safetensors header: " + where + "'s shape is not a list");
-    }
-    if (!offsets.is_array() || offsets.size() != 2) {
-      throw FileError(file + ": invalid safetensors header: " + where +
-                      "'s data_offsets must be [begin, end]");
-    }
-    Entry e{key,
-            info,
-            {},
-            unsigned_field(offsets[0], file, where + "'s data_offsets"),
-            unsigned_field(offsets[1], file, where + "'s data_offsets")};
-    for (const nlohmann::json& s : shape) {
-      const uint64_t d = unsigned_field(s, file, where + "'s shape");
-      if (d > static_cast<uint64_t>(INT64_MAX)) {
-        throw FileError(file + ": " + where + ": a dimension of " + std::to_string(d) +
-                        " overflows");
-      }
-      e.shape.push_back(static_cast<int64_t>(d));
-    }
-    entries.push_back(std::move(e));
   }
+  return entries;
+}
 
+// Throws unless e's data_offsets span exactly the bytes of its dtype and shape.
+void check_size(const Entry& e, const std::string& file) {
+  // The bits overflow, or the element count would with its zero dims left out (the
+  // strides of an empty tensor still multiply the other dims).
+  uint64_t bits = e.dtype->bits;
+  int64_t span = 1;
+  for (int64_t d : e.shape) {
+    if (__builtin_mul_overflow(bits, static_cast<uint64_t>(d), &bits) ||
+        __builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span)) {
+      throw FileError(file + ": invalid safetensors file: tensor '" + e.name + "' of shape " +
+                      shape_str(e.shape) + " overflows");
+    }
+  }
+  if (bits % 8 != 0) {
+    throw FileError(file + ": invalid safetensors file: tensor '" + e.name +
+                    "' does not fill whole bytes");
+  }
+  if (e.end - e.begin != bits / 8) {
+    throw FileError(file + ": invalid safetensors file: tensor '" + e.name + "' (" + e.dtype->name +
+                    ", shape " + shape_str(e.shape) + ") needs " + std::to_string(bits / 8) +
+                    " bytes, but its data_offsets span " + std::to_string(e.end - e.begin));
+  }
+}
+
+// Sorts the entries by data offset and checks that they tile the data section: back to back
+// from its start, each of its own size, up to the end of a file of len bytes whose header is
+// n bytes long.
+void check_layout(std::vector<Entry>& entries, uint64_t n, uint64_t len, const std::string& file) {
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -184,27 +227,7 @@ SafetensorsFile read_safetensors(const ByteSource& src) {
                       "one should begin at " +
                       std::to_string(previous_end) + ")");
     }
-    // The bits overflow, or the element count would with its zero dims left out (the
-    // strides of an empty tensor still multiply the other dims).
-    uint64_t bits = e.dtype->bits;
-    int64_t span = 1;
-    for (int64_t d : e.shape) {
-      if (__builtin_mul_overflow(bits, static_cast<uint64_t>(d), &bits) ||
-          __builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span)) {
-        throw FileError(file + ": invalid safetensors file: tensor '" + e.name + "' of shape " +
-                        shape_str(e.shape) + " overflows");
-      }
-    }
-    if (bits % 8 != 0) {
-      throw FileError(file + ": invalid safetensors file: tensor '" + e.name +
-                      "' does not fill whole bytes");
-    }
-    if (e.end - e.begin != bits / 8) {
-      throw FileError(file + ": invalid safetensors file: tensor '" + e.name + "' (" +
-                      e.dtype->name + ", shape " + shape_str(e.shape) + ") needs " +
-                      std::to_string(bits / 8) + " bytes, but its data_offsets span " +
-                      std::to_string(e.end - e.begin));
-    }
+    check_size(e, file);
     previous_end = e.end;
   }
   uint64_t total = 0;
@@ -213,6 +236,9 @@ SafetensorsFile read_safetensors(const ByteSource& src) {
                     std::to_string(previous_end + 8 + n) + " but the file has " +
                     std::to_string(len) + " bytes (truncated, or extra bytes at the end)");
   }
+}
+
+void check_supported(const std::vector<Entry>& entries, const std::string& file) {
   for (const Entry& e : entries) {
     if (!e.dtype->dtype) {
       throw FileError(file + ": tensor '" + e.name + "' has dtype " + e.dtype->name +
@@ -220,20 +246,33 @@ SafetensorsFile read_safetensors(const ByteSource& src) {
                       "BOOL); convert it in PyTorch and save again");
     }
   }
+}
 
-  for (const Entry& e : entries) {
-    const uint64_t nbytes = e.end - e.begin;
-    auto storage = Storage::allocate(nbytes, kCPU);
-    src.read(8 + n + e.begin, storage->data(), nbytes, e.name.c_str());
-    if (*e.dtype->dtype == kBool) {
-      // The kernels rely on bools being 0 or 1.
-      auto* b = static_cast<uint8_t*>(storage->data());
-      for (uint64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
-    }
-    out.tensors.insert(
-        e.name, Tensor(std::make_shared<TensorImpl>(storage, e.shape, contiguous_strides(e.shape),
-                                                    0, *e.dtype->dtype)));
+// Reads a validated entry's data, which starts data_start bytes into the file.
+Tensor load_tensor(const ByteSource& src, const Entry& e, uint64_t data_start) {
+  const uint64_t nbytes = e.end - e.begin;
+  auto storage = Storage::allocate(nbytes, kCPU);
+  src.read(data_start + e.begin, storage->data(), nbytes, e.name.c_str());
+  if (*e.dtype->dtype == kBool) {
+    // The kernels rely on bools being 0 or 1.
+    auto* b = static_cast<uint8_t*>(storage->data());
+    for (uint64_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
   }
+  return Tensor(std::make_shared<TensorImpl>(storage, e.shape, contiguous_strides(e.shape), 0,
+                                             *e.dtype->dtype));
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const ByteSource& src) {
+  const std::string& file = src.name();
+  const uint64_t n = header_length(src);
+  const nlohmann::json json = parse_header(src.read_string(8, n, "the header"), file);
+  SafetensorsFile out;
+  std::vector<Entry> entries = read_entries(json, file, out.metadata);
+  check_layout(entries, n, src.size(), file);
+  check_supported(entries, file);
+  for (const Entry& e : entries) out.tensors.insert(e.name, load_tensor(src, e, 8 + n));
   return out;
 }
 

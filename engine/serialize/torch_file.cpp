@@ -39,157 +39,212 @@ uint64_t le64(const std::string& b, size_t at) {
   return v;
 }
 
-}  // namespace
-
-std::vector<ZipEntry> read_zip_directory(const ByteSource& src) {
+// The offset of the end of central directory record; it sits within the last 22 + 65535
+// (comment) bytes and is searched backwards.
+uint64_t find_end_record(const ByteSource& src) {
   const std::string& file = src.name();
   const uint64_t size = src.size();
   if (size < kEndSize) throw FileError(file + ": too small to be a zip archive");
-  // The end record sits within the last 22 + 65535 (comment) bytes; search backwards.
   const uint64_t tail_len = std::min<uint64_t>(size, kEndSize + 0xFFFF);
   const std::string tail = src.read_string(size - tail_len, tail_len, "the zip end record");
-  uint64_t eocd = 0;
-  bool found = false;
   for (size_t i = tail_len - kEndSize + 1; i-- > 0;) {
     if (le32(tail, i) == kEndSig && i + kEndSize + le16(tail, i + 20) <= tail_len) {
-      eocd = size - tail_len + i;
-      found = true;
-      break;
+      return size - tail_len + i;
     }
   }
-  if (!found) throw FileError(file + ": corrupt zip archive: no end of central directory record");
+  throw FileError(file + ": corrupt zip archive: no end of central directory record");
+}
+
+struct CentralDirectory {
+  uint64_t count;
+  uint64_t size;
+  uint64_t offset;
+  uint64_t limit;  // it ends before the end records
+};
+
+// Replaces dir's saturated fields with those of the Zip64 end record that the locator just
+// before the end record at eocd points to.
+void read_zip64_end(const ByteSource& src, uint64_t eocd, CentralDirectory& dir) {
+  const std::string& file = src.name();
+  if (eocd < 20) throw FileError(file + ": corrupt zip archive: the Zip64 locator is missing");
+  const uint64_t locator = eocd - 20;
+  if (src.u32(locator, "the Zip64 locator") != kZip64LocatorSig) {
+    throw FileError(file + ": corrupt zip archive: the Zip64 locator is missing");
+  }
+  const uint64_t z64 = src.u64(locator + 8, "the Zip64 locator");
+  if (z64 > locator || locator - z64 < 56) {
+    throw FileError(file + ": corrupt zip archive: the Zip64 end record lies outside the file");
+  }
+  const std::string rec = src.read_string(z64, 56, "the Zip64 end record");
+  if (le32(rec, 0) != kZip64EndSig) {
+    throw FileError(file + ": corrupt zip archive: no Zip64 end record where the locator points");
+  }
+  dir.count = le64(rec, 32);
+  dir.size = le64(rec, 40);
+  dir.offset = le64(rec, 48);
+  dir.limit = z64;
+}
+
+// The central directory that the end record at eocd describes, checked to lie inside the
+// file and to have room for its entries.
+CentralDirectory read_end_records(const ByteSource& src, uint64_t eocd) {
+  const std::string& file = src.name();
   const std::string end = src.read_string(eocd, kEndSize, "the zip end record");
   if (le16(end, 4) != 0 || le16(end, 6) != 0) {
     throw FileError(file + ": multi-disk zip archives are not supported");
   }
-  uint64_t count = le16(end, 10);
-  uint64_t cd_size = le32(end, 12);
-  uint64_t cd_offset = le32(end, 16);
-  uint64_t cd_limit = eocd;  // the central directory ends before the end records
-  if (count == 0xFFFF || cd_size == k32 || cd_offset == k32) {
-    if (eocd < 20) throw FileError(file + ": corrupt zip archive: the Zip64 locator is missing");
-    const uint64_t locator = eocd - 20;
-    if (src.u32(locator, "the Zip64 locator") != kZip64LocatorSig) {
-      throw FileError(file + ": corrupt zip archive: the Zip64 locator is missing");
-    }
-    const uint64_t z64 = src.u64(locator + 8, "the Zip64 locator");
-    if (z64 > locator || locator - z64 < 56) {
-      throw FileError(file + ": corrupt zip archive: the Zip64 end record lies outside the file");
-    }
-    const std::string rec = src.read_string(z64, 56, "the Zip64 end record");
-    if (le32(rec, 0) != kZip64EndSig) {
-      throw FileError(file + ": corrupt zip archive: no Zip64 end record where the locator points");
-    }
-    count = le64(rec, 32);
-    cd_size = le64(rec, 40);
-    cd_offset = le64(rec, 48);
-    cd_limit = z64;
-  }
-  if (cd_offset > cd_limit || cd_size > cd_limit - cd_offset) {
+  CentralDirectory dir{le16(end, 10), le32(end, 12), le32(end, 16), eocd};
+  if (dir.count == 0xFFFF || dir.size == k32 || dir.offset == k32) read_zip64_end(src, eocd, dir);
+  if (dir.offset > dir.limit || dir.size > dir.limit - dir.offset) {
     throw FileError(file + ": corrupt zip archive: the central directory (offset " +
-                    std::to_string(cd_offset) + ", " + std::to_string(cd_size) +
+                    std::to_string(dir.offset) + ", " + std::to_string(dir.size) +
                     " bytes) lies outside the file");
   }
-  if (count > cd_size / kCentralSize) {
-    throw FileError(file + ": corrupt zip archive: " + std::to_string(count) +
-                    " entries cannot fit in a central directory of " + std::to_string(cd_size) +
+  if (dir.count > dir.size / kCentralSize) {
+    throw FileError(file + ": corrupt zip archive: " + std::to_string(dir.count) +
+                    " entries cannot fit in a central directory of " + std::to_string(dir.size) +
                     " bytes");
   }
-  const std::string cd = src.read_string(cd_offset, cd_size, "the zip central directory");
-  std::vector<ZipEntry> entries;
-  entries.reserve(count);
-  size_t at = 0;
-  for (uint64_t e = 0; e < count; ++e) {
-    if (cd.size() - at < kCentralSize || le32(cd, at) != kCentralSig) {
-      throw FileError(file + ": corrupt zip archive: central directory entry " + std::to_string(e) +
-                      " is damaged");
+  return dir;
+}
+
+// The fields of a central directory entry that the reader uses.
+struct CentralEntry {
+  std::string name;
+  uint16_t flags;
+  uint16_t method;
+  uint32_t crc;
+  uint64_t csize;
+  uint64_t usize;
+  uint64_t lho;  // the offset of its local header
+};
+
+// Zip64 extra field: the 64-bit values of the fields saturated at 0xFFFFFFFF, in order. The
+// extra fields are the elen bytes of cd at x.
+void read_zip64_extra(const std::string& cd, size_t x, size_t elen, const std::string& file,
+                      CentralEntry& entry) {
+  const size_t xend = x + elen;
+  while (xend - x >= 4) {
+    const uint16_t id = le16(cd, x);
+    const size_t len = le16(cd, x + 2);
+    if (xend - x - 4 < len) {
+      throw FileError(file + ": corrupt zip archive: an extra field of '" + entry.name +
+                      "' runs past its entry");
     }
-    const uint16_t flags = le16(cd, at + 8);
-    const uint16_t method = le16(cd, at + 10);
-    const uint32_t crc = le32(cd, at + 16);
-    uint64_t csize = le32(cd, at + 20);
-    uint64_t usize = le32(cd, at + 24);
-    const size_t nlen = le16(cd, at + 28);
-    const size_t elen = le16(cd, at + 30);
-    const size_t clen = le16(cd, at + 32);
-    uint64_t lho = le32(cd, at + 42);
-    if (cd.size() - at - kCentralSize < nlen + elen + clen) {
-      throw FileError(file + ": corrupt zip archive: central directory entry " + std::to_string(e) +
-                      " runs past the directory");
-    }
-    ZipEntry entry;
-    entry.name = cd.substr(at + kCentralSize, nlen);
-    // Zip64 extra field: the 64-bit values of the fields saturated at 0xFFFFFFFF, in order.
-    size_t x = at + kCentralSize + nlen;
-    const size_t xend = x + elen;
-    while (xend - x >= 4) {
-      const uint16_t id = le16(cd, x);
-      const size_t len = le16(cd, x + 2);
-      if (xend - x - 4 < len) {
-        throw FileError(file + ": corrupt zip archive: an extra field of '" + entry.name +
-                        "' runs past its entry");
-      }
-      if (id == 0x0001) {
-        size_t f = x + 4;
-        for (uint64_t* v : {&usize, &csize, &lho}) {
-          if (*v != k32) continue;
-          if (f + 8 > x + 4 + len) {
-            throw FileError(file + ": corrupt zip archive: the Zip64 field of '" + entry.name +
-                            "' is too short");
-          }
-          *v = le64(cd, f);
-          f += 8;
+    if (id == 0x0001) {
+      size_t f = x + 4;
+      for (uint64_t* v : {&entry.usize, &entry.csize, &entry.lho}) {
+        if (*v != k32) continue;
+        if (f + 8 > x + 4 + len) {
+          throw FileError(file + ": corrupt zip archive: the Zip64 field of '" + entry.name +
+                          "' is too short");
         }
+        *v = le64(cd, f);
+        f += 8;
       }
-      x += 4 + len;
     }
-    at += kCentralSize + nlen + elen + clen;
-    if (flags & 1) throw FileError(file + ": '" + entry.name + "' is encrypted");
-    if (method == 8) {
-      throw FileError(file + ": '" + entry.name +
-                      "' is DEFLATE-compressed, which NN Studio does not read (torch.save "
-                      "never compresses); re-save the file with torch.save, or re-zip it "
-                      "uncompressed (zip -0)");
-    }
-    if (method != 0) {
-      throw FileError(file + ": '" + entry.name + "' uses zip compression method " +
-                      std::to_string(method) + "; only uncompressed (STORED) entries are read");
-    }
-    if (csize != usize) {
-      throw FileError(file + ": corrupt zip archive: stored entry '" + entry.name +
-                      "' has different compressed and uncompressed sizes");
-    }
-    // Data starts after the *local* header's name and extra field, whose length differs
-    // from the central one (PyTorch pads there).
-    if (lho > cd_offset || cd_offset - lho < kLocalSize) {
-      throw FileError(file + ": corrupt zip archive: the local header of '" + entry.name +
-                      "' lies outside the file's entries");
-    }
-    const std::string local = src.read_string(lho, kLocalSize, "a zip local header");
-    if (le32(local, 0) != kLocalSig) {
-      throw FileError(file + ": corrupt zip archive: no local header for '" + entry.name +
-                      "' at offset " + std::to_string(lho));
-    }
-    const uint64_t lnlen = le16(local, 26);
-    const uint64_t lelen = le16(local, 28);
-    if (le16(local, 8) != method) {
-      throw FileError(file + ": corrupt zip archive: the local and central headers of '" +
-                      entry.name + "' disagree on the compression method");
-    }
-    if (lnlen != nlen ||
-        src.read_string(lho + kLocalSize, lnlen, "a zip local header's name") != entry.name) {
-      throw FileError(file + ": corrupt zip archive: the local and central headers of '" +
-                      entry.name + "' disagree on the name");
-    }
-    entry.data_offset = lho + kLocalSize + lnlen + lelen;
-    entry.size = usize;
-    entry.crc = crc;
-    if (entry.data_offset > cd_offset || usize > cd_offset - entry.data_offset) {
-      throw FileError(file + ": corrupt zip archive: the data of '" + entry.name + "' (" +
-                      std::to_string(usize) + " bytes at offset " +
-                      std::to_string(entry.data_offset) +
-                      ") runs past the entries into the central directory or past the end");
-    }
+    x += 4 + len;
+  }
+}
+
+// Central directory entry number `index`, which starts at cd[at]; at moves past it.
+CentralEntry read_central_entry(const std::string& cd, size_t& at, uint64_t index,
+                                const std::string& file) {
+  if (cd.size() - at < kCentralSize || le32(cd, at) != kCentralSig) {
+    throw FileError(file + ": corrupt zip archive: central directory entry " +
+                    std::to_string(index) + " is damaged");
+  }
+  CentralEntry entry{{},
+                     le16(cd, at + 8),
+                     le16(cd, at + 10),
+                     le32(cd, at + 16),
+                     le32(cd, at + 20),
+                     le32(cd, at + 24),
+                     le32(cd, at + 42)};
+  const size_t nlen = le16(cd, at + 28);
+  const size_t elen = le16(cd, at + 30);
+  const size_t clen = le16(cd, at + 32);
+  if (cd.size() - at - kCentralSize < nlen + elen + clen) {
+    throw FileError(file + ": corrupt zip archive: central directory entry " +
+                    std::to_string(index) + " runs past the directory");
+  }
+  entry.name = cd.substr(at + kCentralSize, nlen);
+  read_zip64_extra(cd, at + kCentralSize + nlen, elen, file, entry);
+  at += kCentralSize + nlen + elen + clen;
+  return entry;
+}
+
+// Throws unless the entry is stored unencrypted and uncompressed.
+void check_stored(const CentralEntry& entry, const std::string& file) {
+  if (entry.flags & 1) throw FileError(file + ": '" + entry.name + "' is encrypted");
+  if (entry.method == 8) {
+    throw FileError(file + ": '" + entry.name +
+                    "' is DEFLATE-compressed, which NN Studio does not read (torch.save "
+                    "never compresses); re-save the file with torch.save, or re-zip it "
+                    "uncompressed (zip -0)");
+  }
+  if (entry.method != 0) {
+    throw FileError(file + ": '" + entry.name + "' uses zip compression method " +
+                    std::to_string(entry.method) + "; only uncompressed (STORED) entries are read");
+  }
+  if (entry.csize != entry.usize) {
+    throw FileError(file + ": corrupt zip archive: stored entry '" + entry.name +
+                    "' has different compressed and uncompressed sizes");
+  }
+}
+
+// Where the entry's data starts, after its local header, which must agree with the central
+// one; the data must end before the central directory at cd_offset.
+uint64_t locate_data(const ByteSource& src, const CentralEntry& entry, uint64_t cd_offset) {
+  const std::string& file = src.name();
+  // Data starts after the *local* header's name and extra field, whose length differs
+  // from the central one (PyTorch pads there).
+  if (entry.lho > cd_offset || cd_offset - entry.lho < kLocalSize) {
+    throw FileError(file + ": corrupt zip archive: the local header of '" + entry.name +
+                    "' lies outside the file's entries");
+  }
+  const std::string local = src.read_string(entry.lho, kLocalSize, "a zip local header");
+  if (le32(local, 0) != kLocalSig) {
+    throw FileError(file + ": corrupt zip archive: no local header for '" + entry.name +
+                    "' at offset " + std::to_string(entry.lho));
+  }
+  const uint64_t lnlen = le16(local, 26);
+  const uint64_t lelen = le16(local, 28);
+  if (le16(local, 8) != entry.method) {
+    throw FileError(file + ": corrupt zip archive: the local and central headers of '" +
+                    entry.name + "' disagree on the compression method");
+  }
+  if (lnlen != entry.name.size() ||
+      src.read_string(entry.lho + kLocalSize, lnlen, "a zip local header's name") != entry.name) {
+    throw FileError(file + ": corrupt zip archive: the local and central headers of '" +
+                    entry.name + "' disagree on the name");
+  }
+  const uint64_t offset = entry.lho + kLocalSize + lnlen + lelen;
+  if (offset > cd_offset || entry.usize > cd_offset - offset) {
+    throw FileError(file + ": corrupt zip archive: the data of '" + entry.name + "' (" +
+                    std::to_string(entry.usize) + " bytes at offset " + std::to_string(offset) +
+                    ") runs past the entries into the central directory or past the end");
+  }
+  return offset;
+}
+
+}  // namespace
+
+std::vector<ZipEntry> read_zip_directory(const ByteSource& src) {
+  const std::string& file = src.name();
+  const CentralDirectory dir = read_end_records(src, find_end_record(src));
+  const std::string cd = src.read_string(dir.offset, dir.size, "the zip central directory");
+  std::vector<ZipEntry> entries;
+  entries.reserve(dir.count);
+  size_t at = 0;
+  for (uint64_t e = 0; e < dir.count; ++e) {
+    CentralEntry central = read_central_entry(cd, at, e, file);
+    check_stored(central, file);
+    ZipEntry entry;
+    entry.data_offset = locate_data(src, central, dir.offset);
+    entry.size = central.usize;
+    entry.crc = central.crc;
+    entry.name = std::move(central.name);
     entries.push_back(std::move(entry));
   }
   return entries;
