@@ -526,6 +526,9 @@ struct Probes::Probe {
   // and its value before the optimizer's step.
   std::vector<std::optional<ProbeSample>> pending;
   std::vector<ParamBefore> before;
+  // Code storage made when the probe is placed, for its series' entries until they recycle
+  // their own (see spare_codes()).
+  std::vector<std::vector<uint8_t>> placed_codes;
 };
 
 struct Probes::Series {
@@ -600,6 +603,19 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
     for (auto& [name, param] : module->named_parameters()) {
       if (param.requires_grad()) p->params.emplace_back(name, param);
     }
+  }
+  // What its series will keep, allocated and touched now rather than a page at a time in the
+  // sampled steps (a fresh page costs microseconds: 9-16 us each on this project's 2-core VM,
+  // 2026-11-28): every entry a series holds (recent, early and the one being written) for its
+  // output, the two gradients and each parameter, up to kPlacedSeries series (a module with
+  // many parameters would hold megabytes it may never fill). Others allocate as they go.
+  constexpr size_t kPlacedSeries = 16;
+  const size_t series = std::min(kPlacedSeries, (options.activations ? 1 : 0) +
+                                                    (options.gradients ? 2 : 0) + p->params.size());
+  p->placed_codes.resize(series * (kRecentSteps + kEarlySteps + 1));
+  for (std::vector<uint8_t>& codes : p->placed_codes) {
+    codes.assign(kKeptValues, 0);
+    codes.clear();
   }
   // The forward hook stays for the probe's life so that the probe is visibly on its module;
   // it costs one flag test on the steps it does not sample.
@@ -705,7 +721,7 @@ void Probes::install_step_hooks(Probe& probe) {
           const Clock::time_point start = Clock::now();
           Series& series = series_of({p->info.id, ProbeKind::ParamGrad, p->params[i].first});
           ProbeValues v =
-              probe_values(grad, Saturation::None, rng_state_, spare_codes(series), scratch_);
+              probe_values(grad, Saturation::None, rng_state_, spare_codes(*p, series), scratch_);
           ProbeSample sample;
           sample.probe = p->info.id;
           sample.module = p->info.module;
@@ -924,10 +940,10 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
     const Kept& first = seen->series->recent.back().kept;
     v.numel = value.numel();
     v.stats = seen->stats;
-    v.kept = {first.lo, first.hi, first.looked, spare_codes(series)};
+    v.kept = {first.lo, first.hi, first.looked, spare_codes(probe, series)};
     v.kept.codes.assign(first.codes.begin(), first.codes.end());
   } else {
-    v = probe_values(value, saturation, rng_state_, spare_codes(series), scratch_);
+    v = probe_values(value, saturation, rng_state_, spare_codes(probe, series), scratch_);
     if (gradient) seen_.push_back({value, v.stats, &series});
   }
   ProbeSample sample;
@@ -993,11 +1009,13 @@ void Probes::keep(Series& s, int64_t step, int64_t numel, Kept kept) {
   s.stride *= 2;
 }
 
-std::vector<uint8_t> Probes::spare_codes(Series& s) {
+std::vector<uint8_t> Probes::spare_codes(Probe& probe, Series& s) {
+  std::vector<uint8_t> out;
   std::lock_guard<std::mutex> lock(series_mutex_);
-  if (s.spare.empty()) return {};
-  std::vector<uint8_t> out = std::move(s.spare.back());
-  s.spare.pop_back();
+  std::vector<std::vector<uint8_t>>& from = s.spare.empty() ? probe.placed_codes : s.spare;
+  if (from.empty()) return out;
+  out = std::move(from.back());
+  from.pop_back();
   return out;
 }
 

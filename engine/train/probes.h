@@ -274,8 +274,9 @@ class Probes {
   Series& series_of(const SeriesKey& key);
   void keep(Series& series, int64_t step, int64_t numel, Kept kept);
   // Storage for a series' next codes: those of an entry that left the series (keep() gives
-  // them back), so that a sampled step allocates nothing once the series is full.
-  std::vector<uint8_t> spare_codes(Series& series);
+  // them back), else some the probe made when it was placed, so that a sampled step
+  // allocates nothing.
+  std::vector<uint8_t> spare_codes(Probe& probe, Series& series);
   // Adds a tensor summarized since `start` to its kind's cost.
   void count_kind(ProbeKind kind, std::chrono::steady_clock::time_point start);
   // Whether the budget or the floor lets the probe sample `step`, which its `every` picks.
