@@ -2,7 +2,7 @@
 #pragma once
 // exp for Eigen array expressions that gives 0 for inputs far below zero, -inf included.
 // Eigen 3.4's SSE pexp clamps its input at its lowest exact point (-88.38 for float, -709.4 for
-// double), so exp(-inf) came out 2.9e-39 instead of 0 in builds without AVX (the softmax of a
+// double), so exp(-inf) comes out 2.9e-39 instead of 0 in builds without AVX (the softmax of a
 // masked score, exp of -inf); below that point the true value is a denormal or 0, and 0 is what
 // this gives.
 //

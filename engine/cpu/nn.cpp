@@ -103,7 +103,7 @@ void for_each_shifted_tap(const Conv2dGeometry& g, int64_t channels, int64_t ld,
 template <class T>
 void im2col(const T* in, int64_t channels, const Conv2dGeometry& geometry, T* col, int64_t ld) {
   // A local copy: stores through col could alias the caller's geometry as far as the compiler
-  // knows, and reloading its fields every element kept these loops from vectorizing.
+  // knows, and reloading its fields every element keeps these loops from vectorizing.
   const Conv2dGeometry g = geometry;
   if (is_shifted_plane(g)) {
     for_each_shifted_tap(g, channels, ld, [&](const ShiftedTap& t, int64_t plane, int64_t row) {
@@ -381,7 +381,7 @@ __attribute__((always_inline)) inline void max_pool2d_2x2_loop(const T* x, T* y,
 
 // The loop above compiled for AVX-512 and AVX2, chosen at run time, so that a portable build
 // (the package's) vectorizes it too. Not target_clones: its ifunc resolver runs while the
-// library is being relocated, before ThreadSanitizer is set up, and crashed the tsan build.
+// library is being relocated, before ThreadSanitizer is set up, so in a tsan build it crashes.
 template <class T>
 __attribute__((target("avx512f"))) void max_pool2d_2x2_avx512(const T* x, T* y, int64_t* ix,
                                                               const Pool2dGeometry& g) {
@@ -849,7 +849,7 @@ void lstm_cell_forward(const TensorView& gates, const TensorView& c_prev, int64_
                        const TensorView& h) {
   const int64_t width = 4 * hidden;
   // The gates through the same sigmoid and tanh as the elementwise ops (the cell gate's sigmoid
-  // is then overwritten by its tanh), so the fused step computes what the separate ops did.
+  // is then overwritten by its tanh), so the fused step computes what the separate ops would.
   elementwise_kernels.unary(UnaryOp::Sigmoid, act, gates, 0, 0);
   const int64_t sizes[2] = {n, hidden};
   const int64_t strides[2] = {width, 1};

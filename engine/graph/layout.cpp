@@ -21,7 +21,7 @@
 namespace nns::graph {
 namespace {
 
-// How the layout works (issue 31). The module tree is laid out a level at a time: the top
+// How the layout works. The module tree is laid out a level at a time: the top
 // level, and each open Sequential or switch ModuleDict (a group with ports), whose members are
 // laid out on their own and then stand in their parent's level as one box of that size. A wire
 // that crosses such a frame is cut where it crosses: inside, it runs between the member and the

@@ -4,7 +4,7 @@
 // to right, in which a group's box holds exactly its members and nested groups, a Sequential's
 // members keep their order along the flow, a switch ModuleDict's members stand side by side
 // between its ports, and a node outside a group that interleaves with it (a residual Add) sits
-// beside its box at the right height. It is made a level at a time (issue 31): each open
+// beside its box at the right height. It is made a level at a time: each open
 // Sequential or switch ModuleDict is laid out on its own and is one box of that size in its
 // parent's level, the wires that cross its frame entering through its ports; a ModuleList's
 // members stand in the enclosing level, framed. Levels go to Graphviz's `dot` (bounded work

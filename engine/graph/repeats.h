@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// Repeated blocks (issue 29): a run of structurally equal members of a Sequential or ModuleList
+// Repeated blocks: a run of structurally equal members of a Sequential or ModuleList
 // (12 Transformer layers, the 5 equal Bottlenecks of resnet50's layer3) that a folded group
 // draws as one box marked xN, its first member standing for the run.
 //   for (const RepeatRun& run : repeat_runs(project, group)) run.members.size();   // N >= 2

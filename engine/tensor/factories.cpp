@@ -33,7 +33,7 @@ Tensor from_data(const T* data, size_t count, const Shape& shape, const TensorOp
                      shape_str(shape) + " (" + std::to_string(shape_numel(shape)) + " elements)");
   }
   // The values are host memory: convert them on the CPU, then move the tensor (a device's copy
-  // kernel cannot read a host pointer; on a GPU it was an illegal address).
+  // kernel cannot read a host pointer: on a GPU it is an illegal address).
   Tensor out = empty(shape, TensorOptions(options.dtype()));
   Shape strides = contiguous_strides(shape);
   TensorView src{const_cast<T*>(data), source_dtype, shape, strides};

@@ -418,7 +418,7 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
       }
       // Read again inside the write transaction: a second process (the window's test reading
       // beside a CLI run) may have made or upgraded the schema since, and ALTER TABLE is not
-      // idempotent (a second upgrade failed with "duplicate column name" and read as damaged).
+      // idempotent (a second upgrade fails with "duplicate column name", which reads as damage).
       const auto version_now = [&] {
         Statement v(db_, "PRAGMA user_version");
         v.step();

@@ -94,7 +94,7 @@ void AttentionView::chooseSequence() {
   maps_.clear();
   requestedStep_ = -1;
   // A request still out is for the sequence shown before: its answer is dropped (its id no
-  // longer matches), and this sequence's is asked for at once. Kept, it drew the old
+  // longer matches), and this sequence's is asked for at once. Kept, it would draw the old
   // sequence's maps as this one's, at the step this one waits for.
   pending_ = 0;
   if (!set || set->size() == 0) {
