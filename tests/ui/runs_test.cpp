@@ -447,13 +447,13 @@ TEST_F(RunsTest, AWatchedFoldersRunsAreDrawnAsTheyAppear) {
   train::RunInfo info;
   info.settings = "{}";
   const int64_t first = job.begin_run(info);
-  ASSERT_TRUE(test::waitFor([&] { return panel->itemOf(first, 1) != nullptr; }));
-  EXPECT_TRUE(panel->checkedKeys().count({1, first}));
-  panel->setRunChecked(first, false, 1);
+  ASSERT_TRUE(test::waitFor([&] { return panel->itemOf(first, folder) != nullptr; }));
+  EXPECT_TRUE(panel->checkedKeys().count({folder, first}));
+  panel->setRunChecked(first, false, folder);
   const int64_t second = job.begin_run(info);
-  ASSERT_TRUE(test::waitFor([&] { return panel->itemOf(second, 1) != nullptr; }));
-  EXPECT_TRUE(panel->checkedKeys().count({1, second}));
-  EXPECT_FALSE(panel->checkedKeys().count({1, first}));
+  ASSERT_TRUE(test::waitFor([&] { return panel->itemOf(second, folder) != nullptr; }));
+  EXPECT_TRUE(panel->checkedKeys().count({folder, second}));
+  EXPECT_FALSE(panel->checkedKeys().count({folder, first}));
 }
 
 }  // namespace

@@ -487,12 +487,13 @@ TEST_F(ScreenshotRuns, APyTorchTwoProcessRunWatched) {
     ASSERT_TRUE(p->waitForFinished(180000)) << p->readAll().toStdString();
     ASSERT_EQ(p->exitCode(), 0) << p->readAll().toStdString();
   }
-  ASSERT_TRUE(panel_->watchFolder(exported + "/runs"));
-  const QTreeWidgetItem* item = panel_->itemOf(1, 1);
+  const QString watched = exported + "/runs";
+  ASSERT_TRUE(panel_->watchFolder(watched));
+  const QTreeWidgetItem* item = panel_->itemOf(1, watched);
   ASSERT_NE(item, nullptr);
   EXPECT_TRUE(item->text(0).contains(QString("PyTorch ×2"))) << item->text(0).toStdString();
   panel_->setRunChecked(1, true);
-  panel_->selectRun(1, 1);
+  panel_->selectRun(1, watched);
   // The Runs dock tall enough for the project's run 1, the folder's heading and its run.
   window_.resizeDocks({window_.findChild<QDockWidget*>("runsDock")}, {380}, Qt::Vertical);
   shoot(window_, "runs_pytorch_watched.png");

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Watch Folder (issue 30) end to end with a real PyTorch job. Not among the ThreadSanitizer
-// stage's tests (tests/CMakeLists.txt, NNS_THREADED_UI_TESTS): the job is a process started
-// while the window's threads run, and ThreadSanitizer does not support a fork in a
-// multi-threaded process (its child dies); the window's threaded parts are the session's, which
-// runs_test.cpp covers there.
+// Watch Folder (issue 30) end to end with a real PyTorch job, and several folders watched at
+// once. Not among the ThreadSanitizer stage's tests (tests/CMakeLists.txt,
+// NNS_THREADED_UI_TESTS): the job is a process started while the window's threads run, and
+// ThreadSanitizer does not support a fork in a multi-threaded process (its child dies); the
+// window's threaded parts are the session's, which runs_test.cpp covers there.
 #include <gtest/gtest.h>
 
 #include <QDir>
 #include <QFile>
+#include <QIcon>
+#include <QImage>
+#include <QPixmap>
 #include <QProcess>
 #include <QSlider>
 #include <QTreeWidget>
@@ -63,10 +66,10 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
       << job.readAll().toStdString();
   ASSERT_TRUE(panel->watchFolder(runs));
   ASSERT_EQ(controller->watchedStores().size(), 1u);
-  const auto watchedItem = [&]() { return panel->itemOf(1, 1); };
+  const auto watchedItem = [&]() { return panel->itemOf(1, runs); };
   // Selected, its probes' history is on the canvas in place of the paused session's.
   ASSERT_TRUE(test::waitFor([&] { return watchedItem() != nullptr; }));
-  panel->selectRun(1, 1);
+  panel->selectRun(1, runs);
   NodeHealthModel* health = window.nodeHealth();
   const auto probeSamples = [&] {
     size_t n = 0;
@@ -95,7 +98,7 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
   EXPECT_GE(seen.size(), 2u) << "the watched run did not grow while the job ran";
   EXPECT_GT(probesWhileRecording, 0u) << "the job's probes were not shown while it ran";
   // Its curves are drawn as they grow (the project's run is not checked).
-  EXPECT_TRUE(panel->checkedKeys().count({1, 1}));
+  EXPECT_TRUE(panel->checkedKeys().count({runs, 1}));
   if (job.state() != QProcess::NotRunning) {
     ASSERT_TRUE(job.waitForFinished(180000));
   }
@@ -115,8 +118,8 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
 
   // The slider: the session at the PyTorch run's snapshot (before the project's 760 steps, so
   // that its branch has epochs left to train).
-  panel->selectRun(1, 1);
-  ASSERT_EQ(panel->selectedStore(), 1);
+  panel->selectRun(1, runs);
+  ASSERT_EQ(panel->selectedStore(), runs);
   ASSERT_TRUE(test::waitFor([&] { return panel->slider()->maximum() == 3000; }));
   panel->scrubTo(400);
   ASSERT_TRUE(test::waitFor([&] { return controller->shownSnapshot().has_value(); }));
@@ -125,7 +128,7 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
   EXPECT_EQ(controller->shownSource(), controller->watchedStores()[0].get());
   const int64_t shownStep = controller->shownSnapshot()->second;
   // Compare against the project's run 1 at its first snapshot.
-  EXPECT_TRUE(panel->compareWith(1, 0, 0));
+  EXPECT_TRUE(panel->compareWith(1, 0));
   // Branch from here: a new run of the project, from the PyTorch run's step.
   panel->branchFromHere();
   ASSERT_TRUE(test::waitFor([&] { return controller->currentRun() == 2; }, 30000));
@@ -139,10 +142,54 @@ TEST_F(RunsTest, AWatchedFolderShowsAPyTorchJobsRunLiveAndBranchesFromIt) {
   EXPECT_NE(branch->changes.find("from PyTorch run 1 of"), std::string::npos) << branch->changes;
 
   // Stop Watching: its runs leave the tree.
-  panel->selectRun(1, 1);
+  panel->selectRun(1, runs);
   panel->unwatchSelected();
   EXPECT_TRUE(controller->watchedStores().empty());
-  EXPECT_EQ(panel->itemOf(1, 1), nullptr);
+  EXPECT_EQ(panel->itemOf(1, runs), nullptr);
+}
+
+// Each watched store is known by its folder, not by its place among the watched ones: with two
+// folders watched, unwatching the first leaves the second's runs checked (or not) as the user
+// left them, under the same keys and in the same colours.
+TEST_F(RunsTest, UnwatchingAWatchedFolderLeavesAnothersRunsAsTheyWere) {
+  const QString first = dir_.filePath("first.runs");
+  const QString second = dir_.filePath("second.runs");
+  train::RunInfo info;
+  info.settings = "{}";
+  for (const QString& folder : {first, second}) {
+    ASSERT_TRUE(QDir().mkpath(folder));
+    train::RunStore job(folder.toStdString());
+    job.begin_run(info);
+    job.begin_run(info);
+  }
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(project_));
+  TrainingController* controller = window.training();
+  RunsPanel* panel = window.runsPanel();
+  ASSERT_TRUE(panel->watchFolder(first));
+  ASSERT_TRUE(panel->watchFolder(second));
+  ASSERT_NE(panel->itemOf(1, first), nullptr);
+  ASSERT_NE(panel->itemOf(1, second), nullptr);
+  ASSERT_NE(panel->itemOf(2, second), nullptr);
+  // A watched folder's runs are drawn as they appear: the second's run 1 unchecked, its run 2
+  // checked.
+  panel->setRunChecked(1, false, second);
+  panel->setRunChecked(2, true, second);
+  ASSERT_TRUE(panel->checkedKeys().count({second, 2}));
+  const QImage swatch = panel->itemOf(2, second)->icon(0).pixmap(12, 12).toImage();
+
+  panel->selectRun(1, first);
+  ASSERT_EQ(panel->selectedStore(), first);
+  panel->unwatchSelected();
+  ASSERT_EQ(controller->watchedStores().size(), 1u);
+  EXPECT_EQ(panel->itemOf(1, first), nullptr);
+  const QTreeWidgetItem* kept = panel->itemOf(2, second);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->checkState(0), Qt::Checked);
+  ASSERT_NE(panel->itemOf(1, second), nullptr);
+  EXPECT_EQ(panel->itemOf(1, second)->checkState(0), Qt::Unchecked);
+  EXPECT_EQ(panel->checkedKeys(), (std::set<RunsPanel::RunKey>{{second, 2}}));
+  EXPECT_EQ(kept->icon(0).pixmap(12, 12).toImage(), swatch);
 }
 
 }  // namespace

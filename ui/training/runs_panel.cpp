@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/training/runs_panel.h"
 
+#include <QByteArray>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -31,7 +32,7 @@ namespace nns::ui {
 namespace {
 
 constexpr int kRunRole = Qt::UserRole + 1;
-constexpr int kStoreRole = Qt::UserRole + 2;  // 0: the project's store; i: the i-th watched
+constexpr int kStoreRole = Qt::UserRole + 2;  // the store's name (RunsPanel::RunKey)
 enum Column { kRunColumn, kStepsColumn, kAccuracyColumn, kChangesColumn };
 
 QIcon swatch(const QColor& colour) {
@@ -176,7 +177,7 @@ void RunsPanel::setUpCompareControls() {
 void RunsPanel::connectControls() {
   connect(compare_, &QPushButton::clicked, this, [this] {
     const QList<QVariant> at = compareWith_->currentData().toList();
-    if (at.size() == 3) compareWith(at[1].toLongLong(), at[2].toLongLong(), at[0].toInt());
+    if (at.size() == 3) compareWith(at[1].toLongLong(), at[2].toLongLong(), at[0].toString());
   });
   connect(watch_, &QPushButton::clicked, this, [this] {
     const QString folder = QFileDialog::getExistingDirectory(this, tr("Watch the runs in a folder"),
@@ -203,7 +204,7 @@ void RunsPanel::connectControls() {
 void RunsPanel::connectTree() {
   connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* item, int column) {
     if (refreshing_ || column != kRunColumn) return;
-    const RunKey key{item->data(kRunColumn, kStoreRole).toInt(),
+    const RunKey key{item->data(kRunColumn, kStoreRole).toString(),
                      item->data(kRunColumn, kRunRole).toLongLong()};
     if (key.second == 0) return;  // a watched folder's heading
     if (item->checkState(kRunColumn) == Qt::Checked) {
@@ -234,18 +235,7 @@ void RunsPanel::startPollingStores() {
   // trains, once a second is enough.
   refreshTimer_->setInterval(kStorePollMs);
   connect(refreshTimer_, &QTimer::timeout, this, [this] {
-    std::vector<std::pair<const void*, uint64_t>> revisions;
-    for (int i = 0; i <= static_cast<int>(controller_->watchedStores().size()); ++i) {
-      train::RunStore* store = storeAt(i);
-      uint64_t revision = 0;
-      try {
-        if (store) revision = store->revision();
-      } catch (const std::exception&) {
-        // refresh() says why when it next runs.
-      }
-      revisions.emplace_back(store, revision);
-    }
-    if (revisions == shownRevisions_) return;
+    if (storeRevisions() == shownRevisions_) return;
     if (controller_->isRunning() && sinceRefresh_.isValid() && sinceRefresh_.elapsed() < 1000) {
       return;
     }
@@ -254,37 +244,58 @@ void RunsPanel::startPollingStores() {
   refreshTimer_->start();
 }
 
+std::vector<std::pair<const void*, uint64_t>> RunsPanel::storeRevisions() const {
+  std::vector<train::RunStore*> stores{controller_->runStore()};
+  for (const auto& watched : controller_->watchedStores()) stores.push_back(watched.get());
+  std::vector<std::pair<const void*, uint64_t>> revisions;
+  for (train::RunStore* store : stores) {
+    uint64_t revision = 0;
+    try {
+      if (store) revision = store->revision();
+    } catch (const std::exception&) {
+      // refresh() says why when it next runs.
+    }
+    revisions.emplace_back(store, revision);
+  }
+  return revisions;
+}
+
 int64_t RunsPanel::selectedRun() const {
   const QTreeWidgetItem* item = tree_->currentItem();
   return item ? item->data(kRunColumn, kRunRole).toLongLong() : 0;
 }
 
-int RunsPanel::selectedStore() const {
+QString RunsPanel::selectedStore() const {
   const QTreeWidgetItem* item = tree_->currentItem();
-  return item ? item->data(kRunColumn, kStoreRole).toInt() : 0;
+  return item ? item->data(kRunColumn, kStoreRole).toString() : QString();
 }
 
-train::RunStore* RunsPanel::storeAt(int store) const {
-  if (store == 0) return controller_->runStore();
-  const auto& watched = controller_->watchedStores();
-  return store <= static_cast<int>(watched.size()) ? watched[static_cast<size_t>(store - 1)].get()
-                                                   : nullptr;
+std::shared_ptr<train::RunStore> RunsPanel::watchedNamed(const QString& store) const {
+  if (store.isEmpty()) return nullptr;
+  for (const auto& watched : controller_->watchedStores()) {
+    if (qs(watched->folder()) == store) return watched;
+  }
+  return nullptr;
 }
 
-QTreeWidgetItem* RunsPanel::itemOf(int64_t run, int store) const {
+train::RunStore* RunsPanel::storeNamed(const QString& store) const {
+  return store.isEmpty() ? controller_->runStore() : watchedNamed(store).get();
+}
+
+QTreeWidgetItem* RunsPanel::itemOf(int64_t run, const QString& store) const {
   for (QTreeWidgetItemIterator it(tree_); *it; ++it) {
     if ((*it)->data(kRunColumn, kRunRole).toLongLong() == run &&
-        (*it)->data(kRunColumn, kStoreRole).toInt() == store)
+        (*it)->data(kRunColumn, kStoreRole).toString() == store)
       return *it;
   }
   return nullptr;
 }
 
-void RunsPanel::selectRun(int64_t run, int store) {
+void RunsPanel::selectRun(int64_t run, const QString& store) {
   if (QTreeWidgetItem* item = itemOf(run, store)) tree_->setCurrentItem(item);
 }
 
-void RunsPanel::setRunChecked(int64_t run, bool on, int store) {
+void RunsPanel::setRunChecked(int64_t run, bool on, const QString& store) {
   if (QTreeWidgetItem* item = itemOf(run, store)) {
     item->setCheckState(kRunColumn, on ? Qt::Checked : Qt::Unchecked);
   }
@@ -293,20 +304,23 @@ void RunsPanel::setRunChecked(int64_t run, bool on, int store) {
 std::set<int64_t> RunsPanel::checkedRuns() const {
   std::set<int64_t> runs;
   for (const auto& [store, run] : checked_) {
-    if (store == 0) runs.insert(run);
+    if (store.isEmpty()) runs.insert(run);
   }
   return runs;
 }
 
 QColor RunsPanel::keyColour(const RunKey& key) {
-  // A watched store's runs take the colours after the project's.
-  return runColour(key.second + 3 * key.first);
+  // A watched store's runs start 1 to 7 colours after the project's (so its run 1 is not the
+  // project's run 1's colour), by a checksum of its name: the same whatever else is watched,
+  // and from one session to the next (qHash is seeded per process).
+  if (key.first.isEmpty()) return runColour(key.second);
+  return runColour(key.second + 1 + qChecksum(key.first.toUtf8()) % 7);
 }
 
 QString RunsPanel::runLabel(const RunKey& key) const {
-  if (key.first == 0) return tr("run %1").arg(key.second);
+  if (key.first.isEmpty()) return tr("run %1").arg(key.second);
   // A watched store's: "PyTorch run 1", or another project's "run 1 (name.runs)".
-  train::RunStore* store = storeAt(key.first);
+  train::RunStore* store = storeNamed(key.first);
   std::optional<train::RunInfo> info;
   try {
     if (store) info = store->run(key.second);
@@ -318,9 +332,9 @@ QString RunsPanel::runLabel(const RunKey& key) const {
       .arg(store ? QFileInfo(qs(store->folder())).fileName() : QString());
 }
 
-QTreeWidgetItem* RunsPanel::makeRunItem(const train::RunInfo& r, int store) {
+QTreeWidgetItem* RunsPanel::makeRunItem(const train::RunInfo& r, const QString& store) {
   auto* item = new QTreeWidgetItem;
-  const int64_t current = store == 0 ? controller_->currentRun() : 0;
+  const int64_t current = store.isEmpty() ? controller_->currentRun() : 0;
   QString label = QString::number(r.id);
   if (!r.name.empty()) label += "  " + qs(r.name);
   // The PyTorch badge: who trained it, in how many processes.
@@ -328,7 +342,7 @@ QTreeWidgetItem* RunsPanel::makeRunItem(const train::RunInfo& r, int store) {
     label += r.processes > 1 ? tr("  PyTorch ×%1").arg(r.processes) : tr("  PyTorch");
   }
   // The store's word: a run whose figures are written has ended (or rests, paused).
-  if (!r.finished && (r.id == current || store != 0)) label += tr("  (recording)");
+  if (!r.finished && (r.id == current || !store.isEmpty())) label += tr("  (recording)");
   item->setText(kRunColumn, label);
   item->setIcon(kRunColumn, swatch(keyColour({store, r.id})));
   item->setData(kRunColumn, kRunRole, QVariant::fromValue<qlonglong>(r.id));
@@ -377,17 +391,8 @@ QTreeWidgetItem* RunsPanel::makeRunItem(const train::RunInfo& r, int store) {
 
 void RunsPanel::refresh() {
   train::RunStore* store = controller_->runStore();
-  const int stores = 1 + static_cast<int>(controller_->watchedStores().size());
   // Read before the runs: a write between the two shows at the next tick.
-  shownRevisions_.clear();
-  for (int i = 0; i < stores; ++i) {
-    uint64_t revision = 0;
-    try {
-      if (storeAt(i)) revision = storeAt(i)->revision();
-    } catch (const std::exception&) {
-    }
-    shownRevisions_.emplace_back(storeAt(i), revision);
-  }
+  shownRevisions_ = storeRevisions();
   sinceRefresh_.start();
   const RunKey selected{selectedStore(), selectedRun()};
   refreshing_ = true;
@@ -415,14 +420,14 @@ void RunsPanel::refresh() {
   std::map<RunKey, QTreeWidgetItem*> items;
   std::vector<RunKey> keys;
   // Each store's runs, branches under the run they came from.
-  const auto add_runs = [&](const std::vector<train::RunInfo>& list, int index,
+  const auto add_runs = [&](const std::vector<train::RunInfo>& list, const QString& name,
                             QTreeWidgetItem* heading) {
     for (const train::RunInfo& r : list) {
       // A watched store's runs are drawn as they appear (a job's run may start after its
       // folder is watched); one the user unchecked since stays unchecked.
-      if (index > 0 && !listedWatched_.count({index, r.id})) checked_.insert({index, r.id});
-      QTreeWidgetItem* item = makeRunItem(r, index);
-      auto parent = items.find({index, r.parent});
+      if (!name.isEmpty() && !listedWatched_.count({name, r.id})) checked_.insert({name, r.id});
+      QTreeWidgetItem* item = makeRunItem(r, name);
+      auto parent = items.find({name, r.parent});
       if (r.parent != 0 && parent != items.end()) {
         parent->second->addChild(item);
       } else if (heading) {
@@ -430,45 +435,45 @@ void RunsPanel::refresh() {
       } else {
         tree_->addTopLevelItem(item);
       }
-      items[{index, r.id}] = item;
-      keys.push_back({index, r.id});
+      items[{name, r.id}] = item;
+      keys.push_back({name, r.id});
     }
   };
-  add_runs(runs, 0, nullptr);
-  for (int i = 1; i < stores; ++i) {
-    train::RunStore* watched = storeAt(i);
+  add_runs(runs, QString(), nullptr);
+  for (const auto& watched : controller_->watchedStores()) {
+    const QString name = qs(watched->folder());
     auto* heading = new QTreeWidgetItem;
     heading->setData(kRunColumn, kRunRole, QVariant::fromValue<qlonglong>(0));
-    heading->setData(kRunColumn, kStoreRole, i);
+    heading->setData(kRunColumn, kStoreRole, name);
     QFont bold = heading->font(kRunColumn);
     bold.setBold(true);
     heading->setFont(kRunColumn, bold);
     heading->setFirstColumnSpanned(false);
     std::vector<train::RunInfo> list;
-    QString text = tr("Watched: %1").arg(qs(watched->folder()));
+    QString text = tr("Watched: %1").arg(name);
     try {
       list = watched->runs();
     } catch (const std::exception& e) {
       text += tr(" (cannot be read: %1)").arg(qs(e.what()));
     }
     heading->setText(kRunColumn, text);
-    heading->setToolTip(
-        kRunColumn,
-        tr("Runs another process records in %1, shown as they grow").arg(qs(watched->folder())));
+    heading->setToolTip(kRunColumn,
+                        tr("Runs another process records in %1, shown as they grow").arg(name));
     tree_->addTopLevelItem(heading);
-    add_runs(list, i, heading);
+    add_runs(list, name, heading);
   }
   tree_->expandAll();
   listedWatched_.clear();
   for (const auto& [key, item] : items) {
-    if (key.first > 0) listedWatched_.insert(key);
+    if (!key.first.isEmpty()) listedWatched_.insert(key);
   }
   // Runs that are gone are no longer drawn.
   std::erase_if(checked_, [&](const RunKey& key) { return !items.count(key); });
   const int64_t current = controller_->currentRun();
-  const RunKey keep = items.count(selected)
-                          ? selected
-                          : RunKey{0, current ? current : (runs.empty() ? 0 : runs.back().id)};
+  const RunKey keep =
+      items.count(selected)
+          ? selected
+          : RunKey{QString(), current ? current : (runs.empty() ? 0 : runs.back().id)};
   if (QTreeWidgetItem* item = items.count(keep) ? items[keep] : nullptr)
     tree_->setCurrentItem(item);
   refreshing_ = false;
@@ -480,15 +485,15 @@ void RunsPanel::refresh() {
 
 void RunsPanel::showWatchedProbes() {
   // A watched run selected: the canvas's probes show what its job recorded, as it grows.
-  if (refreshing_ || selectedStore() == 0 || selectedRun() == 0) return;
-  controller_->showWatchedProbes(storeAt(selectedStore()), selectedRun());
+  if (refreshing_ || selectedStore().isEmpty() || selectedRun() == 0) return;
+  controller_->showWatchedProbes(storeNamed(selectedStore()), selectedRun());
 }
 
 void RunsPanel::fillCompareList(const std::vector<RunKey>& runs) {
   const QVariant current = compareWith_->currentData();
   compareWith_->clear();
   for (const RunKey& key : runs) {
-    train::RunStore* store = storeAt(key.first);
+    train::RunStore* store = storeNamed(key.first);
     if (!store) continue;
     try {
       // The run's label and swatch once, not per snapshot (a watched run's label is a query).
@@ -509,9 +514,9 @@ void RunsPanel::fillCompareList(const std::vector<RunKey>& runs) {
   compare_->setEnabled(compareWith_->count() > 0 && selectedRun() != 0);
 }
 
-bool RunsPanel::compareWith(int64_t run, int64_t step, int store_index) {
-  train::RunStore* store = storeAt(selectedStore());
-  train::RunStore* other = storeAt(store_index);
+bool RunsPanel::compareWith(int64_t run, int64_t step, const QString& store_name) {
+  train::RunStore* store = storeNamed(selectedStore());
+  train::RunStore* other = storeNamed(store_name);
   const int64_t from = selectedRun();
   if (!store || !other || !from) return false;
   const std::optional<train::SnapshotInfo> a = store->snapshot_at(from, slider_->value());
@@ -532,7 +537,7 @@ bool RunsPanel::compareWith(int64_t run, int64_t step, int store_index) {
   const QString pair = tr("%1 step %2 → %3 step %4")
                            .arg(runLabel({selectedStore(), a->run}))
                            .arg(a->step)
-                           .arg(runLabel({store_index, b->run}))
+                           .arg(runLabel({store_name, b->run}))
                            .arg(b->step);
   std::map<graph::NodeId, GraphScene::NodeBadge> badges;
   for (const graph::Node& node : controller_->document()->project().graph.nodes) {
@@ -572,12 +577,13 @@ void RunsPanel::clearComparison() {
 }
 
 void RunsPanel::updateSlider() {
-  const int index = selectedStore();
-  train::RunStore* store = storeAt(index);
+  const QString name = selectedStore();
+  const bool watched = !name.isEmpty();
+  train::RunStore* store = storeNamed(name);
   const int64_t run = selectedRun();
-  unwatch_->setEnabled(index != 0);
-  rename_->setEnabled(index == 0 && run != 0);
-  delete_->setEnabled(index == 0 && run != 0);
+  unwatch_->setEnabled(watched);
+  rename_->setEnabled(!watched && run != 0);
+  delete_->setEnabled(!watched && run != 0);
   std::optional<train::RunInfo> info;
   if (store && run) {
     try {
@@ -588,14 +594,14 @@ void RunsPanel::updateSlider() {
   }
   settingSlider_ = true;
   // The run being recorded is as far as the session went (the store follows within a moment).
-  if (info && index == 0 && run == controller_->currentRun()) {
+  if (info && !watched && run == controller_->currentRun()) {
     info->steps = std::max(info->steps, controller_->status().step);
   }
   slider_->setEnabled(info.has_value() && info->steps > info->first_step);
   if (info) {
     slider_->setRange(static_cast<int>(info->first_step), static_cast<int>(info->steps));
     const auto shown = controller_->shownSnapshot();
-    if (shown && shown->first == run && controller_->shownSource() == (index ? store : nullptr)) {
+    if (shown && shown->first == run && controller_->shownSource() == (watched ? store : nullptr)) {
       slider_->setValue(static_cast<int>(shown->second));
     } else if (!scrubTimer_->isActive()) {
       slider_->setValue(static_cast<int>(info->steps));
@@ -614,7 +620,7 @@ void RunsPanel::updateOverlays() {
   // every second while a run trains; the curves are read again only when this changed.
   std::map<RunKey, int64_t> drawn;
   for (const RunKey& key : checked_) {
-    train::RunStore* store = storeAt(key.first);
+    train::RunStore* store = storeNamed(key.first);
     if (!store) continue;
     try {
       const std::optional<train::RunInfo> info = store->run(key.second);
@@ -628,7 +634,7 @@ void RunsPanel::updateOverlays() {
   std::vector<RunCurves> runs;
   for (const auto& [key, steps] : drawn) {
     try {
-      train::RunStore* store = storeAt(key.first);
+      train::RunStore* store = storeNamed(key.first);
       RunCurves c;
       c.run = key.second;
       c.colour = keyColour(key);
@@ -647,10 +653,7 @@ void RunsPanel::scrubTo(int64_t step) {
   const int64_t run = selectedRun();
   if (!run) return;
   scrubTimer_->stop();
-  const int index = selectedStore();
-  controller_->showSnapshot(
-      run, step,
-      index == 0 ? nullptr : controller_->watchedStores()[static_cast<size_t>(index - 1)]);
+  controller_->showSnapshot(run, step, watchedNamed(selectedStore()));
 }
 
 bool RunsPanel::watchFolder(const QString& folder) {
@@ -662,37 +665,30 @@ bool RunsPanel::watchFolder(const QString& folder) {
 }
 
 void RunsPanel::unwatchSelected() {
-  const int index = selectedStore();
-  if (index == 0) return;
-  const train::RunStore* store = storeAt(index);
-  // Keys of later watched stores move down by one.
-  const auto shifted = [index](const std::set<RunKey>& keys) {
-    std::set<RunKey> kept;
-    for (const RunKey& key : keys) {
-      if (key.first < index) kept.insert(key);
-      if (key.first > index) kept.insert({key.first - 1, key.second});
-    }
-    return kept;
-  };
-  checked_ = shifted(checked_);
-  listedWatched_ = shifted(listedWatched_);
+  const QString name = selectedStore();
+  const train::RunStore* store = storeNamed(name);
+  if (name.isEmpty() || !store) return;
+  // Its runs are forgotten: watched again, they are drawn as new.
+  const auto ofStore = [&](const RunKey& key) { return key.first == name; };
+  std::erase_if(checked_, ofStore);
+  std::erase_if(listedWatched_, ofStore);
   controller_->unwatchFolder(store);
 }
 
 void RunsPanel::onSnapshotShown(int64_t run, int64_t step) {
   // The run scrubbed is drawn from the store, the cursor at the snapshot's step.
-  int index = 0;
-  for (int i = 1; i <= static_cast<int>(controller_->watchedStores().size()); ++i) {
-    if (storeAt(i) == controller_->shownSource()) index = i;
+  QString name;
+  for (const auto& watched : controller_->watchedStores()) {
+    if (watched.get() == controller_->shownSource()) name = qs(watched->folder());
   }
-  if (!checked_.count({index, run})) {
-    checked_.insert({index, run});
-    setRunChecked(run, true, index);
+  if (!checked_.count({name, run})) {
+    checked_.insert({name, run});
+    setRunChecked(run, true, name);
   }
   updateOverlays();
   curves_->setCursorStep(step);
   settingSlider_ = true;
-  if (selectedRun() == run && selectedStore() == index) slider_->setValue(static_cast<int>(step));
+  if (selectedRun() == run && selectedStore() == name) slider_->setValue(static_cast<int>(step));
   settingSlider_ = false;
   stepLabel_->setText(tr("step %1 (snapshot)").arg(step));
   branch_->setEnabled(true);
@@ -707,7 +703,7 @@ void RunsPanel::branchFromHere() {
 void RunsPanel::renameSelected() {
   const int64_t run = selectedRun();
   train::RunStore* store = controller_->runStore();
-  if (!run || !store || selectedStore() != 0) return;
+  if (!run || !store || !selectedStore().isEmpty()) return;
   const std::optional<train::RunInfo> info = store->run(run);
   bool ok = false;
   const QString name =
@@ -718,7 +714,7 @@ void RunsPanel::renameSelected() {
 
 void RunsPanel::deleteSelected() {
   const int64_t run = selectedRun();
-  if (!run || selectedStore() != 0) return;  // a watched store belongs to its job
+  if (!run || !selectedStore().isEmpty()) return;  // a watched store belongs to its job
   const auto answer = QMessageBox::question(
       this, tr("Delete run %1").arg(run),
       tr("Delete run %1 with its curves and snapshots? Its branches stay, as branches of its "

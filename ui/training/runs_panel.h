@@ -20,9 +20,11 @@
 // log scale from 0.1% to 100%), with the figure on the node and the numbers in its tooltip.
 #include <QColor>
 #include <QElapsedTimer>
+#include <QString>
 #include <QWidget>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <vector>
@@ -62,17 +64,18 @@ class RunsPanel : public QWidget {
   QComboBox* compareBox() const { return compareWith_; }
   // The colour of a relative change of weights (0.1% pale to 100% deep).
   static QColor changeColour(double relative);
-  // A run of a store: 0 the project's, i the i-th watched one (TrainingController::
-  // watchedStores()[i - 1]).
-  using RunKey = std::pair<int, int64_t>;
+  // A run of a store, the store named by its folder (train::RunStore::folder()), empty for the
+  // project's own: a name, not a position, so that unwatching one store leaves the others'
+  // keys as they are.
+  using RunKey = std::pair<QString, int64_t>;
   // The run the slider and the buttons act on (0: none), and its store.
   int64_t selectedRun() const;
-  int selectedStore() const;
-  void selectRun(int64_t run, int store = 0);
+  QString selectedStore() const;
+  void selectRun(int64_t run, const QString& store = {});
   // The tree's item of a run (null where it is not shown).
-  QTreeWidgetItem* itemOf(int64_t run, int store = 0) const;
+  QTreeWidgetItem* itemOf(int64_t run, const QString& store = {}) const;
   // Whether a run's curves are drawn in the Curves panel.
-  void setRunChecked(int64_t run, bool on, int store = 0);
+  void setRunChecked(int64_t run, bool on, const QString& store = {});
   // The project's runs drawn; checkedKeys() has the watched stores' too.
   std::set<int64_t> checkedRuns() const;
   const std::set<RunKey>& checkedKeys() const { return checked_; }
@@ -89,7 +92,7 @@ class RunsPanel : public QWidget {
   // Tints the canvas's nodes by the change of their weights from the slider's snapshot of
   // the selected run to `run`'s snapshot at or before `step`; false (with a message) when
   // either is missing.
-  bool compareWith(int64_t run, int64_t step, int store = 0);
+  bool compareWith(int64_t run, int64_t step, const QString& store = {});
   // Watch Folder... with the folder chosen; false (with a message) without a store there.
   bool watchFolder(const QString& folder);
   void unwatchSelected();
@@ -112,11 +115,15 @@ class RunsPanel : public QWidget {
   void connectController();
   // Polls the stores' revisions (refreshTimer_) and refreshes when one changed.
   void startPollingStores();
+  // The stores the tree shows (the project's first) and their revisions (0 where unreadable).
+  std::vector<std::pair<const void*, uint64_t>> storeRevisions() const;
   void updateSlider();
   void fillCompareList(const std::vector<RunKey>& runs);
-  // The store of index `store` (null where there is none).
-  train::RunStore* storeAt(int store) const;
-  QTreeWidgetItem* makeRunItem(const train::RunInfo& r, int store);
+  // The store of that name the panel shows (null where there is none).
+  train::RunStore* storeNamed(const QString& store) const;
+  // The watched store of that name (null where none is watched).
+  std::shared_ptr<train::RunStore> watchedNamed(const QString& store) const;
+  QTreeWidgetItem* makeRunItem(const train::RunInfo& r, const QString& store);
   static QColor keyColour(const RunKey& key);
   QString runLabel(const RunKey& key) const;
   void updateOverlays();
