@@ -617,6 +617,17 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
     codes.assign(kKeptValues, 0);
     codes.clear();
   }
+  // The queue's two buffers likewise, for as many samples as a reader polling ten times a
+  // second takes at a time from a fast model's probes (they grow beyond if need be).
+  {
+    std::scoped_lock lock(take_mutex_, queue_mutex_);
+    const size_t placed = std::min<size_t>(queue_capacity_, 1024);
+    for (std::vector<ProbeSample>* buffer : {&queue_, &taken_}) {
+      if (buffer->capacity() >= placed) continue;
+      buffer->resize(placed);
+      buffer->clear();
+    }
+  }
   // The forward hook stays for the probe's life so that the probe is visibly on its module;
   // it costs one flag test on the steps it does not sample.
   p->forward = module->register_forward_hook(
@@ -1020,13 +1031,21 @@ std::vector<uint8_t> Probes::spare_codes(Probe& probe, Series& s) {
 }
 
 std::vector<ProbeSample> Probes::take_samples() {
-  std::vector<ProbeSample> out;
+  std::lock_guard<std::mutex> taking(take_mutex_);
+  size_t oldest = 0;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
-    out.swap(queue_);
-    std::rotate(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(queue_oldest_), out.end());
-    queue_oldest_ = 0;
+    queue_.swap(taken_);
+    std::swap(oldest, queue_oldest_);
   }
+  // The samples are copied out here, on the caller's thread, and both buffers keep their
+  // storage: the training thread's publish() then writes into memory it has used before.
+  std::vector<ProbeSample> out;
+  out.reserve(taken_.size());
+  const auto from = taken_.begin() + static_cast<std::ptrdiff_t>(oldest);
+  out.insert(out.end(), std::make_move_iterator(from), std::make_move_iterator(taken_.end()));
+  out.insert(out.end(), std::make_move_iterator(taken_.begin()), std::make_move_iterator(from));
+  taken_.clear();
   return out;
 }
 

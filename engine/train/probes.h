@@ -312,9 +312,13 @@ class Probes {
 
   mutable std::mutex queue_mutex_;
   // The samples not taken yet, oldest first from queue_oldest_ on (a ring once it holds
-  // queue_capacity_): one vector handed over whole by take_samples, not a node per sample.
+  // queue_capacity_). take_samples swaps it with taken_ (under take_mutex_) and empties that
+  // on its own thread: two buffers that keep their storage, so that publishing allocates
+  // neither a node per sample nor, once they have grown, fresh memory.
   std::vector<ProbeSample> queue_;
   size_t queue_oldest_ = 0;
+  std::mutex take_mutex_;
+  std::vector<ProbeSample> taken_;
   size_t queue_capacity_;
   int64_t dropped_ = 0;
   ProbeOverhead overhead_;  // under queue_mutex_

@@ -181,7 +181,9 @@ TEST(SpeedPaths, AllocatorReusesFreedBlocksOfTheSameSize) {
     }
     Tensor b = zeros({n});
     EXPECT_EQ(reinterpret_cast<uintptr_t>(b.raw_data()) % 64, 0u) << n;
-    if (n > 0 && n * 4 <= (int64_t{16} << 20)) EXPECT_EQ(b.raw_data(), first) << n;
+    if (n > 0 && n * 4 <= (int64_t{16} << 20)) {
+      EXPECT_EQ(b.raw_data(), first) << n;
+    }
     for (float v : b.to_vector<float>()) ASSERT_EQ(v, 0.0f) << n;
   }
 }
