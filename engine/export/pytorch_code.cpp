@@ -20,6 +20,7 @@
 #include "engine/tensor/error.h"
 #include "engine/train/losses.h"
 #include "engine/train/optimizers.h"
+#include "engine/train/run_store_schema.h"
 #include "engine/train/session.h"
 
 namespace nns::exporting {
@@ -582,7 +583,8 @@ std::string export_readme(const Project& project, bool with_weights) {
          "with its\n  exact train/test split, recording the run into `runs/` "
          "(`nnstudio-cli runs runs/`).\n"
          "- `nnstudio_runs.py`: the recorder, for any training loop: "
-         "`nnstudio_runs.Recorder(\"runs\", model, probes=[...])`.\n";
+         "`nnstudio_runs.Recorder(\"runs\", model, probes=[...])`, with "
+         "`nnstudio_runs_schema.json`, the run store's layout it reads.\n";
   if (with_weights) out += "- `weights.pt`: the weights NN Studio had when it exported.\n";
   out += "\n## Use the model\n\n```python\nimport torch\nfrom model import " + name +
          "\n\nmodel = " + name + "()\n";
@@ -690,6 +692,7 @@ void write_pytorch_export(const Project& project, const std::string& dir,
     write("model.py", model_py);
     write("train.py", train_py);
     write("nnstudio_runs.py", kRecorderModule);
+    write("nnstudio_runs_schema.json", train::kRunStoreSchemaText);  // nnstudio_runs.py reads it
     write("README.md", readme);
     serialize::save_state_dict_file(data, (staging / "data.pt").string());
     if (weights) serialize::save_state_dict_file(*weights, (staging / "weights.pt").string());

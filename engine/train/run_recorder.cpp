@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "engine/train/run_recorder.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #if defined(__linux__)
 #include <sys/resource.h>
@@ -12,32 +14,34 @@
 #include "engine/graph/builder.h"
 #include "engine/graph/project.h"
 #include "engine/serialize/serialize.h"
+#include "engine/train/run_store_schema.h"
 
 namespace nns::train {
 namespace {
 
-// Step metrics are written in batches at most this far apart (one transaction each).
-constexpr auto kWriteEvery = std::chrono::milliseconds(250);
+// Step metrics are written in batches at most this far apart (one transaction each): the
+// schema file's, which the PyTorch recorder writes at too.
+std::chrono::milliseconds write_every() {
+  static const auto every = std::chrono::milliseconds(std::llround(
+      1000 * run_store_schema().at("recorder").at("write_every_seconds").get<double>()));
+  return every;
+}
 
+// The schema file's log-spaced schedule: a step below ten in below_ten, else the step with its
+// trailing zeros taken off down to two digits in each_decade (read once: asked every step).
 bool log_spaced(int64_t step) {
+  static const auto [below_ten, each_decade] = [] {
+    const graph::Json& schedule = run_store_schema().at("snapshot_schedule");
+    return std::pair{schedule.at("below_ten").get<std::vector<int64_t>>(),
+                     schedule.at("each_decade").get<std::vector<int64_t>>()};
+  }();
+  const auto listed = [](const std::vector<int64_t>& list, int64_t value) {
+    return std::find(list.begin(), list.end(), value) != list.end();
+  };
   if (step < 1) return false;
-  if (step < 10) return step != 7 && step != 9;
+  if (step < 10) return listed(below_ten, step);
   while (step >= 100 && step % 10 == 0) step /= 10;
-  switch (step) {
-    case 10:
-    case 12:
-    case 15:
-    case 20:
-    case 25:
-    case 30:
-    case 40:
-    case 50:
-    case 60:
-    case 80:
-      return true;
-    default:
-      return false;
-  }
+  return listed(each_decade, step);
 }
 
 }  // namespace
@@ -280,7 +284,7 @@ void RunRecorder::writer_loop() {
     written_count_ += count;
     written_.notify_all();
     // Without a snapshot waiting, gather metrics for a while (one transaction per batch).
-    wake_.wait_for(lock, kWriteEvery, [&] {
+    wake_.wait_for(lock, write_every(), [&] {
       return quit_ || flushing_ > 0 || !snapshots_.empty() || result_.has_value();
     });
   }

@@ -18,6 +18,7 @@
 
 #include "engine/graph/project.h"
 #include "engine/serialize/serialize.h"
+#include "engine/train/run_store_schema.h"
 
 namespace nns::train {
 namespace {
@@ -27,11 +28,13 @@ using graph::Json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kDatabase = "runs.db";
-// The schema's version, in SQLite's user_version (a later one may migrate).
-// 2: probe_samples. 3: runs.source, processes, host, device (who trained it).
-constexpr int kSchemaVersion = 3;
+// The schema's version, in SQLite's user_version (a later one may migrate): the schema
+// file's (nnstudio_runs_schema.json, which the PyTorch recorder reads too).
+int64_t schema_version() {
+  return run_store_schema().at("version").get<int64_t>();
+}
 
-// A store whose schema is newer than kSchemaVersion: refused as it is, not as damaged.
+// A store whose schema is newer than schema_version(): refused as it is, not as damaged.
 class NewerSchema : public RunStoreError {
  public:
   using RunStoreError::RunStoreError;
@@ -410,10 +413,10 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
       version.step();
       int64_t found = version.integer(0);
       version.reset();
-      if (found > kSchemaVersion) {
+      if (found > schema_version()) {
         throw NewerSchema("run store '" + db_path + "' was written by a newer NN Studio (schema " +
                           std::to_string(found) + ", this one reads " +
-                          std::to_string(kSchemaVersion) +
+                          std::to_string(schema_version()) +
                           "): open it with that version; nothing in it was changed");
       }
       // Read again inside the write transaction: a second process (the window's test reading
@@ -425,51 +428,18 @@ RunStore::RunStore(const std::string& folder) : folder_(folder) {
         return v.integer(0);
       };
       std::optional<Transaction> t;
-      if (found < kSchemaVersion) t.emplace(db_);
-      if (found < kSchemaVersion && (found = version_now()) < kSchemaVersion) {
-        exec(R"(
-      CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS runs(
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        name TEXT NOT NULL DEFAULT '',
-        started TEXT NOT NULL,
-        parent INTEGER NOT NULL DEFAULT 0,
-        parent_step INTEGER NOT NULL DEFAULT 0,
-        settings TEXT NOT NULL,
-        architecture TEXT NOT NULL,
-        project TEXT NOT NULL,
-        changes TEXT NOT NULL DEFAULT '',
-        steps INTEGER NOT NULL DEFAULT 0,
-        finished INTEGER NOT NULL DEFAULT 0,
-        train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL);
-      CREATE TABLE IF NOT EXISTS step_metrics(
-        run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
-        steps BLOB NOT NULL,
-        PRIMARY KEY(run, first_step)) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS epoch_metrics(
-        run INTEGER NOT NULL, epoch INTEGER NOT NULL, step INTEGER NOT NULL,
-        train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL,
-        test_sequence_accuracy REAL, seconds REAL, steps_per_second REAL,
-        PRIMARY KEY(run, epoch)) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS snapshots(
-        run INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL,
-        weights TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
-        PRIMARY KEY(run, step)) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS probe_samples(
-        run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
-        samples BLOB NOT NULL);
-      CREATE INDEX IF NOT EXISTS probe_samples_by_run ON probe_samples(run, first_step);
-    )");
-        // Version 3's columns, added to a store of an earlier version (and a new one).
-        if (found < 3) {
-          exec(R"(
-        ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'nnstudio';
-        ALTER TABLE runs ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
-        ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
-        ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT '';
-      )");
+      if (found < schema_version()) t.emplace(db_);
+      if (found < schema_version() && (found = version_now()) < schema_version()) {
+        // Made or brought up to date as the schema file says (the recorder does the same).
+        const graph::Json& schema = run_store_schema();
+        for (const graph::Json& statement : schema.at("tables")) exec(statement.get<std::string>());
+        for (const graph::Json& upgrade : schema.at("upgrades")) {
+          if (found >= upgrade.at("to").get<int64_t>()) continue;
+          for (const graph::Json& statement : upgrade.at("statements")) {
+            exec(statement.get<std::string>());
+          }
         }
-        exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+        exec("PRAGMA user_version=" + std::to_string(schema_version()));
       }
       if (t) t->commit();
       opened = true;

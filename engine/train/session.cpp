@@ -22,7 +22,6 @@ namespace nns::train {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kSmoothing = 0.9;
 // steps_per_second is measured over windows of about this much training time.
 constexpr double kRateWindowSeconds = 0.5;
 
@@ -571,7 +570,7 @@ void TrainingSession::run_step() {
   if (accuracy) epoch_accuracy_.add(*accuracy);
   epoch_samples_ += samples;
   epoch_seconds_ += seconds;
-  smoothed_ = kSmoothing * smoothed_ + (1 - kSmoothing) * loss_value;
+  smoothed_ = kLossSmoothing * smoothed_ + (1 - kLossSmoothing) * loss_value;
   ++smoothed_count_;
   rate_seconds_ += seconds;
   ++rate_steps_;
@@ -585,7 +584,8 @@ void TrainingSession::run_step() {
   m.step = step;
   m.epoch = epoch_ + 1;
   m.loss = loss_value;
-  m.smoothed_loss = smoothed_ / (1 - std::pow(kSmoothing, static_cast<double>(smoothed_count_)));
+  m.smoothed_loss =
+      smoothed_ / (1 - std::pow(kLossSmoothing, static_cast<double>(smoothed_count_)));
   m.accuracy = accuracy ? accuracy->rate() : kNaN;
   m.lr = current_lr();
   publish_step(m);

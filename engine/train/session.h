@@ -77,11 +77,15 @@ enum class RunState {
 // "idle", "running", "paused", "stopped", "failed".
 std::string run_state_name(RunState state);
 
+// The smoothed loss's factor (the run store's schema file holds it too, for the PyTorch
+// recorder's smoothed loss).
+constexpr double kLossSmoothing = 0.9;
+
 struct StepMetrics {
   int64_t step = 0;   // counted from 1
   int64_t epoch = 0;  // the epoch this step belongs to, counted from 1
   double loss = 0;
-  double smoothed_loss = 0;  // exponential moving average (0.9), bias-corrected
+  double smoothed_loss = 0;  // exponential moving average (kLossSmoothing), bias-corrected
   double accuracy = 0;       // on this batch (of its positions, for a class per position);
                              // NaN for regression
   double lr = 0;             // the first parameter group's learning rate for this step

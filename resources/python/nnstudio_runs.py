@@ -15,7 +15,7 @@
 writes a snapshot's weights, `--probes RUN --out p.csv` what the probes saw.
 
 The store is the one NN Studio's engine keeps (engine/train/run_store.h): SQLite in WAL mode,
-schema version 3, step metrics and probe samples packed into BLOBs, snapshots as .safetensors
+the schema of nnstudio_runs_schema.json (beside this file), step metrics and probe samples packed into BLOBs, snapshots as .safetensors
 (the weights) and .pt (the optimizer's state) files written atomically before their row. Only
 the standard library, torch and NumPy (which torch needs) are used.
 
@@ -35,60 +35,25 @@ import time
 import numpy
 import torch
 
-SCHEMA_VERSION = 3
-HISTOGRAM_BINS = 32  # engine/train/probes.h kHistogramBins
-SMOOTHING = 0.9  # engine/train/session.cpp kSmoothing
-WRITE_EVERY_SECONDS = 0.25  # as the engine's recorder: a watcher sees the run grow
-# The probes' floor under their budget and the cap on one sample's charge, as the engine's
-# (engine/train/probes.h kFloorEarlySteps, kFloorGap, kOutlierFactor).
-FLOOR_EARLY_STEPS = 1000
-FLOOR_GAP = 10
-OUTLIER_FACTOR = 3.0
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs(
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  name TEXT NOT NULL DEFAULT '',
-  started TEXT NOT NULL,
-  parent INTEGER NOT NULL DEFAULT 0,
-  parent_step INTEGER NOT NULL DEFAULT 0,
-  settings TEXT NOT NULL,
-  architecture TEXT NOT NULL,
-  project TEXT NOT NULL,
-  changes TEXT NOT NULL DEFAULT '',
-  steps INTEGER NOT NULL DEFAULT 0,
-  finished INTEGER NOT NULL DEFAULT 0,
-  train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL);
-CREATE TABLE IF NOT EXISTS step_metrics(
-  run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
-  steps BLOB NOT NULL,
-  PRIMARY KEY(run, first_step)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS epoch_metrics(
-  run INTEGER NOT NULL, epoch INTEGER NOT NULL, step INTEGER NOT NULL,
-  train_loss REAL, train_accuracy REAL, test_loss REAL, test_accuracy REAL,
-  test_sequence_accuracy REAL, seconds REAL, steps_per_second REAL,
-  PRIMARY KEY(run, epoch)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots(
-  run INTEGER NOT NULL, step INTEGER NOT NULL, epoch INTEGER NOT NULL,
-  weights TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
-  PRIMARY KEY(run, step)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS probe_samples(
-  run INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
-  samples BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS probe_samples_by_run ON probe_samples(run, first_step);
-"""
-_SCHEMA_3 = """
-ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'nnstudio';
-ALTER TABLE runs ADD COLUMN processes INTEGER NOT NULL DEFAULT 1;
-ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN device TEXT NOT NULL DEFAULT '';
-"""
-
-_STEP = struct.Struct("<qqdddd")  # step, epoch, loss, smoothed_loss, accuracy, lr
-_PROBE = struct.Struct("<4q10d4i")  # the probe sample header (run_store.h)
-assert _STEP.size == 48 and _PROBE.size == 128
-_KINDS = {"activation": 0, "grad_output": 1, "grad_input": 2, "param_grad": 3}
+# The store's schema, record layouts, snapshot schedule and the constants shared with the
+# engine: one file both read (the engine has it compiled in), beside this one wherever it goes.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "nnstudio_runs_schema.json"), encoding="utf-8") as _f:
+    _SPEC = json.load(_f)
+SCHEMA_VERSION = _SPEC["version"]
+_RECORDER = _SPEC["recorder"]
+HISTOGRAM_BINS = _RECORDER["histogram_bins"]
+SMOOTHING = _RECORDER["smoothing"]
+WRITE_EVERY_SECONDS = _RECORDER["write_every_seconds"]  # a watcher sees the run grow
+# The probes' floor under their budget and the cap on one sample's charge.
+FLOOR_EARLY_STEPS = _RECORDER["floor_early_steps"]
+FLOOR_GAP = _RECORDER["floor_gap"]
+OUTLIER_FACTOR = _RECORDER["outlier_factor"]
+_STEP = struct.Struct(_SPEC["records"]["step"]["format"])
+_PROBE = struct.Struct(_SPEC["records"]["probe"]["format"])
+assert _STEP.size == _SPEC["records"]["step"]["size"]
+assert _PROBE.size == _SPEC["records"]["probe"]["size"]
+_KINDS = _SPEC["records"]["probe"]["kinds"]
 _SAFETENSORS_DTYPES = {
     torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
     torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
@@ -102,15 +67,16 @@ class RunStoreError(RuntimeError):
 
 
 def snapshot_due(step):
-    """NN Studio's snapshot schedule (engine/train/run_recorder.cpp): 1, 2, 3, 4, 5, 6, 8, 10,
-    12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, ... (ten a decade, dense early)."""
+    """NN Studio's snapshot schedule (the schema file's): 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20,
+    25, 30, 40, 50, 60, 80, 100, 120, ... (ten a decade, dense early)."""
+    schedule = _SPEC["snapshot_schedule"]
     if step < 1:
         return False
     if step < 10:
-        return step not in (7, 9)
+        return step in schedule["below_ten"]
     while step >= 100 and step % 10 == 0:
         step //= 10
-    return step in (10, 12, 15, 20, 25, 30, 40, 50, 60, 80)
+    return step in schedule["each_decade"]
 
 
 def _distributed():
@@ -271,13 +237,12 @@ class _Store:
                 if found >= SCHEMA_VERSION:
                     self.db.execute("COMMIT")
                     return
-                # Made or migrated as the engine's RunStore does (run_store.cpp).
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self.db.execute(statement)
-                if found < 3:
-                    for statement in _SCHEMA_3.split(";"):
-                        if statement.strip():
+                # Made or migrated as the schema file says (the engine's RunStore does the same).
+                for statement in _SPEC["tables"]:
+                    self.db.execute(statement)
+                for upgrade in _SPEC["upgrades"]:
+                    if found < upgrade["to"]:
+                        for statement in upgrade["statements"]:
                             self.db.execute(statement)
                 self.db.execute("PRAGMA user_version=%d" % SCHEMA_VERSION)
                 self.db.execute("COMMIT")

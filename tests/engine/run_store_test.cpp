@@ -25,8 +25,10 @@
 #include "engine/optim/lr_scheduler.h"
 #include "engine/tensor/generator.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/probes.h"
 #include "engine/train/run_recorder.h"
 #include "engine/train/run_store.h"
+#include "engine/train/run_store_schema.h"
 #include "engine/train/session.h"
 #include "support/test_util.h"
 
@@ -550,6 +552,59 @@ TEST_F(RunStoreTest, ARunKeepsItsSource) {
   ASSERT_EQ(old_runs.size(), 1u);
   EXPECT_EQ(old_runs[0].source, "nnstudio");
   EXPECT_EQ(old_runs[0].processes, 1);
+}
+
+// The schema file (resources/python/nnstudio_runs_schema.json) is what the PyTorch recorder
+// reads: the engine's own constants and layouts must be the ones it holds.
+TEST(RunStoreSchema, TheSchemaFileHoldsTheEnginesConstantsAndLayouts) {
+  const graph::Json& schema = run_store_schema();
+  const graph::Json& recorder = schema.at("recorder");
+  EXPECT_EQ(recorder.at("histogram_bins").get<int>(), kHistogramBins);
+  EXPECT_EQ(recorder.at("smoothing").get<double>(), kLossSmoothing);
+  EXPECT_EQ(recorder.at("floor_early_steps").get<int64_t>(), kFloorEarlySteps);
+  EXPECT_EQ(recorder.at("floor_gap").get<int64_t>(), kFloorGap);
+  EXPECT_EQ(recorder.at("outlier_factor").get<double>(), kOutlierFactor);
+  // The records' sizes are the engine's (static_asserts in run_store.cpp).
+  EXPECT_EQ(schema.at("records").at("step").at("size").get<int>(), 48);
+  EXPECT_EQ(schema.at("records").at("probe").at("size").get<int>(), 128);
+  const graph::Json& kinds = schema.at("records").at("probe").at("kinds");
+  EXPECT_EQ(kinds.size(), 4u);
+  for (ProbeKind kind :
+       {ProbeKind::Activation, ProbeKind::GradOutput, ProbeKind::GradInput, ProbeKind::ParamGrad}) {
+    EXPECT_EQ(kinds.at(probe_kind_name(kind)).get<int>(), static_cast<int>(kind));
+  }
+  // The log-spaced snapshot schedule, as documented: ten a decade, dense early.
+  std::vector<int64_t> due;
+  for (int64_t step = 0; step <= 1000; ++step) {
+    if (SnapshotSchedule{}.due(step)) due.push_back(step);
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{1,   2,   3,   4,   5,   6,   8,   10,  12,  15,
+                                       20,  25,  30,  40,  50,  60,  80,  100, 120, 150,
+                                       200, 250, 300, 400, 500, 600, 800, 1000}));
+}
+
+TEST_F(RunStoreTest, ANewStoreHasTheSchemaFilesVersionAndTables) {
+  { RunStore store(folder()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((std::filesystem::path(folder()) / "runs.db").c_str(), &db,
+                            SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  const auto integer = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+    const int64_t value = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_finalize(s);
+    return value;
+  };
+  EXPECT_EQ(integer("PRAGMA user_version"), run_store_schema().at("version").get<int64_t>());
+  // Every table and index the file makes, and the columns its upgrades add.
+  EXPECT_EQ(integer("SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'index') AND "
+                    "name NOT LIKE 'sqlite_%'"),
+            static_cast<int64_t>(run_store_schema().at("tables").size()));
+  EXPECT_EQ(integer("SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('source', "
+                    "'processes', 'host', 'device')"),
+            4);
+  sqlite3_close(db);
 }
 
 }  // namespace

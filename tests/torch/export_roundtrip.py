@@ -111,7 +111,7 @@ def check_refusals(tmp):
           "an existing folder is not overwritten without --force")
     cli("export", PROJECTS[0], "--out", folder, "--force")
     check(sorted(os.listdir(folder)) == ["README.md", "data.pt", "model.py", "nnstudio_runs.py",
-                                        "train.py"],
+                                        "nnstudio_runs_schema.json", "train.py"],
           "--force replaces the folder")
     check(not [f for f in os.listdir(tmp) if f.startswith(".existing")],
           "no staging folder is left behind")

@@ -16,6 +16,8 @@
   6. A store of a newer schema is refused, by the CLI and by the recorder, with a message.
   7. The exported train.py records with the project's probes into runs/ beside it (the
      export carries nnstudio_runs.py); --no-record writes no store.
+  8. The engine and the recorder write one store, each reading the other's rows by the one
+     schema file (resources/python/nnstudio_runs_schema.json).
 
     /usr/bin/python3 tests/torch/runs_recorder.py path/to/nnstudio-cli
 """
@@ -96,11 +98,58 @@ def ddp_run(tmp, folder):
     db = sqlite3.connect(os.path.join(store, "runs.db"))
     blob = b"".join(b for (b,) in db.execute(
         "SELECT steps FROM step_metrics ORDER BY first_step"))
-    recorded = [struct.unpack_from("<qqdddd", blob, at)[2] for at in range(0, len(blob), 48)]
+    size = nnstudio_runs._STEP.size
+    recorded = [nnstudio_runs._STEP.unpack_from(blob, at)[2] for at in range(0, len(blob), size)]
     db.close()
     mean = [(a + b) / 2 for a, b in zip(*per_rank)]
     check(len(recorded) == 5 and all(abs(r - m) <= 1e-12 for r, m in zip(recorded, mean)),
           f"the recorded losses {recorded} are the processes' means {mean}")
+
+
+def one_store_both_writers(tmp, folder, Model):
+    """The engine and the recorder write one store, each reading what the other wrote, by the
+    one schema file (nnstudio_runs_schema.json): the engine's step records unpacked with the
+    file's layout, its smoothed loss remade with the file's factor; the recorder's run added
+    to the engine's store, and both listed by the CLI."""
+    project = os.path.join(tmp, "both", "spirals.nns")
+    os.makedirs(os.path.dirname(project))
+    shutil.copy(SPIRALS, project)
+    cli("train", project, "--steps", "20")
+    store = os.path.join(tmp, "both", "spirals.runs")
+    db = sqlite3.connect(os.path.join(store, "runs.db"))
+    check(db.execute("PRAGMA user_version").fetchone()[0] == nnstudio_runs.SCHEMA_VERSION,
+          "the engine's store has the schema file's version")
+    blob = b"".join(b for (b,) in db.execute(
+        "SELECT steps FROM step_metrics WHERE run = 1 ORDER BY first_step"))
+    db.close()
+    size = nnstudio_runs._STEP.size
+    records = [nnstudio_runs._STEP.unpack_from(blob, at) for at in range(0, len(blob), size)]
+    check([r[0] for r in records] == list(range(1, 21)),
+          f"the engine's 20 step records read with the file's layout: {[r[0] for r in records]}")
+    smoothed, ok = 0.0, True
+    for n, (_, _, loss, recorded, _, _) in enumerate(records, start=1):
+        smoothed = nnstudio_runs.SMOOTHING * smoothed + (1 - nnstudio_runs.SMOOTHING) * loss
+        ok = ok and abs(smoothed / (1 - nnstudio_runs.SMOOTHING ** n) - recorded) <= 1e-12
+    check(ok, "the engine's smoothed losses are the file's smoothing factor's")
+
+    torch.manual_seed(4)
+    model = Model()
+    data = torch.load(os.path.join(folder, "data.pt"))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = nnstudio_runs.Recorder(store, model, every=2)
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(data["x_train"]), data["y_train"])
+        loss.backward()
+        optimizer.step()
+        rec.step(loss=loss, lr=0.1)
+    rec.close(optimizer)
+    listing = cli("runs", project)
+    rows = {line.split()[0]: line for line in listing.splitlines()
+            if line.split()[:1] and line.split()[0].isdigit() and "snapshots'" not in line}
+    check(set(rows) == {"1", "2"} and " nnstudio " in rows["1"] and " 20 " in rows["1"] and
+          " pytorch x1 " in rows["2"] and " 5 " in rows["2"],
+          f"the engine's run and the recorder's, one store:\n{listing}")
 
 
 def train_py_records(tmp, folder):
@@ -309,6 +358,7 @@ def checks():
 
         engine_probes_agree(tmp, first)
         ddp_run(tmp, folder)
+        one_store_both_writers(tmp, folder, Model)
         train_py_records(tmp, folder)
 
         # A store a newer NN Studio wrote: refused by both, with a message, and left as it was.
