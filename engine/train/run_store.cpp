@@ -285,7 +285,10 @@ void unpack_probe_samples(const char* data, size_t bytes, int64_t run, int64_t u
     t.histogram.lo = r.histogram_lo;
     t.histogram.hi = r.histogram_hi;
     t.histogram.counts.resize(static_cast<size_t>(r.bins));
-    std::memcpy(t.histogram.counts.data(), counts, static_cast<size_t>(r.bins) * sizeof(int64_t));
+    // No copy for no bins: an empty vector's data() may be null, which memcpy must not get.
+    if (r.bins > 0) {
+      std::memcpy(t.histogram.counts.data(), counts, static_cast<size_t>(r.bins) * sizeof(int64_t));
+    }
   }
 }
 
