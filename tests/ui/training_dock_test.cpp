@@ -612,6 +612,155 @@ TEST_F(TrainingControllerTest, OnePhaseWithItsTransitionsInOnePlace) {
   }
 }
 
+// Edits during a make on a worker thread: the job of an earlier edit never becomes the
+// session, and the makes asked for meanwhile lead to exactly one more, once it ended.
+TEST(TrainingControllerState, AMakeAskedDuringAnEarlierEditsBeginsOnceWhenThatOneEnds) {
+  SessionFreshness<int> freshness;
+  EXPECT_TRUE(freshness.stale());  // no session yet
+  freshness.edited(100);
+  EXPECT_EQ(freshness.lastEditMs(), 100);
+  ASSERT_TRUE(freshness.askMake());
+  freshness.began(std::make_unique<int>(1));
+  EXPECT_TRUE(freshness.jobIsCurrent());
+  EXPECT_FALSE(freshness.askMake());  // this edit's is being made: nothing more to make
+
+  freshness.edited(200);
+  EXPECT_FALSE(freshness.jobIsCurrent());
+  EXPECT_EQ(freshness.takeCurrentJob(), nullptr);  // an earlier edit's job: it goes on
+  ASSERT_NE(freshness.job(), nullptr);
+  EXPECT_FALSE(freshness.askMake());
+  EXPECT_FALSE(freshness.askMake());
+  EXPECT_TRUE(freshness.dropEndedJob());  // it ended: the make asked twice begins once
+  EXPECT_EQ(freshness.job(), nullptr);
+  ASSERT_TRUE(freshness.askMake());
+  freshness.began(std::make_unique<int>(2));
+
+  freshness.edited(300);
+  EXPECT_FALSE(freshness.dropEndedJob());  // nothing asked since: no further make
+  ASSERT_TRUE(freshness.askMake());
+  freshness.began(std::make_unique<int>(3));
+  const std::unique_ptr<int> job = freshness.takeCurrentJob();
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(*job, 3);
+  EXPECT_EQ(freshness.job(), nullptr);
+  freshness.madeNow();
+  EXPECT_FALSE(freshness.stale());
+
+  // Another project: out of date, and a job begun before is not for it.
+  ASSERT_TRUE(freshness.askMake());
+  freshness.began(std::make_unique<int>(4));
+  freshness.reset();
+  EXPECT_TRUE(freshness.stale());
+  EXPECT_FALSE(freshness.jobIsCurrent());
+  EXPECT_EQ(freshness.lastEditMs(), 300);  // not an edit
+  freshness.stopJob();
+  EXPECT_EQ(freshness.job(), nullptr);
+}
+
+TEST(TrainingControllerState, TheRunLineageForgetsWhatIsGone) {
+  QTemporaryDir dir;
+  auto watched = std::make_shared<train::RunStore>(dir.filePath("watched").toStdString());
+  RunLineage lineage;
+  lineage.shown = RunStep{2, 10, nullptr};
+  lineage.branchFrom = lineage.shown;
+  lineage.forgetRun(3);  // another run
+  EXPECT_TRUE(lineage.shown && lineage.branchFrom);
+  lineage.forgetRun(2);
+  EXPECT_FALSE(lineage.shown);
+  EXPECT_FALSE(lineage.branchFrom);
+
+  // A run of a watched store: deleting the project's run of that number leaves it; unwatching
+  // its store leaves it shown, but the next run branches from nothing.
+  lineage.shown = RunStep{2, 10, watched};
+  lineage.branchFrom = lineage.shown;
+  lineage.forgetRun(2);
+  EXPECT_TRUE(lineage.shown && lineage.branchFrom);
+  lineage.forgetStore(nullptr);
+  EXPECT_TRUE(lineage.branchFrom);
+  lineage.forgetStore(watched.get());
+  ASSERT_TRUE(lineage.shown);
+  EXPECT_EQ(lineage.shown->runAndStep(), std::make_pair(int64_t{2}, int64_t{10}));
+  EXPECT_FALSE(lineage.branchFrom);
+
+  lineage.branchFrom = RunStep{5, 1, nullptr};
+  lineage.reset();
+  EXPECT_FALSE(lineage.shown);
+  EXPECT_FALSE(lineage.branchFrom);
+}
+
+// The session's own state as an event of the phase: a failure in any phase, a rest only of a
+// run whose worker applied every command.
+TEST(TrainingControllerState, TheSessionsStateIsAnEventOfThePhase) {
+  using P = TrainingPhase;
+  using E = TrainingEvent;
+  using S = train::RunState;
+  for (P phase : {P::Idle, P::Running, P::Paused, P::ShowingSnapshot, P::Failed}) {
+    SCOPED_TRACE(phaseName(phase));
+    EXPECT_EQ(TrainingController::sessionEvent(phase, S::Failed, false), E::RunFailed);
+    EXPECT_EQ(TrainingController::sessionEvent(phase, S::Failed, true), E::RunFailed);
+    for (S state : {S::Idle, S::Paused, S::Stopped}) {
+      EXPECT_EQ(TrainingController::sessionEvent(phase, state, true),
+                phase == P::Running ? std::optional<E>(E::Rested) : std::nullopt);
+      // start() not applied yet, or a prediction still queued: the run goes on.
+      EXPECT_FALSE(TrainingController::sessionEvent(phase, state, false));
+    }
+    EXPECT_FALSE(TrainingController::sessionEvent(phase, S::Running, true));
+  }
+}
+
+// A state dict loaded while no session can be made waits for the next one, which starts from
+// it; once that one took it, it is gone: a later session without one starts from the seed's.
+TEST_F(TrainingControllerTest, WeightsLoadedWithoutASessionGoToTheNextOneAndAreThenCleared) {
+  const graph::TrainingSettings good = document->project().training;
+  ASSERT_NE(controller->session(), nullptr) << controller->lastError().toStdString();
+  nn::StateDict file;
+  for (const auto& entry : controller->session()->model()->state_dict()) {
+    file.insert(entry.key(), full_like(entry.value(), 0.25));
+  }
+  QTemporaryDir dir;
+  const QString path = dir.filePath("quarter.safetensors");
+  serialize::save_state_dict_file(file, path.toStdString());
+
+  // An optimizer the engine does not have: the model builds, but no session is made.
+  graph::TrainingSettings broken = good;
+  broken.optimizer = "NoSuchOptimizer";
+  document->setTrainingSettings(broken, "Break");
+  ASSERT_EQ(controller->session(), nullptr);
+  QSignalSpy messages(controller.get(), &TrainingController::message);
+  document->loadStateDict(path, /*strict=*/true);
+  ASSERT_GE(messages.count(), 1);
+  EXPECT_TRUE(messages.last()[0].toString().startsWith("The loaded weights wait for a session"));
+  EXPECT_EQ(controller->phase(), TrainingPhase::Paused);
+  const std::vector<float> quarter(64 * 64, 0.25f);
+  EXPECT_EQ(values((*controller->stateDict())["fc2.weight"]), quarter);
+  bool read = false;
+  EXPECT_TRUE(controller->withRestingModel([&](graph::GraphModule& model) {
+    read = values(model.get_parameter("fc2.weight")) == quarter;
+  }));
+  EXPECT_TRUE(read);
+
+  document->setTrainingSettings(good, "Fix");
+  train::TrainingSession* session = controller->session();
+  ASSERT_NE(session, nullptr) << controller->lastError().toStdString();
+  ASSERT_TRUE(session->wait_idle(std::chrono::seconds(10)));
+  EXPECT_EQ(values(session->model()->state_dict()["fc2.weight"]), quarter);
+  EXPECT_EQ(controller->phase(), TrainingPhase::Paused);
+
+  // A failed run keeps nothing: without a session again, the weights are the architecture's,
+  // not the ones loaded before.
+  ASSERT_TRUE(controller->setLearningRate(1e30));
+  controller->start();
+  ASSERT_TRUE(waitFor([&] { return controller->phase() == TrainingPhase::Failed; }));
+  document->setTrainingSettings(broken, "Break again");
+  ASSERT_EQ(controller->session(), nullptr);
+  EXPECT_FALSE(controller->withRestingModel([](graph::GraphModule&) {}));
+  const std::optional<nn::StateDict> weights = controller->stateDict();
+  ASSERT_TRUE(weights);
+  EXPECT_EQ(values((*weights)["fc2.weight"]),
+            values(document->model()->state_dict()["fc2.weight"]));
+  EXPECT_NE(values((*weights)["fc2.weight"]), quarter);
+}
+
 // The window as a user drives it: the dock's buttons and fields, the plots.
 class TrainingDockTest : public ::testing::Test {
  protected:

@@ -58,7 +58,6 @@ MadeSession makeSession(graph::Project project, const std::string& baseDir) {
 // but not Qt's event queue (an uninstrumented library): a payload the worker allocated for a
 // queued call would be reported as a race with its reading here.
 struct TrainingController::Making {
-  uint64_t edit = 0;  // staleEdits_ when it began
   std::future<MadeSession> made;
   // Sets `made`, then wakes the controller: the future is ready when the wake-up comes.
   // Joined when the Making is dropped, so it never posts to a controller that is gone.
@@ -143,15 +142,22 @@ std::optional<TrainingPhase> TrainingController::transition(TrainingPhase from,
   return std::nullopt;
 }
 
+std::optional<TrainingEvent> TrainingController::sessionEvent(TrainingPhase phase,
+                                                              train::RunState state,
+                                                              bool workerIdle) {
+  if (state == train::RunState::Failed) return TrainingEvent::RunFailed;
+  if (phase == TrainingPhase::Running && state != train::RunState::Running && workerIdle) {
+    return TrainingEvent::Rested;
+  }
+  return std::nullopt;
+}
+
 bool TrainingController::enter(TrainingEvent event) {
   const std::optional<TrainingPhase> to = transition(phase_, event);
   if (!to) return false;
   if (*to == phase_) return true;
   phase_ = *to;
-  if (phase_ != TrainingPhase::ShowingSnapshot) {
-    shown_.reset();
-    shownSource_.reset();
-  }
+  if (phase_ != TrainingPhase::ShowingSnapshot) lineage_.shown.reset();
   emit phaseChanged(phase_);
   return true;
 }
@@ -208,7 +214,7 @@ TrainingController::~TrainingController() {
   // canvas whose document was destroyed).
   blockSignals(true);
   // A session being made wakes this controller: its worker ends (joined) first.
-  making_.reset();
+  freshness_.stopJob();
   // The run's last state and figures go into the store before the window closes.
   if (session_ && recorder_) {
     session_->pause();
@@ -224,10 +230,7 @@ void TrainingController::openRunStore() {
       path.isEmpty() ? std::string() : train::RunStore::folder_for(path.toStdString());
   if (store_ && store_->folder() == folder) return;
   endRun();
-  branchFrom_.reset();
-  branchSource_.reset();
-  shown_.reset();
-  shownSource_.reset();
+  lineage_.reset();
   store_.reset();
   storeError_.clear();
   if (!folder.empty()) {
@@ -247,16 +250,16 @@ void TrainingController::beginRun() {
     std::optional<train::RunInfo> parent;
     int64_t parentStep = 0;
     std::optional<train::RunInfo> source;  // a run of a watched store
-    if (branchFrom_ && branchSource_) {
-      source = branchSource_->run(branchFrom_->first);
-      parentStep = branchFrom_->second;
-    } else if (branchFrom_) {
-      parent = store_->run(branchFrom_->first);
-      parentStep = branchFrom_->second;
+    const std::optional<RunStep>& from = lineage_.branchFrom;
+    if (from && from->source) {
+      source = from->source->run(from->run);
+    } else if (from) {
+      parent = store_->run(from->run);
     }
+    if (from) parentStep = from->step;
     const int64_t run =
         store_->begin_run(source ? train::new_run_info_from(document_->project(), *source,
-                                                            branchSource_->folder(), parentStep)
+                                                            from->source->folder(), parentStep)
                                  : train::new_run_info(document_->project(), parent, parentStep));
     recorder_ = std::make_shared<train::RunRecorder>(store_, run, train::SnapshotSchedule{});
     session_->set_observer(recorder_);
@@ -267,7 +270,7 @@ void TrainingController::beginRun() {
                        .arg(run)
                        .arg(source->source == "pytorch" ? tr("PyTorch") : tr("the"))
                        .arg(source->id)
-                       .arg(qs(branchSource_->folder()))
+                       .arg(qs(from->source->folder()))
                        .arg(parentStep));
     } else {
       emit message(parent ? tr("Recording run %1, a branch of run %2 at step %3")
@@ -279,10 +282,7 @@ void TrainingController::beginRun() {
   } catch (const std::exception& e) {
     emit message(tr("The run is not recorded: %1").arg(qs(e.what())));
   }
-  branchFrom_.reset();
-  branchSource_.reset();
-  shown_.reset();
-  shownSource_.reset();
+  lineage_.reset();
   emit runsChanged();
 }
 
@@ -303,18 +303,13 @@ void TrainingController::endRun() {
 }
 
 train::TrainingSession* TrainingController::session() {
-  if (stale_ && !isRunning()) rebuild();
+  if (freshness_.stale() && !isRunning()) rebuild();
   return session_.get();
 }
 
 void TrainingController::makeSessionInBackground() {
-  if (!stale_ || isRunning()) return;
-  if (making_) {
-    if (making_->edit != staleEdits_) remakeWanted_ = true;
-    return;
-  }
+  if (!freshness_.stale() || isRunning() || !freshness_.askMake()) return;
   auto making = std::make_unique<Making>();
-  making->edit = staleEdits_;
   std::promise<MadeSession> promise;
   making->made = promise.get_future();
   making->worker = std::jthread([this, promise = std::move(promise), project = document_->project(),
@@ -323,26 +318,26 @@ void TrainingController::makeSessionInBackground() {
     // By name, without arguments: the call Qt queues is made in Qt Core, nothing of it here.
     QMetaObject::invokeMethod(this, "takeMadeSession", Qt::QueuedConnection);
   });
-  making_ = std::move(making);
+  freshness_.began(std::move(making));
 }
 
 void TrainingController::takeMadeSession() {
   // Not ready: the wake-up of one that session() took already; this one's comes when it is.
-  if (!making_ || making_->made.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+  const Making* making = freshness_.job();
+  if (!making || making->made.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     return;
   }
-  if (making_->edit == staleEdits_) {
+  if (freshness_.jobIsCurrent()) {
     // Kept for session() while a run goes on (start() takes it before it runs).
-    if (stale_ && !isRunning()) rebuild();
+    if (freshness_.stale() && !isRunning()) rebuild();
     return;
   }
   // Made for the project before an edit: dropped (its worker joins, idle).
-  making_.reset();
-  if (std::exchange(remakeWanted_, false)) makeSessionInBackground();
+  if (freshness_.dropEndedJob()) makeSessionInBackground();
 }
 
 qint64 TrainingController::msSinceEdit() const {
-  return QDateTime::currentMSecsSinceEpoch() - lastEditMs_;
+  return QDateTime::currentMSecsSinceEpoch() - freshness_.lastEditMs();
 }
 
 bool TrainingController::isRunning() const {
@@ -365,19 +360,15 @@ void TrainingController::stopRunning() {
 void TrainingController::dropSession() {
   stopRunning();
   endRun();
-  branchFrom_.reset();
-  branchSource_.reset();
-  shown_.reset();
-  shownSource_.reset();
+  lineage_.reset();
   continues_ = false;
-  pendingWeights_.reset();
+  pending_.reset();
   const bool hadSession = session_ != nullptr;
   // The old worker stops and joins; the new project's session is made when something asks.
   session_.reset();
   built_.reset();
   probeNodes_.clear();
-  stale_ = true;
-  ++staleEdits_;
+  freshness_.reset();
   lastError_.clear();
   status_ = train::SessionStatus{};
   epochsSent_ = 0;
@@ -396,8 +387,8 @@ bool TrainingController::withRestingModel(
   if (isRunning()) return false;
   train::TrainingSession* s = session();
   if (!s) {
-    if (!pendingWeights_) return false;
-    fn(*pendingWeights_);
+    if (!pending_) return false;
+    fn(*pending_->model);
     return true;
   }
   // Predictions or a trace may be queued (they read the model, and a trace writes its
@@ -420,7 +411,7 @@ std::optional<nn::StateDict> TrainingController::stateDict() {
                     [&](train::TrainingSession& s) { out = copy(*s.model()); });
     return out;
   }
-  if (pendingWeights_) return copy(*pendingWeights_);
+  if (pending_) return copy(*pending_->model);
   // No session (the data does not fit the model): the architecture's initial values.
   if (const std::shared_ptr<graph::GraphModule> model = document_->model()) return copy(*model);
   emit message(tr("No weights: %1").arg(document_->modelError()));
@@ -483,9 +474,7 @@ void TrainingController::onDocumentChanged() {
   }
   // Made again when something needs it (session()): an edit itself never waits for a new
   // model, and a burst of edits (a drag of a slider) makes one session, not one per edit.
-  stale_ = true;
-  ++staleEdits_;
-  lastEditMs_ = QDateTime::currentMSecsSinceEpoch();
+  freshness_.edited(QDateTime::currentMSecsSinceEpoch());
   emit sessionStale();
 }
 
@@ -504,45 +493,39 @@ void TrainingController::applyLiveSettings() {
 void TrainingController::rebuild() {
   QElapsedTimer took;
   took.start();
-  stale_ = false;
+  freshness_.madeNow();
   const bool hadSession = session_ != nullptr;
   // What the old session learned, unless it is not worth keeping: fresh weights (Idle) or a
   // failed run's. Never while running: session() waits for the run to pause.
-  nn::ModulePtr learned;
-  graph::Graph learnedGraph;
+  std::optional<PendingWeights> learned;
   bool fromFile = false;
   // The run the new session continues (its steps numbered on from the old one's).
-  std::optional<std::pair<int64_t, int64_t>> continued;
-  std::shared_ptr<train::RunStore> continuedSource;
+  std::optional<RunStep> continued;
   int64_t continuedStep = 0;
   const bool keep = phase_ == TrainingPhase::Paused || phase_ == TrainingPhase::ShowingSnapshot;
   if (keep && session_ && built_ && session_->wait_idle(kIdleWait)) {
     const train::SessionStatus st = session_->status();
     if (st.state != train::RunState::Failed) {
-      learned = session_->model();
-      learnedGraph = built_->graph;
+      if (auto model = std::dynamic_pointer_cast<graph::GraphModule>(session_->model())) {
+        learned = PendingWeights{std::move(model), built_->graph};
+      }
       continuedStep = st.step;
       if (recorder_) {
         // The old session's last state is its run's last snapshot, the branch point.
         session_->snapshot();
         session_->wait_idle(kIdleWait);
-        continued = std::make_pair(recorder_->run(), st.step);
+        continued = RunStep{recorder_->run(), st.step, nullptr};
       } else if (shownSnapshot()) {
-        continued = shown_;
-        continuedSource = shownSource_;
+        continued = lineage_.shown;
       }
     }
-  } else if (keep && pendingWeights_) {
+  } else if (keep && pending_) {
     // No session held them (the data did not fit the model when they were loaded).
-    learned = pendingWeights_;
-    learnedGraph = pendingGraph_;
+    learned = pending_;
     fromFile = true;
   }
   endRun();
-  branchFrom_.reset();
-  branchSource_.reset();
-  shown_.reset();
-  shownSource_.reset();
+  lineage_.reset();
   continues_ = false;
   // The old worker stops (and joins) before the new one starts; its model is only read from
   // here on.
@@ -552,9 +535,8 @@ void TrainingController::rebuild() {
   const graph::Project& project = document_->project();
   // The one made in the background for the project as it is, or one made now.
   MadeSession made;
-  if (making_ && making_->edit == staleEdits_) {
-    made = making_->made.get();
-    making_.reset();
+  if (const std::unique_ptr<Making> making = freshness_.takeCurrentJob()) {
+    made = making->made.get();
   } else {
     made = makeSession(project, document_->baseDir().toStdString());
   }
@@ -573,26 +555,24 @@ void TrainingController::rebuild() {
     built->lr = learningRateOf(project.training);
     built->batchSize = project.training.batch_size;
     built_ = std::move(built);
-    if (auto* from = dynamic_cast<graph::GraphModule*>(learned.get())) {
-      kept = carryLearned(*from, learnedGraph, /*quiet=*/fromFile);
+    if (learned) {
+      kept = carryLearned(*learned->model, learned->graph, /*quiet=*/fromFile);
       if (kept && continuedStep > 0) {
         // Drawn as the old run's continuation: the steps go on from its last one.
         session_->set_progress(continuedStep, 0);
         session_->wait_idle(kIdleWait);
         continues_ = true;
-        branchFrom_ = continued;
-        branchSource_ = continuedSource;
+        lineage_.branchFrom = continued;
       }
     }
     // Loaded weights are the session's now (or were not kept: the log says why).
-    if (fromFile) pendingWeights_.reset();
+    if (fromFile) pending_.reset();
     applyFrozen();
     syncProbes();
   } else if (learned && !fromFile) {
     // No session can be made (the data does not fit): what was learned waits for the next.
-    pendingWeights_ = std::dynamic_pointer_cast<graph::GraphModule>(learned);
-    pendingGraph_ = learnedGraph;
-    kept = pendingWeights_ != nullptr;
+    pending_ = std::move(learned);
+    kept = true;
   } else if (fromFile) {
     kept = true;  // still waiting
   }
@@ -704,8 +684,7 @@ void TrainingController::takeLoadedState(const nn::StateDict& state, bool strict
     try {
       std::shared_ptr<graph::GraphModule> model = graph::build_model(document_->project());
       serialize::load_into(*model, state, strict);
-      pendingWeights_ = std::move(model);
-      pendingGraph_ = document_->project().graph;
+      pending_ = PendingWeights{std::move(model), document_->project().graph};
     } catch (const std::exception& e) {
       emit message(tr("Load state dict failed: %1").arg(qs(e.what())));
       return;
@@ -829,16 +808,15 @@ void TrainingController::stepOnce() {
 
 void TrainingController::reset() {
   stopRunning();
-  pendingWeights_.reset();
+  pending_.reset();
   enter(TrainingEvent::Reset);
-  if (stale_) {
+  if (freshness_.stale()) {
     rebuild();  // fresh: the phase is Idle, nothing is kept
     return;
   }
   if (!session_) return;
   endRun();
-  branchFrom_.reset();
-  branchSource_.reset();
+  lineage_.branchFrom.reset();
   continues_ = false;
   session_->reset();
   // The optimizer is made again from the settings the session was made with: the live
@@ -927,10 +905,7 @@ bool TrainingController::loadCheckpoint(const QString& path) {
     emit weightsChanged();
     // Another run's state: what follows is a run of its own.
     endRun();
-    branchFrom_.reset();
-    branchSource_.reset();
-    shown_.reset();
-    shownSource_.reset();
+    lineage_.reset();
     continues_ = false;
     // The curves so far belong to other weights: they start again from the loaded step.
     epochsSent_ = session_->epoch_count();
@@ -985,11 +960,9 @@ bool TrainingController::showSnapshot(int64_t run, int64_t step,
   if (!ok) return false;
   // What trains from here is a branch of that run.
   endRun();
-  branchFrom_ = std::make_pair(run, snapshot->step);
-  branchSource_ = source;
+  lineage_.branchFrom = RunStep{run, snapshot->step, source};
   enter(TrainingEvent::ShowSnapshot);
-  shown_ = branchFrom_;
-  shownSource_ = source;
+  lineage_.shown = lineage_.branchFrom;
   continues_ = false;
   restedStep_ = snapshot->step;
   emit weightsChanged();
@@ -1029,11 +1002,7 @@ void TrainingController::showWatchedProbes(train::RunStore* store, int64_t run) 
 }
 
 void TrainingController::unwatchFolder(const train::RunStore* store) {
-  if (shownSource_.get() == store || branchSource_.get() == store) {
-    // What was shown stays in the session; it no longer branches from a store not watched.
-    branchFrom_.reset();
-    branchSource_.reset();
-  }
+  lineage_.forgetStore(store);
   std::erase_if(watched_, [&](const auto& s) { return s.get() == store; });
   emit runsChanged();
 }
@@ -1057,8 +1026,7 @@ bool TrainingController::deleteRun(int64_t run) {
   try {
     store_->delete_run(run);
     // Only a branch point in the project's own store is gone.
-    if (branchFrom_ && !branchSource_ && branchFrom_->first == run) branchFrom_.reset();
-    if (shown_ && !shownSource_ && shown_->first == run) shown_.reset();
+    lineage_.forgetRun(run);
     emit message(tr("Deleted run %1").arg(run));
   } catch (const std::exception& e) {
     emit message(tr("Delete run %1 failed: %2").arg(run).arg(qs(e.what())));
@@ -1080,21 +1048,20 @@ void TrainingController::poll() {
     evaluationSent_.reset();
     emit sessionReset();
   }
-  // Reported below, once status() says Failed (what listens reads it).
-  const bool failedNow = st.state == train::RunState::Failed && enter(TrainingEvent::RunFailed);
-  if (st.state != train::RunState::Failed && phase_ == TrainingPhase::Running &&
-      st.state != train::RunState::Running) {
-    if (s.wait_idle(std::chrono::milliseconds(0))) {
-      // Every command is applied (start() among them) and the worker rests: paused between
-      // two steps, or the configured end reached. status_ below has the step it rested at.
-      enter(TrainingEvent::Rested);
-    } else {
-      // start() not applied yet, or the pause landed with a prediction still queued: still
-      // running as far as the window is concerned (status and isRunning() agree).
-      st.state = train::RunState::Running;
-    }
-  }
-  if (!stale_ && built_->frozen != document_->project().frozen_parameters && !isRunning()) {
+  // The phase follows the session: a failure (reported below, once status() says Failed: what
+  // listens reads it), or the worker of a run whose status no longer says Running at rest,
+  // paused between two steps or at the configured end (status_ below has the step it rested at).
+  const bool workerIdle = phase_ == TrainingPhase::Running &&
+                          st.state != train::RunState::Running &&
+                          s.wait_idle(std::chrono::milliseconds(0));
+  const std::optional<TrainingEvent> event = sessionEvent(phase_, st.state, workerIdle);
+  const bool failedNow = event == TrainingEvent::RunFailed && enter(*event);
+  if (event == TrainingEvent::Rested) enter(*event);
+  // A run whose worker does not rest yet is running as far as the window is concerned
+  // (status() and isRunning() agree).
+  if (phase_ == TrainingPhase::Running) st.state = train::RunState::Running;
+  if (!freshness_.stale() && built_->frozen != document_->project().frozen_parameters &&
+      !isRunning()) {
     applyFrozen();
   }
   const bool statusMoved = st.state != status_.state || st.step != status_.step ||

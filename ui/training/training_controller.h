@@ -59,7 +59,8 @@
 // not fit the model) does the controller hold it, for the next session made.
 //
 // Its state: one TrainingPhase, changed only by enter(event) through transition(), the table
-// of what each event does in each phase (an event a phase does not take is refused there):
+// of what each event does in each phase (an event a phase does not take is refused there; what
+// the session itself reports is an event too: sessionEvent()):
 //
 //   Idle             fresh weights from the seed at step 0 (or no session)
 //   Running          the worker trains (start())
@@ -71,6 +72,8 @@
 // call; the session's worker restores the snapshot between two steps) and reads which run and
 // step are shown from shownSnapshot() or the snapshotShown signal; phaseChanged tells every
 // view when the controller leaves that phase (a run starts, a reset, an edit's new session).
+// Beside the phase, the session's freshness, its place among the runs and the weights held
+// for the next session are one object each (controller_state.h).
 #include <QMetaType>
 #include <QObject>
 #include <QString>
@@ -87,6 +90,7 @@
 #include "engine/train/run_recorder.h"
 #include "engine/train/run_store.h"
 #include "engine/train/session.h"
+#include "ui/training/controller_state.h"
 
 class QTimer;
 
@@ -160,8 +164,14 @@ class TrainingController : public QObject {
   // a failed run, stepOnce() while running or failed, a rest when nothing ran, a second
   // failure, a new session while running). The one table of the controller's transitions.
   static std::optional<TrainingPhase> transition(TrainingPhase from, TrainingEvent event);
+  // What the session's own state (`state`, its status) is as an event in `phase`: RunFailed
+  // when it reports a failure; Rested when a run's worker applied every command and rests
+  // (`workerIdle`); none otherwise (start() not applied yet, or a pause that landed with a
+  // prediction still queued: the run goes on as far as the window is concerned).
+  static std::optional<TrainingEvent> sessionEvent(TrainingPhase phase, train::RunState state,
+                                                   bool workerIdle);
   // Whether the session is out of date (an edit since it was made): session() makes it anew.
-  bool isStale() const { return stale_; }
+  bool isStale() const { return freshness_.stale(); }
   // Milliseconds since the last edit that made the session out of date: a view that remakes
   // it for itself (the Output panel) waits for a burst of edits to end.
   qint64 msSinceEdit() const;
@@ -204,10 +214,13 @@ class TrainingController : public QObject {
   // is ShowingSnapshot (nullopt once a run goes on from it, or after another session or a
   // reset).
   std::optional<std::pair<int64_t, int64_t>> shownSnapshot() const {
-    return phase_ == TrainingPhase::ShowingSnapshot ? shown_ : std::nullopt;
+    if (phase_ != TrainingPhase::ShowingSnapshot || !lineage_.shown) return std::nullopt;
+    return lineage_.shown->runAndStep();
   }
   // The store of the snapshot shown: a watched one, or null for the project's own.
-  train::RunStore* shownSource() const { return shownSource_.get(); }
+  train::RunStore* shownSource() const {
+    return lineage_.shown ? lineage_.shown->source.get() : nullptr;
+  }
 
   // Run stores the window watches besides the project's (a PyTorch job's runs/ folder, which
   // nnstudio_runs.Recorder writes while the job trains): read here, written by that job.
@@ -343,7 +356,8 @@ class TrainingController : public QObject {
   bool withIdleSession(const QString& what, const std::function<void(train::TrainingSession&)>& fn);
   // The store for the document's file (none without one).
   void openRunStore();
-  // Starts recording a run before the first step of a session (a branch when branchFrom_).
+  // Starts recording a run before the first step of a session (a branch when it has a
+  // lineage_.branchFrom).
   void beginRun();
   // Writes the current run's last figures and stops recording it.
   void endRun();
@@ -353,18 +367,10 @@ class TrainingController : public QObject {
   std::unique_ptr<train::TrainingSession> session_;
   std::unique_ptr<Built> built_;
   TrainingPhase phase_ = TrainingPhase::Idle;
-  // The session is out of date: the project changed since it was made (a cache flag, not a
-  // phase: session() makes the new one).
-  bool stale_ = true;
-  // Counts the times the session went out of date: a session made in the background is for
-  // the project as it was at one of them.
-  uint64_t staleEdits_ = 0;
-  std::unique_ptr<Making> making_;
-  bool remakeWanted_ = false;  // asked for while one for an earlier edit was being made
-  // Weights loaded while no session could be made, held (with the graph they were loaded
-  // for) until one is: the only weights the controller keeps outside a session.
-  std::shared_ptr<graph::GraphModule> pendingWeights_;
-  graph::Graph pendingGraph_;
+  // Whether the project changed since the session was made (a cache's state, not a phase:
+  // session() makes the new one), and the session being made in the background.
+  SessionFreshness<Making> freshness_;
+  std::optional<PendingWeights> pending_;
   QString lastError_;
   train::SessionStatus status_;
   size_t epochsSent_ = 0;
@@ -376,17 +382,10 @@ class TrainingController : public QObject {
   std::shared_ptr<train::RunStore> store_;
   QString storeError_;
   std::shared_ptr<train::RunRecorder> recorder_;
-  // The run and step the next run branches from (set when a run's session is replaced with
-  // carried weights, and by showSnapshot).
-  std::optional<std::pair<int64_t, int64_t>> branchFrom_;
-  std::shared_ptr<train::RunStore> branchSource_;  // its store when a watched one
-  // The snapshot shown (the data of ShowingSnapshot).
-  std::optional<std::pair<int64_t, int64_t>> shown_;
-  std::shared_ptr<train::RunStore> shownSource_;
+  RunLineage lineage_;
   std::vector<std::shared_ptr<train::RunStore>> watched_;
   int64_t restedStep_ = -1;  // the step the session last rested at (snapshot, figures, weights)
   int64_t restedResets_ = -1;
-  qint64 lastEditMs_ = 0;
   qint64 lastRemakeMs_ = 0;  // what the last rebuild() took
   graph::NodeId mismatchNode_ = 0;
   QString mismatch_;
