@@ -16,6 +16,9 @@ shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 copy = os.path.join(work, os.path.basename(project))
 shutil.copy(project, copy)
+# The copy's store in WORK_DIR, whatever NNSTUDIO_RUNS_DIR the suite gives the other tests (a
+# store there is shared by every test of a project of the same name).
+env = dict(os.environ, NNSTUDIO_RUNS_DIR=work)
 
 cases = [
     (["--probe-budget", "2"], 2, "--probe-budget"),
@@ -24,12 +27,13 @@ cases = [
 ]
 for options, code, message in cases:
     done = subprocess.run([cli, "train", copy, "--steps", "5", *options],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if done.returncode != code or message not in done.stderr:
         sys.exit("train %s: expected exit %d naming %r, got %d:\n%s%s"
                  % (" ".join(options), code, message, done.returncode, done.stdout, done.stderr))
 
-listed = subprocess.run([cli, "runs", copy], capture_output=True, text=True, check=True).stdout
+listed = subprocess.run([cli, "runs", copy], capture_output=True, text=True, check=True,
+                        env=env).stdout
 if not listed.lower().startswith("no runs recorded"):
     sys.exit("a refused train recorded a run:\n" + listed)
 print("ok: %d bad options refused, no run recorded" % len(cases))

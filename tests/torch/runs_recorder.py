@@ -114,6 +114,9 @@ def one_store_both_writers(tmp, folder, Model):
     project = os.path.join(tmp, "both", "spirals.nns")
     os.makedirs(os.path.dirname(project))
     shutil.copy(SPIRALS, project)
+    # The project's store beside it, not in the suite's NNSTUDIO_RUNS_DIR (shared by every
+    # test of a project named spirals).
+    os.environ["NNSTUDIO_RUNS_DIR"] = os.path.dirname(project)
     cli("train", project, "--steps", "20")
     store = os.path.join(tmp, "both", "spirals.runs")
     db = sqlite3.connect(os.path.join(store, "runs.db"))
@@ -358,7 +361,13 @@ def checks():
 
         engine_probes_agree(tmp, first)
         ddp_run(tmp, folder)
-        one_store_both_writers(tmp, folder, Model)
+        runs_dir = os.environ.get("NNSTUDIO_RUNS_DIR")
+        try:
+            one_store_both_writers(tmp, folder, Model)
+        finally:
+            os.environ.pop("NNSTUDIO_RUNS_DIR", None)
+            if runs_dir is not None:
+                os.environ["NNSTUDIO_RUNS_DIR"] = runs_dir
         train_py_records(tmp, folder)
 
         # A store a newer NN Studio wrote: refused by both, with a message, and left as it was.
