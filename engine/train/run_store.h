@@ -24,7 +24,11 @@
 //
 // The schema (SQLite, PRAGMA user_version = 3; an earlier version gets what it lacks when it
 // is opened: 2 added probe_samples, 3 the runs' source columns; a later version is refused).
-// Other programs write it too: resources/python/nnstudio_runs.py, PyTorch's recorder.
+// Other programs write it too: resources/python/nnstudio_runs.py, PyTorch's recorder. Its
+// statements, the records' layouts and the schedule are in one file both read,
+// resources/python/nnstudio_runs_schema.json (run_store_schema.h); what follows describes it.
+// A store is read as untrusted (a watched folder can come from anyone): tests/fuzz has its
+// reader among the fuzz targets.
 //
 //   runs(id, name, started, parent, parent_step, settings, architecture, project, changes,
 //        steps, finished, train_loss, train_accuracy, test_loss, test_accuracy,
