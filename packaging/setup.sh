@@ -26,6 +26,7 @@ packages=(
   nlohmann-json3-dev                       # project files, fixtures
   libonnx-dev libprotobuf-dev              # ONNX import/export (the onnx protobuf schema, checker)
   libsqlite3-dev                           # the run store beside a project (engine/train/run_store)
+  zlib1g-dev libjpeg62-turbo-dev libstb-dev  # your own data: .gz/.npz, JPEG (as Pillow), PNG/BMP
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   xvfb xauth fonts-dejavu-core             # window tests without a screen
   clang-format                             # the formatting check
@@ -35,7 +36,7 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --tests)
-      packages+=(python3-torch python3-torchvision python3-onnx libopenblas0-pthread clang libclang-rt-14-dev
+      packages+=(python3-torch python3-torchvision python3-pil python3-onnx libopenblas0-pthread clang libclang-rt-14-dev
         lintian desktop-file-utils appstream man-db bash-completion)
       ;;
     -h | --help)

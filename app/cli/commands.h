@@ -31,6 +31,7 @@ Command export_command();
 Command import_command();
 Command runs_command();
 Command devices_command();
+Command data_command();
 
 // Shared by train --from and runs --export (app/cli/runs.cpp): "RUN:STEP" read from an option
 // (a UsageError naming it otherwise), and the recorded snapshot of RUN nearest at or before

@@ -21,7 +21,8 @@ namespace {
 std::vector<Command> commands() {
   return {example_command(), train_command(),   inspect_command(), convert_command(),
           summary_command(), forward_command(), layout_command(),  plugins_command(),
-          export_command(),  import_command(),  runs_command(),    devices_command()};
+          export_command(),  import_command(),  runs_command(),    devices_command(),
+          data_command()};
 }
 
 std::string usage() {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "engine/data/transforms.h"
 #include "engine/ops/indexing.h"
 #include "engine/tensor/factories.h"
 
@@ -26,7 +27,15 @@ Batch EpochBatches::operator[](int64_t b) const {
                      std::to_string(num_batches_) + " batches");
   }
   const Tensor index = order_.slice(0, b * batch_size_, (b + 1) * batch_size_);
-  return {index_select(inputs_, 0, index), index_select(targets_, 0, index)};
+  if (!augmentation_) return {index_select(inputs_, 0, index), index_select(targets_, 0, index)};
+  const Tensor rows = index.contiguous();
+  std::vector<Tensor> samples;
+  for (int64_t k = 0; k < rows.numel(); ++k) {
+    const int64_t i = rows.data_ptr<int64_t>()[k];
+    samples.push_back(apply_random_transforms(*augmentation_, inputs_.select(0, i),
+                                              epoch_seed(augmentation_seed_, i)));
+  }
+  return {stack(samples, 0), index_select(targets_, 0, index)};
 }
 
 DataLoader::DataLoader(const Dataset& dataset, const DataLoaderOptions& options)
@@ -46,6 +55,7 @@ DataLoader::DataLoader(const Dataset& dataset, const DataLoaderOptions& options)
   // index_select copies whole rows of contiguous tensors with one memcpy each.
   inputs_ = dataset.inputs.contiguous();
   targets_ = dataset.targets.contiguous();
+  augmentation_ = dataset.augmentation;
 }
 
 int64_t DataLoader::num_batches() const {
@@ -61,7 +71,10 @@ Tensor DataLoader::order(int64_t epoch) const {
 }
 
 EpochBatches DataLoader::epoch(int64_t epoch) const {
-  return {inputs_, targets_, order(epoch), options_.batch_size, num_batches()};
+  // The random transforms' seeds come from another stream than the shuffling's.
+  const uint64_t augmentation_seed = epoch_seed(~options_.seed, epoch);
+  return {inputs_,       targets_,      order(epoch),     options_.batch_size,
+          num_batches(), augmentation_, augmentation_seed};
 }
 
 }  // namespace nns::data

@@ -38,12 +38,16 @@ uint64_t epoch_seed(uint64_t seed, int64_t epoch);
 // The batches of one epoch, in order; cheap to copy (tensor handles).
 class EpochBatches {
  public:
-  EpochBatches(Tensor inputs, Tensor targets, Tensor order, int64_t batch_size, int64_t num_batches)
+  EpochBatches(Tensor inputs, Tensor targets, Tensor order, int64_t batch_size, int64_t num_batches,
+               std::shared_ptr<const TransformPlan> augmentation = nullptr,
+               uint64_t augmentation_seed = 0)
       : inputs_(std::move(inputs)),
         targets_(std::move(targets)),
         order_(std::move(order)),
         batch_size_(batch_size),
-        num_batches_(num_batches) {}
+        num_batches_(num_batches),
+        augmentation_(std::move(augmentation)),
+        augmentation_seed_(augmentation_seed) {}
 
   int64_t size() const { return num_batches_; }
   // Batch b in [0, size()); IndexError outside.
@@ -77,6 +81,9 @@ class EpochBatches {
   Tensor order_;
   int64_t batch_size_;
   int64_t num_batches_;
+  // The data set's random transforms, drawn for each sample from the epoch's seed and its index.
+  std::shared_ptr<const TransformPlan> augmentation_;
+  uint64_t augmentation_seed_;
 };
 
 class DataLoader {
@@ -96,6 +103,7 @@ class DataLoader {
  private:
   Tensor inputs_;
   Tensor targets_;
+  std::shared_ptr<const TransformPlan> augmentation_;
   DataLoaderOptions options_;
 };
 

@@ -8,6 +8,7 @@
 //   train.inputs;    // float32 [480, 2]
 //   train.targets;   // int64 [480], class indices in [0, 3)
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ std::string task_name(TaskKind task);
 std::string input_kind_name(InputKind kind);
 
 struct DatasetSplit;
+struct TransformPlan;
 
 struct Dataset {
   std::string name;
@@ -48,6 +50,10 @@ struct Dataset {
   // Images only: the side lengths in pixels.
   int64_t image_height = 0;
   int64_t image_width = 0;
+  // Images from a user's files only: the random transforms (RandomCrop, RandomHorizontalFlip;
+  // engine/data/transforms.h) drawn anew every epoch. `inputs` then hold each sample before
+  // them; the DataLoader applies them to every batch.
+  std::shared_ptr<const TransformPlan> augmentation;
 
   // The number of samples.
   int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
