@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "app/cli/commands.h"
+#include "engine/data/sources.h"
 #include "engine/graph/project.h"
 #include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
@@ -153,6 +154,32 @@ TrainRequest parse_request(const Options& o) {
     // Another generator's options mean nothing to this one: it starts from its defaults.
     r.project.dataset.name = o.text("dataset");
     r.project.dataset.options = graph::Json::object();
+  }
+  if (o.has("data")) {
+    if (o.has("dataset"))
+      throw UsageError("--data and --dataset both name the data; give one", "train");
+    // A user's files in place of the project's data; a relative path is the command line's.
+    graph::DatasetSettings& d = r.project.dataset;
+    if (d.name != "files") d.transforms.clear();
+    d.name = "files";
+    d.options = graph::Json::object();
+    d.path = std::filesystem::absolute(o.text("data")).string();
+    if (data::source_kind(d.path).empty()) {
+      o.bad("data", o.text("data"),
+            "an image folder (a subfolder per class), a folder of MNIST or CIFAR files, an "
+            ".npz/.npy or a .csv");
+    }
+  }
+  if (o.has("transform")) {
+    if (r.project.dataset.name != "files") {
+      throw UsageError("--transform applies to a user's data: give --data SOURCE too", "train");
+    }
+    try {
+      r.project.dataset.transforms =
+          data::transforms_text(data::parse_transforms(o.text("transform")));
+    } catch (const ValueError& e) {
+      o.bad("transform", o.text("transform"), e.what());
+    }
   }
   r.steps = o.has("steps") ? o.integer("steps", 1, INT64_MAX) : 0;
   // --steps replaces the project's epochs as the run's length; with --epochs as well, the run
@@ -494,45 +521,51 @@ int run_train(const Options& o) {
 }  // namespace
 
 Command train_command() {
-  return {"train",
-          "train a project's model with its dataset and training settings",
-          {{"PROJECT", "the project file (.nns)"}},
-          {
-              {"epochs", "N", "", "passes over the training set (default: the project's)"},
-              {"steps", "N", "", "train this many batches instead of the project's epochs"},
-              {"batch-size", "N", "", "samples per step (default: the project's)"},
-              {"optimizer", "NAME", "", "sgd, adam, adamw or rmsprop (default: the project's)"},
-              {"dataset", "NAME", "", "train on this dataset (default: the project's)"},
-              {"lr", "X", "", "learning rate (default: the project's)"},
-              {"momentum", "X", "", "momentum (SGD, RMSprop)"},
-              {"weight-decay", "X", "", "weight decay"},
-              {"seed", "N", "", "seed of the initial weights and the shuffling"},
-              {"device", "DEVICE", "",
-               "train on cpu, cuda or cuda:N (default: the project's; see nnstudio-cli devices)"},
-              {"probe", "MODULES", "",
-               "comma-separated module names to probe; their last "
-               "summaries are printed at the end"},
-              {"probe-budget", "F", "0.05",
-               "the most of the training time the --probe probes may take (a fraction): a "
-               "step they would sample is skipped while they cost more; 0: sample exactly "
-               "every 10 steps"},
-              {"weights", "FILE", "", "load the model's weights (.pt, .pth, .safetensors) first"},
-              {"resume", "FILE", "",
-               "continue from a checkpoint (.pt: model, optimizer, step; one --save wrote "
-               "continues bit for bit)"},
-              {"from", "[STORE:]RUN:STEP", "",
-               "branch from a recorded run: its snapshot nearest at or before STEP, with the "
-               "settings given here (the new run is recorded under it); STORE: a run of that "
-               "store folder (a PyTorch job's runs/), recorded here as a run starting there"},
-              {"no-record", "", "", "do not record the run in the project's run store"},
-              {"snapshot-every", "N", "",
-               "snapshot the training state every N steps (default: log-spaced, dense early)"},
-              {"save", "FILE", "", "save at the end: .pt a checkpoint, .safetensors the weights"},
-              {"metrics", "FILE", "", "write each epoch's losses and accuracies as CSV"},
-              {"quiet", "", "",
-               "print only the final result (and the summaries of the --probe probes)"},
-          },
-          run_train};
+  return {
+      "train",
+      "train a project's model with its dataset and training settings",
+      {{"PROJECT", "the project file (.nns)"}},
+      {
+          {"epochs", "N", "", "passes over the training set (default: the project's)"},
+          {"steps", "N", "", "train this many batches instead of the project's epochs"},
+          {"batch-size", "N", "", "samples per step (default: the project's)"},
+          {"optimizer", "NAME", "", "sgd, adam, adamw or rmsprop (default: the project's)"},
+          {"dataset", "NAME", "", "train on this dataset (default: the project's)"},
+          {"data", "SOURCE", "",
+           "train on your own data: a folder of class folders, a folder of MNIST or CIFAR "
+           "files, an .npz/.npy or a .csv"},
+          {"transform", "T", "",
+           "with --data: torchvision transforms, as \"Resize(40), RandomCrop(32), ToTensor()\""},
+          {"lr", "X", "", "learning rate (default: the project's)"},
+          {"momentum", "X", "", "momentum (SGD, RMSprop)"},
+          {"weight-decay", "X", "", "weight decay"},
+          {"seed", "N", "", "seed of the initial weights and the shuffling"},
+          {"device", "DEVICE", "",
+           "train on cpu, cuda or cuda:N (default: the project's; see nnstudio-cli devices)"},
+          {"probe", "MODULES", "",
+           "comma-separated module names to probe; their last "
+           "summaries are printed at the end"},
+          {"probe-budget", "F", "0.05",
+           "the most of the training time the --probe probes may take (a fraction): a "
+           "step they would sample is skipped while they cost more; 0: sample exactly "
+           "every 10 steps"},
+          {"weights", "FILE", "", "load the model's weights (.pt, .pth, .safetensors) first"},
+          {"resume", "FILE", "",
+           "continue from a checkpoint (.pt: model, optimizer, step; one --save wrote "
+           "continues bit for bit)"},
+          {"from", "[STORE:]RUN:STEP", "",
+           "branch from a recorded run: its snapshot nearest at or before STEP, with the "
+           "settings given here (the new run is recorded under it); STORE: a run of that "
+           "store folder (a PyTorch job's runs/), recorded here as a run starting there"},
+          {"no-record", "", "", "do not record the run in the project's run store"},
+          {"snapshot-every", "N", "",
+           "snapshot the training state every N steps (default: log-spaced, dense early)"},
+          {"save", "FILE", "", "save at the end: .pt a checkpoint, .safetensors the weights"},
+          {"metrics", "FILE", "", "write each epoch's losses and accuracies as CSV"},
+          {"quiet", "", "",
+           "print only the final result (and the summaries of the --probe probes)"},
+      },
+      run_train};
 }
 
 }  // namespace nns::cli

@@ -437,6 +437,29 @@ std::string image_set_kind(const std::string& path) {
   return {};
 }
 
+bool image_set_has_test_split(const std::string& path) {
+  using K = Found::Kind;
+  try {
+    const Found found = find(path);
+    switch (found.kind) {
+      case K::Mnist:
+      case K::FashionMnist:
+        return !find_idx(found.folder, "t10k-images-idx3-ubyte").empty();
+      case K::Cifar10:
+        return is_file(found.folder / "test_batch.bin");
+      case K::Cifar100:
+        return is_file(found.folder / "test.bin");
+      case K::SplitFolders:
+        return true;
+      case K::Folder:
+      case K::None:
+        break;
+    }
+  } catch (const FileError&) {
+  }
+  return false;
+}
+
 std::unique_ptr<ImageSet> open_image_set(const std::string& path, Split split) {
   using K = Found::Kind;
   if (!is_dir(path)) throw FileError(path + ": not a folder");

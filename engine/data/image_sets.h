@@ -66,6 +66,10 @@ std::unique_ptr<ImageSet> open_image_set(const std::string& path, Split split);
 // "CIFAR-100"), or empty when it is none; cheap: it looks at names only.
 std::string image_set_kind(const std::string& path);
 
+// Whether the image set at `path` has a test split of its own (t10k files, a test batch, a
+// test/ or val/ folder); cheap: it looks at names only.
+bool image_set_has_test_split(const std::string& path);
+
 // torchvision's IMG_EXTENSIONS (ImageFolder takes files with these, in any letter case).
 const std::vector<std::string>& image_extensions();
 

@@ -13,7 +13,9 @@
 #include "engine/data/csv.h"
 #include "engine/data/dataloader.h"
 #include "engine/data/numpy.h"
+#include "engine/ops/indexing.h"
 #include "engine/serialize/bytes.h"
+#include "engine/serialize/zip.h"
 #include "engine/tensor/error.h"
 #include "engine/tensor/factories.h"
 
@@ -232,9 +234,17 @@ std::string source_kind(const std::string& path) {
 bool has_test_split(const std::string& path) {
   const std::string kind = source_kind(path);
   if (kind == "CSV" || kind.empty()) return false;
+  if (kind != "NumPy") return image_set_has_test_split(path);
+  if (extension(path) != ".npz") return false;
   try {
-    if (kind == "NumPy") return load_numpy(path, Split::Test).size() > 0;
-    return open_image_set(path, Split::Test)->size() > 0;
+    // The archive's directory alone: which arrays it holds.
+    const serialize::FileSource file(path);
+    bool x = false, y = false;
+    for (const serialize::ZipEntry& e : serialize::read_zip_directory(file)) {
+      x = x || e.name == "x_test.npy" || e.name == "X_test.npy";
+      y = y || e.name == "y_test.npy" || e.name == "Y_test.npy";
+    }
+    return x && y;
   } catch (const Error&) {
     return false;
   }
@@ -277,6 +287,23 @@ LoadedSource load_source(const std::string& path, const SourceOptions& options) 
                     "class), MNIST or CIFAR files, a NumPy .npz/.npy or a CSV file");
   }
   return load_images(*open_image_set(path, options.split), options);
+}
+
+Dataset without_augmentation(const Dataset& dataset) {
+  if (!dataset.augmentation) return dataset;
+  TransformPlan plan = *dataset.augmentation;
+  plan.random = test_transforms(plan.random);
+  Dataset out = dataset;
+  out.augmentation = nullptr;
+  if (dataset.size() == 0) return out;
+  std::vector<Tensor> samples;
+  for (int64_t i = 0; i < dataset.size(); ++i) {
+    samples.push_back(apply_random_transforms(plan, dataset.inputs.select(0, i), 0));
+  }
+  out.inputs = stack(samples, 0);
+  out.image_height = out.inputs.size(2);
+  out.image_width = out.inputs.size(3);
+  return out;
 }
 
 void channel_statistics(const std::string& path, const std::vector<Transform>& transforms,

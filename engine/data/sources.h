@@ -53,6 +53,11 @@ bool has_test_split(const std::string& path);
 // Resize), no image readable at all, arrays of the wrong shapes or dtypes.
 LoadedSource load_source(const std::string& path, const SourceOptions& options);
 
+// The data set as a test set sees it: its random transforms (Dataset::augmentation) replaced
+// by what test_transforms() makes of them (each RandomCrop a CenterCrop, no flips), applied to
+// `inputs` once. Data sets without them come back as they are.
+Dataset without_augmentation(const Dataset& dataset);
+
 // The images' per-channel mean and standard deviation after `transforms` (the Normalize
 // among them left out), over at most `max_samples` samples spread evenly over the set: what a
 // Normalize for this data should hold.

@@ -468,6 +468,19 @@ Tensor random_crop(Tensor x, const Transform& t, const std::vector<float>& fill,
   return crop_tensor(x, top, left, th, tw, fill);
 }
 
+// CenterCrop on the tensor: torchvision's padding and rounding, as center_crop does on images.
+Tensor center_crop_tensor(Tensor x, int64_t th, int64_t tw, const std::vector<float>& fill) {
+  if (tw > x.size(2) || th > x.size(1)) {
+    const int64_t dw = std::max<int64_t>(tw - x.size(2), 0);
+    const int64_t dh = std::max<int64_t>(th - x.size(1), 0);
+    x = pad_tensor(x, dw / 2, dh / 2, (dw + 1) / 2, (dh + 1) / 2, fill);
+    if (tw == x.size(2) && th == x.size(1)) return x;
+  }
+  const int64_t top = python_round(static_cast<double>(x.size(1) - th) / 2.0);
+  const int64_t left = python_round(static_cast<double>(x.size(2) - tw) / 2.0);
+  return crop_tensor(x, top, left, th, tw, fill);
+}
+
 Tensor flip_horizontal(const Tensor& x) {
   Tensor out = x.clone();
   const int64_t w = x.size(2);
@@ -620,7 +633,9 @@ Tensor apply_random_transforms(const TransformPlan& plan, const Tensor& sample, 
   for (const Transform& t : plan.random) {
     if (t.kind == Kind::RandomCrop) {
       x = random_crop(x, t, fill, random);
-    } else if (random.uniform() < t.p) {
+    } else if (t.kind == Kind::CenterCrop) {  // a test set's stand-in for a RandomCrop
+      x = center_crop_tensor(x, t.size[0], t.size.size() == 2 ? t.size[1] : t.size[0], fill);
+    } else if (t.kind == Kind::RandomHorizontalFlip && random.uniform() < t.p) {
       x = flip_horizontal(x);
     }
   }

@@ -7,10 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/data/sources.h"
+#include "engine/data/transforms.h"
 #include "engine/export/train_template.h"
 #include "engine/graph/builder.h"
 #include "engine/graph/node_types.h"
@@ -18,6 +22,7 @@
 #include "engine/serialize/bytes.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/error.h"
+#include "engine/tensor/factories.h"
 #include "engine/train/losses.h"
 #include "engine/train/optimizers.h"
 #include "engine/train/run_store_schema.h"
@@ -572,19 +577,71 @@ std::string call(const std::string& name, std::vector<std::string> args, const J
   return name + "(" + join(args) + ")";
 }
 
-std::string export_readme(const Project& project, bool with_weights) {
+// A user's files ("files" data) that train.py reads itself, as NN Studio reads them: an image
+// folder, MNIST or CIFAR files through the project's transforms, or NumPy arrays. data.pt then
+// holds the split: which samples train and which test.
+struct FilesSource {
+  std::string kind;  // data::source_kind()
+  std::string path;  // absolute
+  // Images: where in `path` each split lies ("." for `path` itself; "MNIST/raw" in
+  // torchvision's root layout, "train" and "test" for split image folders).
+  std::string train_part;
+  std::string test_part;  // empty without a test split of its own
+  bool own_test_split = false;
+  std::vector<data::Transform> transforms;
+  bool classification = true;
+  // The samples of the source's train split that train, and of its test split (or, without
+  // one, of its train split) that test: NN Studio's split, less any image it could not read.
+  std::vector<int64_t> train_indices;
+  std::vector<int64_t> test_indices;
+};
+
+bool is_image_kind(const std::string& kind) {
+  return kind == "image folder" || kind == "MNIST" || kind == "Fashion-MNIST" ||
+         kind == "CIFAR-10" || kind == "CIFAR-100";
+}
+
+// "the MNIST files", as train.py's comments and the README name the source.
+std::string source_words(const std::string& kind) {
+  if (kind == "image folder") return "the image folder";
+  if (kind == "NumPy") return "the NumPy arrays";
+  if (kind == "CIFAR-10" || kind == "CIFAR-100") return "the " + kind + " binary batches";
+  return "the " + kind + " files";
+}
+
+std::string export_readme(const Project& project, bool with_weights, const FilesSource* files) {
   const std::string& name = project.name;
   std::string out = "# " + name + ", exported from NN Studio\n\n";
   out += "- `model.py`: `" + name +
          "`, an `nn.Module` with NN Studio's module names. Its `state_dict()` has the\n"
          "  keys, in the order, of the model NN Studio builds, so the weight files NN Studio "
          "saves (`.pt`)\n  load into it with `strict=True`.\n"
-         "- `train.py`: trains it with the project's settings on `data.pt`, the project's data "
-         "with its\n  exact train/test split, recording the run into `runs/` "
-         "(`nnstudio-cli runs runs/`).\n"
-         "- `nnstudio_runs.py`: the recorder, for any training loop: "
-         "`nnstudio_runs.Recorder(\"runs\", model, probes=[...])`, with "
-         "`nnstudio_runs_schema.json`, the run store's layout it reads.\n";
+         "- `train.py`: trains it with the project's settings on ";
+  if (files) {
+    const bool images = files->kind != "NumPy";
+    out +=
+        "its data, recording the run into `runs/`\n  (`nnstudio-cli runs runs/`). It reads " +
+        source_words(files->kind) + " from where they are (`--data PATH` reads\n  them from " +
+        "elsewhere), `" + files->path + "`,\n  " +
+        (images ? "as torchvision reads them, through the project's transforms:\n  `" +
+                      data::transforms_text(files->transforms) + "`.\n"
+                : std::string("x as float32 and y as classes (int64) or values (float32).\n")) +
+        "- `data.pt`: NN Studio's train/test split: `train_indices`, the samples of the "
+        "source's train split\n  that train, and `test_indices`, those of its " +
+        (files->own_test_split ? "test split" : "train split (it has no test split of its own)") +
+        " that test" +
+        (images ? std::string(", through\n  the test transforms (each RandomCrop its "
+                              "CenterCrop, no flips).\n")
+                : ".\n");
+  } else {
+    out +=
+        "`data.pt`, the project's data with its\n  exact train/test split, recording the run "
+        "into `runs/` (`nnstudio-cli runs runs/`).\n";
+  }
+  out +=
+      "- `nnstudio_runs.py`: the recorder, for any training loop: "
+      "`nnstudio_runs.Recorder(\"runs\", model, probes=[...])`, with "
+      "`nnstudio_runs_schema.json`, the run store's layout it reads.\n";
   if (with_weights) out += "- `weights.pt`: the weights NN Studio had when it exported.\n";
   out += "\n## Use the model\n\n```python\nimport torch\nfrom model import " + name +
          "\n\nmodel = " + name + "()\n";
@@ -607,9 +664,181 @@ std::string export_readme(const Project& project, bool with_weights) {
   return out;
 }
 
-}  // namespace
+// The transforms as torchvision code, `T.Compose([...])` one call a line, each call prefixed
+// with `T.` (train.py imports torchvision.transforms as T). A list without ToTensor has it
+// implied at its end, as NN Studio applies it; here it is written out.
+std::string compose_code(const std::vector<data::Transform>& transforms) {
+  std::string out = "T.Compose([\n";
+  bool tensor = false;
+  for (const data::Transform& t : transforms) {
+    out += "    T." + data::transform_text(t) + ",\n";
+    tensor = tensor || t.kind == data::Transform::Kind::ToTensor;
+  }
+  if (!tensor) out += "    T.ToTensor(),\n";
+  return out + "])";
+}
 
-std::string pytorch_train_code(const Project& project, bool classification) {
+// train.py's imports: what its data code uses, beside what every train.py does.
+std::string imports_code(const FilesSource* files) {
+  const std::string kind = files ? files->kind : "";
+  const bool mnist = kind == "MNIST" || kind == "Fashion-MNIST";
+  const bool cifar = kind == "CIFAR-10" || kind == "CIFAR-100";
+  const bool numpy = kind == "NumPy";
+  std::string out = "import argparse\n";
+  if (mnist) out += "import gzip\n";
+  out += "import os\nimport time\n\n";
+  if (mnist || cifar || numpy) out += "import numpy as np\n";
+  out += "import torch\nimport torch.distributed as dist\n";
+  if (kind == "image folder") out += "import torchvision\n";
+  if (mnist || cifar) out += "from PIL import Image\n";
+  out += "from torch import nn\nfrom torch.nn.parallel import DistributedDataParallel\n";
+  std::vector<std::string> names{"DataLoader"};
+  if (mnist || cifar) names.push_back("Dataset");
+  names.push_back("DistributedSampler");
+  if (files) names.push_back("Subset");
+  if (!files || numpy) names.push_back("TensorDataset");
+  out += "from torch.utils.data import " + join(names) + "\n";
+  if (files && !numpy) out += "from torchvision import transforms as T\n";
+  return out;
+}
+
+// Fills train.py's data placeholders: data.pt's tensors, or the user's files.
+std::string with_data_code(std::string out, const FilesSource* files) {
+  out = replace_all(out, "{{IMPORTS}}", imports_code(files));
+  if (!files) {
+    out = replace_all(out, "{{DATA_DOC}}", "its data (data.pt, its exact train/test split)");
+    out = replace_all(out, "{{DATA_OPTION}}",
+                      "--data FILE trains on another file of data.pt's tensors");
+    out = replace_all(out, "{{DATA_SETTINGS}}", "");
+    out = replace_all(out, "{{DATA_DEFAULT}}", "os.path.join(HERE, \"data.pt\")");
+    out = replace_all(out, "{{DATA_HELP}}",
+                      "\"the tensors to train on (default data.pt beside train.py)\"");
+    return replace_all(out, "{{DATA_CODE}}", kDataPtLoader);
+  }
+  const std::string& kind = files->kind;
+  const bool numpy = kind == "NumPy";
+  const std::string what = source_words(kind);
+  out = replace_all(out, "{{DATA_DOC}}",
+                    "its data: " + what + " at DATA,\n" +
+                        (numpy ? std::string("read as NN Studio reads them")
+                               : "read as torchvision reads them, through the project's "
+                                 "transforms") +
+                        ", in NN Studio's exact\ntrain/test split (data.pt: which samples train "
+                        "and which test)");
+  out = replace_all(out, "{{DATA_OPTION}}",
+                    "--data PATH reads " + what + " at PATH instead (laid out as at DATA)");
+  std::string settings = "\n# The data: " + what + " (--data PATH reads them from elsewhere).\n";
+  settings += "DATA = " + quoted(files->path) + "\n";
+  if (kind == "image folder") {
+    settings += "TRAIN_FOLDER = " + quoted(files->train_part) + "  # the train split's, in DATA\n";
+    settings += "TEST_FOLDER = " + (files->own_test_split
+                                        ? quoted(files->test_part) + "  # the test split's\n"
+                                        : std::string("None  # no test split of its own\n"));
+  } else if (!numpy) {
+    settings += "FILES = " + quoted(files->train_part) + "  # the folder in DATA that holds them\n";
+  }
+  settings += files->own_test_split
+                  ? "OWN_TEST_SPLIT = True  # its test split is the test set\n"
+                  : "OWN_TEST_SPLIT = False  # no test split of its own: some train samples test\n";
+  if (numpy) {
+    settings += "TRAIN_TRANSFORM = TEST_TRANSFORM = None  # arrays have no transforms\n";
+  } else {
+    settings += "TRAIN_TRANSFORM = " + compose_code(files->transforms) + "\n";
+    settings += "# The test set's: each RandomCrop its CenterCrop, no flips.\n";
+    settings += "TEST_TRANSFORM = " + compose_code(data::test_transforms(files->transforms)) + "\n";
+  }
+  out = replace_all(out, "{{DATA_SETTINGS}}", settings);
+  out = replace_all(out, "{{DATA_DEFAULT}}", "DATA");
+  out = replace_all(out, "{{DATA_HELP}}", quoted("where " + what + " are (default %(default)s)"));
+  std::string source;
+  if (kind == "image folder") {
+    source = kImageFolderSource;
+  } else if (kind == "MNIST" || kind == "Fashion-MNIST") {
+    source = kMnistSource;
+  } else if (numpy) {
+    source = kNumpySource;
+  } else {
+    source = replace_all(kCifarSource, "{{HUNDRED}}", kind == "CIFAR-100" ? "True" : "False");
+  }
+  return replace_all(out, "{{DATA_CODE}}", source + "\n\n" + kFilesLoader);
+}
+
+// The indices of the samples load_source() kept: all of them unless it skipped images it
+// could not read, which are then found again.
+std::vector<int64_t> kept_samples(const std::string& path, data::Split split,
+                                  const data::LoadedSource& loaded) {
+  std::vector<int64_t> kept;
+  if (loaded.skipped.empty()) {
+    kept.resize(static_cast<size_t>(loaded.dataset.size()));
+    std::iota(kept.begin(), kept.end(), int64_t{0});
+    return kept;
+  }
+  const std::unique_ptr<data::ImageSet> set = data::open_image_set(path, split);
+  for (int64_t i = 0; i < set->size(); ++i) {
+    try {
+      set->image(i);
+      kept.push_back(i);
+    } catch (const serialize::FileError&) {
+    }
+  }
+  if (static_cast<int64_t>(kept.size()) != loaded.dataset.size()) {
+    throw ValueError(path + ": its images changed while it was read; export again");
+  }
+  return kept;
+}
+
+// The project's "files" data as train.py reads it, loaded and split as a session does
+// (engine/train/make_session.cpp, files_split), so that what cannot be read fails here;
+// nullopt for a source train.py does not read itself (CSV), which data.pt holds.
+std::optional<FilesSource> files_source(const graph::DatasetSettings& d,
+                                        const std::string& base_dir) {
+  namespace fs = std::filesystem;
+  if (d.name != "files" || d.path.empty()) return std::nullopt;
+  const std::string path = (fs::path(base_dir) / d.path).string();
+  FilesSource files;
+  files.kind = data::source_kind(path);
+  if (!is_image_kind(files.kind) && files.kind != "NumPy") return std::nullopt;
+  fs::path absolute = fs::absolute(path).lexically_normal();
+  if (absolute.filename().empty()) absolute = absolute.parent_path();  // a trailing '/'
+  files.path = absolute.string();
+  files.transforms = data::parse_transforms(d.transforms);
+  files.own_test_split = data::has_test_split(path);
+
+  data::SourceOptions options;
+  options.transforms = files.transforms;
+  options.seed = static_cast<uint64_t>(d.seed);
+  options.defer_random = true;
+  const data::LoadedSource train = data::load_source(path, options);
+  files.classification = train.dataset.task == data::TaskKind::Classification;
+  const std::vector<int64_t> kept = kept_samples(path, data::Split::Train, train);
+  // Where in the source each split's files lie, as the engine found them.
+  auto part = [&](data::Split split) {
+    const fs::path found = fs::absolute(data::open_image_set(path, split)->path());
+    const fs::path relative = found.lexically_normal().lexically_relative(absolute);
+    return relative.empty() ? std::string(".") : relative.string();
+  };
+  if (is_image_kind(files.kind)) files.train_part = part(data::Split::Train);
+  if (files.own_test_split) {
+    options.split = data::Split::Test;
+    options.transforms = data::test_transforms(files.transforms);
+    const data::LoadedSource test = data::load_source(path, options);
+    files.train_indices = kept;
+    files.test_indices = kept_samples(path, data::Split::Test, test);
+    if (is_image_kind(files.kind)) files.test_part = part(data::Split::Test);
+    return files;
+  }
+  // The session's split of the samples it loaded (Dataset::split looks at the targets alone),
+  // made on their indices in the source.
+  data::Dataset indices = train.dataset;
+  indices.augmentation = nullptr;
+  indices.inputs = from_vector(kept, {static_cast<int64_t>(kept.size())});
+  const data::DatasetSplit split = indices.split(d.test_fraction, static_cast<uint64_t>(d.seed));
+  files.train_indices = split.train.inputs.to_vector<int64_t>();
+  files.test_indices = split.test.inputs.to_vector<int64_t>();
+  return files;
+}
+
+std::string train_code(const Project& project, bool classification, const FilesSource* files) {
   const graph::TrainingSettings& t = project.training;
   // Checked as a session checks them, so that the code gets only options PyTorch takes.
   train::make_loss(t.loss, t.loss_options);
@@ -654,7 +883,14 @@ std::string pytorch_train_code(const Project& project, bool classification) {
   }
   out = replace_all(out, "{{PROBES}}", probes.dump());
   out = replace_all(out, "{{PROBE_EVERY}}", std::to_string(every > 0 ? every : 10));
-  return out;
+  // Last: the data's text holds the user's path.
+  return with_data_code(out, files);
+}
+
+}  // namespace
+
+std::string pytorch_train_code(const Project& project, bool classification) {
+  return train_code(project, classification, nullptr);
 }
 
 void write_pytorch_export(const Project& project, const std::string& dir,
@@ -668,15 +904,27 @@ void write_pytorch_export(const Project& project, const std::string& dir,
   const std::shared_ptr<graph::GraphModule> model = graph::build_model(project);
   if (weights) serialize::load_into(*model, *weights, /*strict=*/true);
   const std::string model_py = model_code(project);
-  const data::DatasetSplit split = train::project_split(project, base_dir);
-  const std::string train_py =
-      pytorch_train_code(project, split.train.task == data::TaskKind::Classification);
+  // A user's images or arrays are read by train.py itself, from where they are; data.pt holds
+  // the split. Other data goes into data.pt whole.
+  const std::optional<FilesSource> files = files_source(project.dataset, base_dir);
   nn::StateDict data;
-  data.insert("x_train", split.train.inputs);
-  data.insert("y_train", split.train.targets);
-  data.insert("x_test", split.test.inputs);
-  data.insert("y_test", split.test.targets);
-  const std::string readme = export_readme(project, weights != nullptr);
+  std::string train_py;
+  if (files) {
+    train_py = train_code(project, files->classification, &*files);
+    auto indices = [](const std::vector<int64_t>& v) {
+      return from_vector(v, {static_cast<int64_t>(v.size())});
+    };
+    data.insert("train_indices", indices(files->train_indices));
+    data.insert("test_indices", indices(files->test_indices));
+  } else {
+    const data::DatasetSplit split = train::project_split(project, base_dir);
+    train_py = train_code(project, split.train.task == data::TaskKind::Classification, nullptr);
+    data.insert("x_train", split.train.inputs);
+    data.insert("y_train", split.train.targets);
+    data.insert("x_test", split.test.inputs);
+    data.insert("y_test", split.test.targets);
+  }
+  const std::string readme = export_readme(project, weights != nullptr, files ? &*files : nullptr);
 
   const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
   const std::string stem = target.filename().string();

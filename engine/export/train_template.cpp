@@ -7,31 +7,23 @@
 namespace nns::exporting {
 
 const char* const kTrainTemplate =
-    R"PY("""Trains {{CLASS}} as NN Studio trains it: the project's data (data.pt, its exact train/test
-split), loss, optimizer, scheduler, batch size, epochs, seed and gradient clipping.
+    R"PY("""Trains {{CLASS}} as NN Studio trains it: the project's loss, optimizer, scheduler, batch
+size, epochs, seed and gradient clipping, on {{DATA_DOC}}.
 
     python3 train.py                        # one process
     torchrun --nproc_per_node 2 train.py    # DistributedDataParallel: gloo on CPU, nccl on GPU
 
 --steps N stops after N steps, --epochs N runs N epochs, --weights FILE.pt starts from a
 state dict, --save CKPT.pt writes a checkpoint in NN Studio's layout (`nnstudio-cli train
---resume CKPT.pt` and the window's Load Checkpoint continue from it), --device cpu|cuda|cuda:N.
+--resume CKPT.pt` and the window's Load Checkpoint continue from it), --device cpu|cuda|cuda:N,
+{{DATA_OPTION}}.
 The run is recorded into the run store --runs DIR (default runs/ beside train.py) by
 nnstudio_runs.py: its curves, the project's probes and snapshots, for `nnstudio-cli runs DIR`;
 --no-record turns that off.
 Under DDP each of the N processes takes BATCH_SIZE / N samples of every batch, so a step sees
 the batch one process would.
 """
-import argparse
-import os
-import time
-
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
-
+{{IMPORTS}}
 import nnstudio_runs
 from model import {{CLASS}}
 
@@ -44,7 +36,7 @@ CLASSIFICATION = {{CLASSIFICATION}}  # the targets are class indices (else real 
 SCHEDULER_PER_STEP = {{PER_STEP}}  # OneCycleLR steps after every batch, the others per epoch
 PROBES = {{PROBES}}  # the modules the project's probes watch
 PROBE_EVERY = {{PROBE_EVERY}}  # a probe sample every this many steps
-
+{{DATA_SETTINGS}}
 
 def make_loss():
     return {{LOSS}}
@@ -66,6 +58,8 @@ def parse_args():
     parser.add_argument("--weights", help="start from this state dict (.pt)")
     parser.add_argument("--save", help="write a checkpoint here at the end (.pt)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--data", default={{DATA_DEFAULT}},
+                        help={{DATA_HELP}})
     parser.add_argument("--runs", default=os.path.join(HERE, "runs"),
                         help="record the run into this run store (default runs/ beside train.py)")
     parser.add_argument("--no-record", action="store_true", help="do not record the run")
@@ -109,6 +103,8 @@ def describe_test(figures):
     return describe(figures[0], figures[1] or 0)
 
 
+{{DATA_CODE}}
+
 def main():
     args = parse_args()
     # torchrun (or any launcher) sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT.
@@ -129,9 +125,7 @@ def main():
     model = {{CLASS}}().to(device)
     if args.weights:
         model.load_state_dict(torch.load(args.weights, map_location=device), strict=True)
-    data = torch.load(os.path.join(HERE, "data.pt"), map_location=device)
-    x_train, y_train, x_test, y_test = (data[k] for k in ("x_train", "y_train", "x_test", "y_test"))
-    train_set = TensorDataset(x_train, y_train)
+    train_set, x_test, y_test = load_data(args.data, device)
     sampler = DistributedSampler(train_set, shuffle=True, seed=SEED) if distributed else None
     loader = DataLoader(train_set, batch_size=max(BATCH_SIZE // world_size, 1),
                         shuffle=sampler is None, sampler=sampler,
@@ -152,6 +146,7 @@ def main():
             sampler.set_epoch(epoch)
         totals = torch.zeros(4, dtype=torch.float64)  # loss * samples, correct, counted, samples
         for x, y in loader:
+            x, y = x.to(device), y.to(device)  # a no-op for data already there
             out = trained(x)
             loss = loss_fn(*loss_inputs(out, y))
             optimizer.zero_grad()
@@ -214,6 +209,144 @@ def main():
 
 if __name__ == "__main__":
     main()
+)PY";
+
+const char* const kDataPtLoader =
+    R"PY(def load_data(path, device):
+    """The train set, and the test set's inputs and targets: data.pt's tensors, the project's data
+    in NN Studio's exact train/test split."""
+    data = torch.load(path, map_location=device)
+    return TensorDataset(data["x_train"], data["y_train"]), data["x_test"], data["y_test"]
+)PY";
+
+const char* const kFilesLoader =
+    R"PY(def stack(dataset, like):
+    """All of `dataset` as one tensor of inputs and one of targets, in order; empty ones shaped as
+    `like`'s samples when it has none (a test fraction of 0)."""
+    batches = list(DataLoader(dataset if len(dataset) else Subset(like, [0]), batch_size=256))
+    x, y = (torch.cat(parts) for parts in zip(*batches))
+    return (x, y) if len(dataset) else (x[:0], y[:0])
+
+
+def load_data(data, device):
+    """The train set, and the test set's inputs and targets: the samples of the source at `data`
+    that NN Studio trains and tests on (data.pt's train_indices and test_indices, its exact
+    split). The train set goes through TRAIN_TRANSFORM as the DataLoader draws it, its random
+    transforms anew every epoch; the test set through TEST_TRANSFORM, once (test sets are small)."""
+    split = torch.load(os.path.join(HERE, "data.pt"))
+    train_set = Subset(source_dataset(data, True, TRAIN_TRANSFORM), split["train_indices"].tolist())
+    # Without a test split of its own, the test samples are others of the train split, read
+    # again through the test transforms.
+    test_set = Subset(source_dataset(data, not OWN_TEST_SPLIT, TEST_TRANSFORM),
+                      split["test_indices"].tolist())
+    x_test, y_test = stack(test_set, train_set)
+    return train_set, x_test.to(device), y_test.to(device)
+)PY";
+
+const char* const kImageFolderSource =
+    R"PY(def source_dataset(data, train, transform):
+    """The image folder's train split (train=True) or test split as torchvision's ImageFolder reads
+    it (a class per subfolder, every image in RGB), through `transform`."""
+    folder = os.path.join(data, TRAIN_FOLDER if train else TEST_FOLDER)
+    return torchvision.datasets.ImageFolder(folder, transform=transform)
+)PY";
+
+const char* const kMnistSource =
+    R"PY(def read_idx(folder, stem):
+    """An idx file of bytes (MNIST's format), plain or gzipped, as a numpy array of its shape."""
+    for path in (os.path.join(folder, stem), os.path.join(folder, stem + ".gz")):
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            if data[:2] == b"\x1f\x8b":  # gzip's magic number, whatever the file's name
+                data = gzip.decompress(data)
+            dims = data[3]
+            shape = [int.from_bytes(data[4 + 4 * d:8 + 4 * d], "big") for d in range(dims)]
+            return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+    raise FileNotFoundError(f"{folder}: no {stem} (plain or .gz)")
+
+
+class MNISTFiles(Dataset):
+    """MNIST or Fashion-MNIST idx files, sample by sample as torchvision's MNIST gives them: a PIL
+    image of mode "L" through `transform`, and its class."""
+
+    def __init__(self, folder, train, transform):
+        prefix = "train" if train else "t10k"
+        self.images = read_idx(folder, prefix + "-images-idx3-ubyte")
+        self.labels = read_idx(folder, prefix + "-labels-idx1-ubyte")
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, index):
+        image = Image.fromarray(self.images[index], mode="L")
+        return self.transform(image), int(self.labels[index])
+
+
+def source_dataset(data, train, transform):
+    """The MNIST files' train split (train=True) or test split (t10k), through `transform`."""
+    return MNISTFiles(os.path.join(data, FILES), train, transform)
+)PY";
+
+const char* const kCifarSource =
+    R"PY(class CIFARFiles(Dataset):
+    """CIFAR-10 or CIFAR-100 binary batches (records of the label, CIFAR-100's coarse then fine,
+    then the red, green and blue 32 x 32 planes), sample by sample as torchvision's CIFAR10 and
+    CIFAR100 give them: a PIL image of mode "RGB" through `transform`, and its (fine) class."""
+
+    def __init__(self, folder, train, transform, hundred):
+        if hundred:
+            names = ["train.bin" if train else "test.bin"]
+        else:
+            names = [f"data_batch_{b}.bin" for b in range(1, 6)] if train else ["test_batch.bin"]
+        labels = 2 if hundred else 1
+        records = np.concatenate([
+            np.fromfile(os.path.join(folder, name), np.uint8).reshape(-1, labels + 3 * 32 * 32)
+            for name in names])
+        self.labels = records[:, labels - 1]
+        planes = records[:, labels:].reshape(-1, 3, 32, 32)
+        self.images = np.ascontiguousarray(planes.transpose(0, 2, 3, 1))  # height, width, RGB
+        self.transform = transform
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, index):
+        return self.transform(Image.fromarray(self.images[index])), int(self.labels[index])
+
+
+def source_dataset(data, train, transform):
+    """The CIFAR batches' train split (train=True) or test split, through `transform`."""
+    return CIFARFiles(os.path.join(data, FILES), train, transform, hundred={{HUNDRED}})
+)PY";
+
+const char* const kNumpySource =
+    R"PY(def numpy_arrays(path, train):
+    """x and y as NN Studio finds them: an .npz's x and y (or x_train and y_train; x_test and
+    y_test for the test split), or an .npy of inputs and its labels beside it (x.npy and y.npy,
+    NAME_x.npy and NAME_y.npy)."""
+    if path.lower().endswith(".npy"):
+        stem = os.path.splitext(os.path.basename(path))[0]
+        labels = "y" if stem in ("x", "X") else stem[:-1] + "y"
+        return np.load(path), np.load(os.path.join(os.path.dirname(path), labels + ".npy"))
+    arrays = np.load(path)
+    if train:
+        names = (("x", "x_train", "X", "X_train"), ("y", "y_train", "Y", "Y_train"))
+    else:
+        names = (("x_test", "X_test"), ("y_test", "Y_test"))
+    return tuple(arrays[next(n for n in group if n in arrays.files)] for group in names)
+
+
+def source_dataset(data, train, transform):
+    """The arrays' train split (train=True) or test split as a TensorDataset: x as float32, y as
+    class indices (int64) or, when it is floating point, values [N, 1]. Arrays have no
+    transforms."""
+    x, y = numpy_arrays(data, train)
+    x = torch.from_numpy(np.asarray(x, np.float32))
+    if np.issubdtype(y.dtype, np.floating):
+        return TensorDataset(x, torch.from_numpy(np.asarray(y, np.float32)).reshape(-1, 1))
+    return TensorDataset(x, torch.from_numpy(np.asarray(y, np.int64)))
 )PY";
 
 }  // namespace nns::exporting

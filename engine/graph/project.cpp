@@ -356,6 +356,8 @@ Project parse_project(std::string_view json_text, const std::string& source) {
     ds.seed = d.integer("seed", ds.seed);
     ds.csv_path = d.string("csv_path", "");
     ds.label_column = d.string("label_column", "");
+    ds.path = d.string("path", "");
+    ds.transforms = d.string("transforms", "");
     ds.extra = d.extra();
   }
   if (r.has("training")) {
@@ -456,6 +458,8 @@ std::string project_to_json(const Project& p) {
           {"seed", d.seed}};
   if (!d.csv_path.empty()) dj["csv_path"] = d.csv_path;
   if (!d.label_column.empty()) dj["label_column"] = d.label_column;
+  if (!d.path.empty()) dj["path"] = d.path;
+  if (!d.transforms.empty()) dj["transforms"] = d.transforms;
   merge_extra(dj, d.extra);
   j["dataset"] = std::move(dj);
   const TrainingSettings& t = p.training;

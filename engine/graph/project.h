@@ -36,12 +36,17 @@ struct ProbeSpec {
 };
 
 struct DatasetSettings {
-  std::string name = "spirals";   // an entry of nns::data::dataset_catalog(), or "csv"
+  std::string name = "spirals";   // an entry of nns::data::dataset_catalog(), "csv" or "files"
   Json options = Json::object();  // the generator's options (noise, samples, ...)
   double test_fraction = 0.2;
   int64_t seed = 0;
   std::string csv_path;      // for "csv": relative to the project file
   std::string label_column;  // for "csv"
+  // For "files", a user's data source (engine/data/sources.h: an image folder, MNIST or CIFAR
+  // files, NumPy): its path, relative to the project file where it can be, and the torchvision
+  // transforms its images go through (engine/data/transforms.h), as Python text.
+  std::string path;
+  std::string transforms;
   Json extra = Json::object();
   bool operator==(const DatasetSettings&) const = default;
 };

@@ -159,7 +159,8 @@ class Reader {
     // Repeated blocks (resnet's equal Bottlenecks, a transformer's layers) open as one box xN.
     graph::fold_all_repeats(out_.project);
     note("the project's data set is still the default (" + out_.project.dataset.name +
-         "): choose one (or a CSV file) that fits the model's input before training");
+         "): choose one that fits the model's input before training (your own: an image folder, "
+         "MNIST or CIFAR files, NumPy arrays or a CSV file; nnstudio-cli train --data SOURCE)");
     out_.notes = notes_;
     return std::move(out_);
   }

@@ -64,6 +64,7 @@ void Accuracy::add(const Accuracy& other) {
     position_counted[t] += other.position_counted[t];
     position_correct[t] += other.position_correct[t];
   }
+  predicted.insert(predicted.end(), other.predicted.begin(), other.predicted.end());
 }
 
 std::optional<Accuracy> score_predictions(const Tensor& output, const Tensor& targets) {
@@ -95,7 +96,9 @@ std::optional<Accuracy> score_predictions(const Tensor& output, const Tensor& ta
       for (int64_t t = 0; t < length; ++t) {
         const int64_t r = i * length + t;
         if (y[r] == data::kIgnoredPosition) continue;
-        const bool right = argmax_row(s + r * cols, cols) == y[r];
+        const int64_t guess = argmax_row(s + r * cols, cols);
+        const bool right = guess == y[r];
+        if (targets.dim() == 1) a.predicted.push_back(guess);
         counted = true;
         all_right = all_right && right;
         ++a.counted;

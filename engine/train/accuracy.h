@@ -27,6 +27,9 @@ struct Accuracy {
   int64_t sequences_correct = 0;
   std::vector<int64_t> position_counted;
   std::vector<int64_t> position_correct;
+  // A class per sample only: the class predicted for each sample, in order (batches added
+  // after one another), from which a confusion matrix and the wrong samples are read.
+  std::vector<int64_t> predicted;
 
   // NaN where nothing counted.
   double rate() const;

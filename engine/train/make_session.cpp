@@ -8,6 +8,7 @@
 #include "engine/backend/cuda_backend.h"
 #include "engine/data/catalog.h"
 #include "engine/data/csv.h"
+#include "engine/data/sources.h"
 #include "engine/graph/builder.h"
 #include "engine/optim/factory.h"
 #include "engine/train/losses.h"
@@ -104,7 +105,33 @@ Device training_device(const std::string& setting) {
   return device;
 }
 
+// A user's source ("files"): its own test split where it has one (MNIST's t10k files, CIFAR's
+// test batch, a test/ folder), transformed as a test set is; else a fraction of it.
+data::DatasetSplit files_split(const graph::DatasetSettings& d, const std::string& base_dir) {
+  if (d.path.empty()) {
+    throw ValueError("dataset: \"files\" needs path (the data, relative to the project)");
+  }
+  const std::string path = (std::filesystem::path(base_dir) / d.path).string();
+  data::SourceOptions options;
+  options.transforms = data::parse_transforms(d.transforms);
+  options.seed = static_cast<uint64_t>(d.seed);
+  options.defer_random = true;
+  data::DatasetSplit split;
+  if (data::has_test_split(path)) {
+    split.train = data::load_source(path, options).dataset;
+    options.split = data::Split::Test;
+    options.transforms = data::test_transforms(options.transforms);
+    split.test = data::load_source(path, options).dataset;
+    return split;
+  }
+  split = data::load_source(path, options)
+              .dataset.split(d.test_fraction, static_cast<uint64_t>(d.seed));
+  split.test = data::without_augmentation(split.test);
+  return split;
+}
+
 data::DatasetSplit project_split(const graph::Project& project, const std::string& base_dir) {
+  if (project.dataset.name == "files") return files_split(project.dataset, base_dir);
   return project_dataset(project.dataset, base_dir)
       .split(project.dataset.test_fraction, static_cast<uint64_t>(project.dataset.seed));
 }

@@ -683,6 +683,9 @@ Evaluation TrainingSession::run_evaluation() {
       e.accuracy = accuracy.rate();
       e.sequence_accuracy = accuracy.sequence_rate();
       e.position_accuracy = accuracy.position_rates();
+      if (static_cast<int64_t>(accuracy.predicted.size()) == n) {
+        e.predicted = std::make_shared<const std::vector<int64_t>>(std::move(accuracy.predicted));
+      }
     }
   } catch (const std::exception& ex) {
     model_->train();

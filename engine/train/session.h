@@ -114,6 +114,10 @@ struct Evaluation {
   // Sequences with every position right; NaN without positions.
   double sequence_accuracy = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> position_accuracy{};  // [T]; empty without positions
+  // A class per sample: the class the model gives each test sample, in the test set's order
+  // (its confusion matrix and the samples it gets wrong); null otherwise. Shared: a status is
+  // copied at every poll.
+  std::shared_ptr<const std::vector<int64_t>> predicted{};
 };
 
 struct SessionStatus {

@@ -948,7 +948,10 @@ TEST_F(TrainingDockTest, SaveStateDictWritesTheTrainedWeights) {
 
 TEST_F(TrainingDockTest, DatasetChooserListsEverySetAndSwitchesTheOutputView) {
   QListWidget* list = dock->datasetList();
-  ASSERT_EQ(list->count(), static_cast<int>(data::dataset_catalog().size()) + 1);
+  // Every built-in set, then the user's own: CSV, images (folders, MNIST, CIFAR) and NumPy.
+  ASSERT_EQ(list->count(), static_cast<int>(data::dataset_catalog().size()) + 3);
+  EXPECT_EQ(list->item(list->count() - 2)->text(), "Images…");
+  EXPECT_EQ(list->item(list->count() - 1)->text(), "NumPy…");
   for (int i = 0; i < list->count(); ++i) EXPECT_FALSE(list->item(i)->icon().isNull());
   EXPECT_EQ(list->currentItem()->text(), "spirals");
   ProjectDocument* document = window->document();

@@ -12,6 +12,7 @@
 #include "engine/data/sequences.h"
 #include "engine/tensor/factories.h"
 #include "ui/document/qt_strings.h"
+#include "ui/training/class_samples_view.h"
 #include "ui/training/training_controller.h"
 
 namespace nns::ui {
@@ -62,6 +63,7 @@ DecisionBoundaryWidget::DecisionBoundaryWidget(TrainingController* controller, Q
           [this](const train::Evaluation& e) {
             positionAccuracy_ = e.position_accuracy;
             if (mode_ == Mode::Sequence) update();
+            takeEvaluation(e);
           });
   connect(timer_, &QTimer::timeout, this, &DecisionBoundaryWidget::tick);
   timer_->start(1000 / kRateHz);
@@ -95,8 +97,12 @@ bool DecisionBoundaryWidget::traceTestSample(int64_t index) {
     // class, or a class per position).
     input = shownInputs_.narrow(0, index, 1).contiguous();
     target = shownTargets_.narrow(0, index, 1).contiguous();
-    what =
-        mode_ == Mode::Images ? tr("test image %1").arg(index) : tr("test sequence %1").arg(index);
+    const int64_t sample =
+        mode_ == Mode::Images && static_cast<size_t>(index) < shownIndices_.size()
+            ? shownIndices_[static_cast<size_t>(index)]
+            : index;
+    what = mode_ == Mode::Images ? tr("test image %1").arg(sample)
+                                 : tr("test sequence %1").arg(sample);
   } else {
     return false;
   }
@@ -203,12 +209,23 @@ void DecisionBoundaryWidget::takeData() {
   }
   const data::Dataset& train = session->train_set();
   const data::Dataset& test = session->test_set();
-  trainX_ = train.inputs.to_vector<float>();
-  testX_ = test.size() > 0 ? test.inputs.to_vector<float>() : std::vector<float>{};
+  trainX_.clear();
+  testX_.clear();
   trainClass_.clear();
   testClass_.clear();
   trainValue_.clear();
   testValue_.clear();
+  confusion_.clear();
+  shownIndices_.clear();
+  imageSet_ = data::Dataset();
+  evaluatedStep_ = -1;
+  wrongCount_ = 0;
+  // The points of the plane pictures (not an image set's pixels: only these need them).
+  if (train.input_kind == data::InputKind::Points2D ||
+      train.input_kind == data::InputKind::Curve1D) {
+    trainX_ = train.inputs.to_vector<float>();
+    if (test.size() > 0) testX_ = test.inputs.to_vector<float>();
+  }
   const std::vector<float>& inputs = trainX_;
   if (train.input_kind == data::InputKind::Points2D &&
       train.task == data::TaskKind::Classification) {
@@ -285,46 +302,156 @@ void DecisionBoundaryWidget::takeSequences(const data::Dataset& shown) {
 }
 
 void DecisionBoundaryWidget::takeImages(const data::Dataset& shown) {
-  shownCount_ = std::min<int64_t>(kShownImages, shown.size());
-  if (shownCount_ == 0 || shown.inputs.dim() < 3) {
+  imageSet_ = shown;
+  classNames_.clear();
+  for (const std::string& c : shown.class_names) classNames_ << qs(c);
+  std::vector<int64_t> first(static_cast<size_t>(std::min<int64_t>(kShownImages, shown.size())));
+  for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int64_t>(i);
+  if (first.empty() || shown.inputs.dim() < 3) {
     why_ = tr("No images to show");
     return;
   }
-  shownInputs_ = shown.inputs.narrow(0, 0, shownCount_).contiguous();
-  shownTargets_ = shown.targets.narrow(0, 0, shownCount_).contiguous();
-  grid_ = shownInputs_;
-  targets_ = shownTargets_.to_vector<int64_t>();
-  classNames_.clear();
-  for (const std::string& c : shown.class_names) classNames_ << qs(c);
-  // Each image's first channel, grey from the set's lowest value (black) to its
-  // highest.
-  const int64_t h = shownInputs_.size(-2), w = shownInputs_.size(-1);
-  const std::vector<float> v = shownInputs_.to(kFloat32).to_vector<float>();
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  const double low = *lo, span = *hi > *lo ? *hi - *lo : 1.0;
-  const int64_t perImage = static_cast<int64_t>(v.size()) / shownCount_;
-  for (int64_t i = 0; i < shownCount_; ++i) {
-    QImage image(static_cast<int>(w), static_cast<int>(h), QImage::Format_Grayscale8);
-    for (int64_t y = 0; y < h; ++y) {
-      for (int64_t x = 0; x < w; ++x) {
-        const double g = (v[static_cast<size_t>(i * perImage + y * w + x)] - low) / span;
-        image.scanLine(static_cast<int>(y))[x] = static_cast<uchar>(std::lround(255 * g));
-      }
-    }
-    images_.push_back(std::move(image));
-  }
+  showImages(first);
   mode_ = Mode::Images;
 }
 
-void DecisionBoundaryWidget::paintImages(QPainter& p) {
-  const QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
+void DecisionBoundaryWidget::showImages(const std::vector<int64_t>& indices) {
+  shownIndices_ = indices;
+  shownCount_ = static_cast<int64_t>(indices.size());
+  images_.clear();
+  predicted_.clear();
+  if (indices.empty()) {
+    shownInputs_ = shownTargets_ = grid_ = Tensor();
+    targets_.clear();
+    return;
+  }
+  const data::Dataset rows = imageSet_.subset(indices);
+  shownInputs_ = rows.inputs.contiguous();
+  shownTargets_ = rows.targets.contiguous();
+  grid_ = shownInputs_;
+  targets_ = shownTargets_.to_vector<int64_t>();
+  for (int64_t i = 0; i < shownCount_; ++i) images_.push_back(sampleImage(shownInputs_, i));
+}
+
+void DecisionBoundaryWidget::takeEvaluation(const train::Evaluation& e) {
+  if (mode_ != Mode::Images || !e.predicted ||
+      static_cast<int64_t>(e.predicted->size()) != imageSet_.size()) {
+    return;
+  }
+  const std::vector<int64_t>& guess = *e.predicted;
+  const std::vector<int64_t> truth = imageSet_.targets.to_vector<int64_t>();
+  int64_t classes = std::max<int64_t>(imageSet_.num_classes, 1);
+  for (size_t i = 0; i < guess.size(); ++i) {
+    classes = std::max({classes, guess[i] + 1, truth[i] + 1});
+  }
+  classes_ = classes;
+  confusion_.assign(static_cast<size_t>(classes * classes), 0);
+  std::vector<int64_t> wrong;
+  for (size_t i = 0; i < guess.size(); ++i) {
+    ++confusion_[static_cast<size_t>(truth[i] * classes + guess[i])];
+    if (guess[i] != truth[i]) wrong.push_back(static_cast<int64_t>(i));
+  }
+  wrongCount_ = static_cast<int64_t>(wrong.size());
+  evaluatedStep_ = e.step;
+  if (wrong.size() > static_cast<size_t>(kShownImages)) wrong.resize(kShownImages);
+  // The trace is of a shown image; the shown ones change.
+  clearTrace();
+  showImages(wrong);
+  predicted_.clear();
+  for (int64_t i : wrong) predicted_.push_back(guess[static_cast<size_t>(i)]);
+  update();
+}
+
+int64_t DecisionBoundaryWidget::confusion(int64_t truth, int64_t predicted) const {
+  if (truth < 0 || predicted < 0 || truth >= classes_ || predicted >= classes_) return 0;
+  return confusion_[static_cast<size_t>(truth * classes_ + predicted)];
+}
+
+void DecisionBoundaryWidget::paintConfusion(QPainter& p, const QRectF& area) {
   const QFontMetricsF fm(font());
   p.setPen(palette().color(QPalette::WindowText));
+  p.drawText(
+      QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
+      fm.elidedText(
+          tr("Confusion matrix, step %1 (row: true class, column: predicted)").arg(evaluatedStep_),
+          Qt::ElideRight, area.width()));
+  // Class names along the left where they fit; indices otherwise.
+  const bool named = classes_ <= 12;
+  double labelWidth = 0;
+  for (int64_t c = 0; c < classes_ && named; ++c) {
+    const QString n =
+        c < classNames_.size() ? classNames_[static_cast<int>(c)] : QString::number(c);
+    labelWidth = std::max(labelWidth, fm.horizontalAdvance(n) + 6);
+  }
+  labelWidth = std::min(labelWidth, area.width() * 0.35);
+  const QRectF grid(area.left() + labelWidth, area.top() + fm.height() + 4, 0, 0);
+  const double side = std::min(area.width() - labelWidth, area.height() - fm.height() - 4);
+  if (side < 10) return;
+  const double cell = side / static_cast<double>(classes_);
+  QFont small = font();
+  small.setPointSizeF(std::max(6.0, small.pointSizeF() - 1.5));
+  const QFontMetricsF sm(small);
+  for (int64_t t = 0; t < classes_; ++t) {
+    int64_t row = 0;
+    for (int64_t g = 0; g < classes_; ++g) row += confusion(t, g);
+    if (named) {
+      const QString n =
+          t < classNames_.size() ? classNames_[static_cast<int>(t)] : QString::number(t);
+      p.setFont(font());
+      p.setPen(palette().color(QPalette::WindowText));
+      p.drawText(
+          QRectF(area.left(), grid.top() + static_cast<double>(t) * cell, labelWidth - 4, cell),
+          Qt::AlignRight | Qt::AlignVCenter, fm.elidedText(n, Qt::ElideRight, labelWidth - 4));
+    }
+    for (int64_t g = 0; g < classes_; ++g) {
+      const int64_t count = confusion(t, g);
+      // The share of the true class's samples: white (none) to full colour, green on the
+      // diagonal (right), red off it (wrong).
+      const double share = row > 0 ? static_cast<double>(count) / static_cast<double>(row) : 0.0;
+      const QColor full = t == g ? QColor(30, 150, 60) : QColor(200, 40, 40);
+      const QColor c(static_cast<int>(255 + (full.red() - 255) * share),
+                     static_cast<int>(255 + (full.green() - 255) * share),
+                     static_cast<int>(255 + (full.blue() - 255) * share));
+      const QRectF box(grid.left() + static_cast<double>(g) * cell,
+                       grid.top() + static_cast<double>(t) * cell, cell, cell);
+      p.fillRect(box, c);
+      if (count > 0 && cell >= sm.horizontalAdvance(QString::number(count)) + 4 &&
+          cell >= sm.height()) {
+        p.setFont(small);
+        p.setPen(share > 0.55 ? Qt::white : Qt::black);
+        p.drawText(box, Qt::AlignCenter, QString::number(count));
+      }
+    }
+  }
+  p.setFont(font());
+  p.setPen(QColor(190, 190, 190));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(QRectF(grid.left(), grid.top(), side, side));
+}
+
+void DecisionBoundaryWidget::paintImages(QPainter& p) {
+  QRectF all = QRectF(rect()).adjusted(8, 6, -8, -6);
+  const QFontMetricsF fm(font());
+  QString title =
+      tr("Test images and the model's class (green right, red wrong); click one to "
+         "trace it");
+  if (!confusion_.empty()) {
+    // The matrix on the left (or on top in a tall panel), the images it gets wrong beside it.
+    const bool wide = all.width() >= all.height();
+    const double share = wide ? std::min(all.width() * 0.5, all.height() + 80) : all.height() * 0.5;
+    const QRectF matrix = wide ? QRectF(all.left(), all.top(), share - 8, all.height())
+                               : QRectF(all.left(), all.top(), all.width(), share - 8);
+    paintConfusion(p, matrix);
+    all = wide ? all.adjusted(share, 0, 0, 0) : all.adjusted(0, share, 0, 0);
+    title = wrongCount_ == 0 ? tr("No test image wrong")
+                             : tr("Wrong: %1 of %2 test images (the model's class in red); click "
+                                  "one to trace it")
+                                   .arg(wrongCount_)
+                                   .arg(imageSet_.size());
+  }
+  p.setPen(palette().color(QPalette::WindowText));
   p.drawText(QRectF(all.left(), all.top(), all.width(), fm.height()), Qt::AlignLeft,
-             fm.elidedText(tr("Test images and the model's class (green right, "
-                              "red wrong); click "
-                              "one to trace it"),
-                           Qt::ElideRight, all.width()));
+             fm.elidedText(title, Qt::ElideRight, all.width()));
   const QRectF area(all.left(), all.top() + fm.height() + 4, all.width(),
                     all.height() - fm.height() - 4);
   // The number of columns that gives the largest squares.
@@ -356,11 +483,15 @@ void DecisionBoundaryWidget::paintImages(QPainter& p) {
       p.setPen(QPen(c, 2));
       p.setBrush(Qt::NoBrush);
       p.drawRect(inner.adjusted(-1, -1, 1, 1));
-      const QRectF label(inner.left() + 1, inner.top() + 1, fm.horizontalAdvance(name(got)) + 4,
-                         fm.height());
-      p.fillRect(label, c);
-      p.setPen(Qt::white);
-      p.drawText(label, Qt::AlignCenter, name(got));
+      // The class it gave, where the image is large enough to keep most of it in view.
+      if (inner.height() >= 3 * fm.height()) {
+        const QRectF label(inner.left() + 1, inner.top() + 1,
+                           std::min(fm.horizontalAdvance(name(got)) + 4, inner.width() - 2),
+                           fm.height());
+        p.fillRect(label, c);
+        p.setPen(Qt::white);
+        p.drawText(label, Qt::AlignCenter, fm.elidedText(name(got), Qt::ElideRight, label.width()));
+      }
     }
     if (i == traced_) {
       p.setPen(QPen(palette().color(QPalette::Highlight), 3));

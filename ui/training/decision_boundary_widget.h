@@ -42,7 +42,8 @@ class DecisionBoundaryWidget : public QWidget {
   static constexpr int kShownImages = 24;
   // Images: the first kShownImages test images in a grid, each framed green
   // where the model's class is right and red where it is wrong, the class it
-  // gave in the corner.
+  // gave in the corner; after an evaluation, the confusion matrix over the whole
+  // test set beside the first kShownImages test images it gets wrong.
   enum class Mode { None, Heatmap, Curve, Sequence, Forecast, Images };
 
   explicit DecisionBoundaryWidget(TrainingController* controller, QWidget* parent = nullptr);
@@ -72,6 +73,15 @@ class DecisionBoundaryWidget : public QWidget {
   // a click; null outside Heatmap, Images and Sequence or before the first
   // paint.
   QRectF sampleRect(int64_t index) const;
+
+  // Images, after an evaluation: its step, the classes, the count of test
+  // samples of class `truth` given `predicted`, the wrong ones, and the test
+  // set's index of each shown image.
+  int64_t evaluatedStep() const { return evaluatedStep_; }
+  int64_t confusionClasses() const { return confusion_.empty() ? 0 : classes_; }
+  int64_t confusion(int64_t truth, int64_t predicted) const;
+  int64_t wrongCount() const { return wrongCount_; }
+  const std::vector<int64_t>& shownIndices() const { return shownIndices_; }
 
   // Trace one sample: a click on a test point (Heatmap), a test image (Images)
   // or a test sequence's row (Sequence) sends that sample through the model
@@ -104,7 +114,10 @@ class DecisionBoundaryWidget : public QWidget {
   void paintSequences(QPainter& painter);
   void paintForecast(QPainter& painter);
   void takeImages(const data::Dataset& shown);
+  void showImages(const std::vector<int64_t>& indices);
+  void takeEvaluation(const train::Evaluation& evaluation);
   void paintImages(QPainter& painter);
+  void paintConfusion(QPainter& painter, const QRectF& area);
 
   TrainingController* controller_;
   QTimer* timer_;
@@ -144,6 +157,12 @@ class DecisionBoundaryWidget : public QWidget {
   // click's targets (Images: each image's box; Sequence: each row's), from the
   // last paint.
   std::vector<QImage> images_;
+  data::Dataset imageSet_;             // the test images (tensor handles, not a copy)
+  std::vector<int64_t> shownIndices_;  // imageSet_'s index of each shown image
+  std::vector<int64_t> confusion_;     // [classes_ x classes_]: true class by predicted
+  int64_t classes_ = 0;
+  int64_t wrongCount_ = 0;
+  int64_t evaluatedStep_ = -1;
   Tensor shownInputs_,
       shownTargets_;  // the shown samples as the model takes them
   std::vector<QRectF> sampleRects_;

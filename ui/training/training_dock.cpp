@@ -16,6 +16,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMenu>
 #include <QPainter>
 #include <QPushButton>
 #include <QScrollArea>
@@ -26,9 +27,11 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "engine/backend/cuda_backend.h"
 #include "engine/data/catalog.h"
+#include "engine/data/sources.h"
 #include "engine/graph/node_types.h"
 #include "engine/optim/factory.h"
 #include "engine/train/losses.h"
@@ -36,6 +39,7 @@
 #include "engine/train/session.h"
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
+#include "ui/training/class_samples_view.h"
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/training_controller.h"
 #include "ui/widgets/option_field.h"
@@ -45,6 +49,12 @@ namespace {
 
 constexpr int kThumb = 56;
 const QString kCsv = QStringLiteral("csv");
+// The user's own data: one project name ("files"), two entries in the list, one per chooser.
+const QString kFiles = QStringLiteral("files");
+const QString kImagesEntry = QStringLiteral("files:images");
+const QString kNumpyEntry = QStringLiteral("files:numpy");
+// An image folder's transforms when it is chosen: one size for photos of any size.
+const char kFolderTransforms[] = "Resize(32), CenterCrop(32), ToTensor()";
 
 // A small picture of a data set as its generator makes it with the default options.
 QImage thumbnail(const data::Dataset& d) {
@@ -171,6 +181,37 @@ QImage csvThumbnail() {
   return image;
 }
 
+// A folder of pictures: coloured tiles, for the image data entry.
+QImage imagesThumbnail() {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  const int tile = (kThumb - 12) / 3;
+  for (int k = 0; k < 9; ++k) {
+    p.fillRect(6 + (k % 3) * tile + 1, 6 + (k / 3) * tile + 1, tile - 2, tile - 2,
+               DecisionBoundaryWidget::classColor(k));
+  }
+  p.setPen(QColor(200, 200, 200));
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
+// An array file: its extension, for the NumPy entry.
+QImage numpyThumbnail() {
+  QImage image(kThumb, kThumb, QImage::Format_ARGB32_Premultiplied);
+  image.fill(Qt::white);
+  QPainter p(&image);
+  QFont font = p.font();
+  font.setPixelSize(13);
+  font.setBold(true);
+  p.setFont(font);
+  p.setPen(QColor(80, 80, 80));
+  p.drawText(image.rect(), Qt::AlignCenter, QStringLiteral(".npz"));
+  p.setPen(QColor(200, 200, 200));
+  p.drawRect(image.rect().adjusted(0, 0, -1, -1));
+  return image;
+}
+
 // The thumbnails in as many rows as the list's width needs: every set shows, without a scroll
 // bar of the list's own, and the rows below move down instead of being covered.
 class ThumbnailList : public QListWidget {
@@ -291,6 +332,14 @@ TrainingDock::TrainingDock(TrainingController* controller, QWidget* parent)
   connect(document_, &ProjectDocument::settingsChanged, this, &TrainingDock::readProject);
   connect(document_, &ProjectDocument::changed, this, &TrainingDock::readProject);
   connect(controller_, &TrainingController::statusChanged, this, &TrainingDock::showStatus);
+  // The per-class samples come from the session's training set, read on its own thread.
+  auto showSamples = [this] {
+    const train::TrainingSession* session = controller_->currentSession();
+    classSamples_->setDataset(session ? session->train_set() : data::Dataset());
+    scroll_->updateGeometry();
+  };
+  connect(controller_, &TrainingController::sessionReset, this, showSamples);
+  connect(controller_, &TrainingController::sessionMade, this, showSamples);
   readProject();
   showStatus(controller_->status());
 }
@@ -327,6 +376,9 @@ QGroupBox* TrainingDock::buildDataSection() {
   dataButtons->addWidget(csvButton_);
   dataForm_->addRow(dataButtons);
   dataLayout->addLayout(dataForm_);
+  classSamples_ = new ClassSamplesView;
+  classSamples_->setObjectName("classSamples");
+  dataLayout->addWidget(classSamples_);
   return dataBox_;
 }
 
@@ -465,6 +517,17 @@ void TrainingDock::connectDataControls() {
     const QString name = item->data(Qt::UserRole).toString();
     if (name == kCsv) {
       csvButton_->click();
+    } else if (name == kImagesEntry) {
+      const QString folder = QFileDialog::getExistingDirectory(
+          this, tr("Choose an image folder, or a folder of MNIST or CIFAR files"));
+      if (!folder.isEmpty()) useDataSource(folder);
+      readProject();  // the list shows the set in use, chosen or not
+    } else if (name == kNumpyEntry) {
+      const QString file =
+          QFileDialog::getOpenFileName(this, tr("Choose NumPy arrays"), QString(),
+                                       tr("NumPy arrays (*.npz *.npy);;All files (*)"));
+      if (!file.isEmpty()) useDataSource(file);
+      readProject();
     } else {
       chooseDataset(name);
     }
@@ -555,6 +618,147 @@ void TrainingDock::buildDatasetList() {
   csv->setData(Qt::UserRole, kCsv);
   csv->setToolTip(tr("Your own data: a CSV file with a header row"));
   datasets_->addItem(csv);
+  auto* images = new QListWidgetItem(QIcon(QPixmap::fromImage(imagesThumbnail())), tr("Images…"));
+  images->setData(Qt::UserRole, kImagesEntry);
+  images->setToolTip(
+      tr("Your own images: a folder with a subfolder of images per class (as "
+         "torchvision's ImageFolder), or a folder of MNIST or CIFAR files"));
+  datasets_->addItem(images);
+  auto* numpy = new QListWidgetItem(QIcon(QPixmap::fromImage(numpyThumbnail())), tr("NumPy…"));
+  numpy->setData(Qt::UserRole, kNumpyEntry);
+  numpy->setToolTip(
+      tr("Your own arrays: an .npz with x and y (or x_train, y_train, x_test, "
+         "y_test), or x.npy beside y.npy"));
+  datasets_->addItem(numpy);
+}
+
+bool TrainingDock::useDataSource(const QString& path) {
+  const std::string kind = data::source_kind(path.toStdString());
+  if (kind.empty() || kind == "CSV") {
+    emit controller_->message(
+        tr("%1 is not data NN Studio reads: choose a folder with a subfolder of images per class, "
+           "a folder of MNIST or CIFAR files, or an .npz/.npy file")
+            .arg(path));
+    return false;
+  }
+  const QString projectPath = document_->filePath();
+  // Relative to the project file, as the project format keeps it, when there is one.
+  const QString stored = projectPath.isEmpty()
+                             ? QFileInfo(path).absoluteFilePath()
+                             : QFileInfo(projectPath).absoluteDir().relativeFilePath(path);
+  editDataset(tr("Use %1").arg(QFileInfo(path).fileName()), [&](graph::DatasetSettings& d) {
+    d.name = kFiles.toStdString();
+    d.options = graph::Json::object();
+    d.csv_path.clear();
+    d.label_column.clear();
+    d.path = stored.toStdString();
+    d.transforms =
+        kind == "image folder" ? kFolderTransforms : (kind == "NumPy" ? "" : "ToTensor()");
+  });
+  return true;
+}
+
+void TrainingDock::applyTransforms() {
+  const QString text = transforms_->text().trimmed();
+  try {
+    const std::string canonical = data::transforms_text(data::parse_transforms(text.toStdString()));
+    transforms_->setStyleSheet(QString());
+    transforms_->setToolTip(
+        tr("torchvision's transforms, applied to every image in this order; "
+           "the exported train.py uses the same"));
+    editDataset(tr("Set transforms"), [&](graph::DatasetSettings& d) { d.transforms = canonical; });
+  } catch (const Error& e) {
+    transforms_->setStyleSheet(QStringLiteral("QLineEdit { color: #b00020; }"));
+    transforms_->setToolTip(qs(e.what()));
+    emit controller_->message(tr("Transforms refused: %1").arg(qs(e.what())));
+  }
+}
+
+bool TrainingDock::normalizeFromData() {
+  const graph::DatasetSettings& d = document_->project().dataset;
+  if (d.name != kFiles.toStdString()) return false;
+  const std::string path =
+      (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string();
+  try {
+    std::vector<data::Transform> transforms = data::parse_transforms(d.transforms);
+    std::vector<double> mean, std;
+    data::channel_statistics(path, transforms, 2000, mean, std);
+    transforms.erase(std::remove_if(transforms.begin(), transforms.end(),
+                                    [](const data::Transform& t) {
+                                      return t.kind == data::Transform::Kind::Normalize;
+                                    }),
+                     transforms.end());
+    const bool tensor = std::any_of(transforms.begin(), transforms.end(), [](const auto& t) {
+      return t.kind == data::Transform::Kind::ToTensor;
+    });
+    if (!tensor) transforms.push_back({});  // ToTensor
+    data::Transform normalize;
+    normalize.kind = data::Transform::Kind::Normalize;
+    // Four digits: the figure a person would write, and the same in train.py.
+    for (double& m : mean) m = std::round(m * 1e4) / 1e4;
+    for (double& s : std) s = std::max(std::round(s * 1e4) / 1e4, 1e-4);
+    normalize.mean = mean;
+    normalize.std = std;
+    transforms.push_back(normalize);
+    const std::string text = data::transforms_text(transforms);
+    editDataset(tr("Normalize from data"), [&](graph::DatasetSettings& s) { s.transforms = text; });
+    return true;
+  } catch (const std::exception& e) {
+    emit controller_->message(tr("Normalize from data: %1").arg(qs(e.what())));
+    return false;
+  }
+}
+
+int TrainingDock::addSourceRows(int row) {
+  sourceLabel_ = new QLabel;
+  sourceLabel_->setObjectName("dataSource");
+  sourceLabel_->setWordWrap(true);
+  dataForm_->insertRow(row++, tr("Source"), sourceLabel_);
+  transformsRow_ = new QWidget;
+  auto* line = new QHBoxLayout(transformsRow_);
+  line->setContentsMargins(0, 0, 0, 0);
+  transforms_ = new QLineEdit;
+  transforms_->setObjectName("transformsEdit");
+  transforms_->setPlaceholderText(tr("ToTensor()"));
+  transforms_->setToolTip(
+      tr("torchvision's transforms, applied to every image in this order; "
+         "the exported train.py uses the same"));
+  connect(transforms_, &QLineEdit::editingFinished, this, &TrainingDock::applyTransforms);
+  auto* add = new QToolButton;
+  add->setText(tr("Add"));
+  add->setObjectName("addTransform");
+  add->setToolTip(tr("Add a transform (edit its numbers in the text)"));
+  add->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(add);
+  const std::vector<std::pair<QString, QString>> examples = {
+      {"Resize", "Resize(32)"},
+      {"CenterCrop", "CenterCrop(32)"},
+      {"RandomCrop", "RandomCrop(32, padding=4)"},
+      {"RandomHorizontalFlip", "RandomHorizontalFlip(p=0.5)"},
+      {"Grayscale", "Grayscale(num_output_channels=1)"},
+  };
+  for (const auto& [name, call] : examples) {
+    menu->addAction(name, this, [this, call] {
+      // Image steps go before ToTensor, where torchvision takes them.
+      QString text = transforms_->text().trimmed();
+      const int tensor = text.indexOf(QLatin1String("ToTensor"));
+      if (tensor >= 0) {
+        text.insert(tensor, call + ", ");
+      } else {
+        text = text.isEmpty() ? call : text + ", " + call;
+      }
+      transforms_->setText(text);
+      applyTransforms();
+    });
+  }
+  menu->addSeparator();
+  menu->addAction(tr("Normalize from the data's mean and std"), this,
+                  [this] { normalizeFromData(); });
+  add->setMenu(menu);
+  line->addWidget(transforms_, 1);
+  line->addWidget(add);
+  dataForm_->insertRow(row++, tr("Transforms"), transformsRow_);
+  return row;
 }
 
 void TrainingDock::chooseDataset(const QString& name) {
@@ -602,10 +806,14 @@ QWidget* TrainingDock::datasetOptionField(const QString& option) const {
 
 void TrainingDock::showDatasetOptions(const graph::DatasetSettings& d) {
   // The rows above the test split are the old set's.
-  const int oldRows = static_cast<int>(optionFields_.size()) + (csvFile_ ? 1 : 0);
+  const int oldRows =
+      static_cast<int>(optionFields_.size()) + (csvFile_ ? 1 : 0) + (sourceLabel_ ? 2 : 0);
   for (int i = 0; i < oldRows; ++i) dataForm_->removeRow(0);
   optionFields_.clear();
   csvFile_ = nullptr;
+  sourceLabel_ = nullptr;
+  transforms_ = nullptr;
+  transformsRow_ = nullptr;
   optionsShownFor_ = d.name;
   int row = 0;
   if (d.name == kCsv.toStdString()) {
@@ -613,6 +821,7 @@ void TrainingDock::showDatasetOptions(const graph::DatasetSettings& d) {
     csvFile_->setWordWrap(true);
     dataForm_->insertRow(row++, tr("File"), csvFile_);
   }
+  if (d.name == kFiles.toStdString()) row = addSourceRows(row);
   for (const graph::OptionSpec& spec : datasetOptionSpecs(d.name)) {
     const std::string name = spec.name;
     QWidget* field = makeOptionField(
@@ -746,7 +955,8 @@ void TrainingDock::editDataset(const QString& text,
   if (d == now) return;
   // Only what can change a sample's shape is worth making the data for: another set, a CSV, a
   // length, size or file. Other edits stay single commands (spin box steps merge).
-  bool shapeMayChange = d.name != now.name || d.csv_path != now.csv_path;
+  bool shapeMayChange = d.name != now.name || d.csv_path != now.csv_path || d.path != now.path ||
+                        d.transforms != now.transforms;
   for (const char* key : {"length", "size", "dims", "digits", "file"}) {
     shapeMayChange = shapeMayChange ||
                      d.options.value(key, graph::Json()) != now.options.value(key, graph::Json());
@@ -778,13 +988,24 @@ std::optional<std::pair<graph::NodeId, graph::Json>> TrainingDock::inputFittingD
   }
   if (!input) return std::nullopt;
   project.dataset = d;
-  data::DatasetSplit split;
+  Tensor x;
   try {
-    split = train::project_split(project, document_->baseDir().toStdString());
+    if (d.name == kFiles.toStdString()) {
+      // One sample as the model takes it (after the random transforms' test stand-ins): the
+      // whole set is the session's to read, on its own thread.
+      data::SourceOptions options;
+      options.transforms = data::test_transforms(data::parse_transforms(d.transforms));
+      options.head = 1;
+      x = data::load_source(
+              (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string(),
+              options)
+              .dataset.inputs;
+    } else {
+      x = train::project_split(project, document_->baseDir().toStdString()).train.inputs;
+    }
   } catch (const std::exception&) {
     return std::nullopt;  // the session says what is wrong with the data
   }
-  const Tensor& x = split.train.inputs;
   if (!x.defined() || x.dim() < 1) return std::nullopt;
   const graph::Json shape(std::vector<int64_t>(x.sizes().begin() + 1, x.sizes().end()));
   const std::string dtype = x.dtype() == kInt64 ? "int64" : "float32";
@@ -826,7 +1047,12 @@ void TrainingDock::readProject() {
   const graph::Project& p = document_->project();
   const graph::DatasetSettings& d = p.dataset;
   const graph::TrainingSettings& t = p.training;
-  const QString name = qs(d.name);
+  QString name = qs(d.name);
+  if (name == kFiles) {
+    const QString suffix = QFileInfo(qs(d.path)).suffix().toLower();
+    name = suffix == QLatin1String("npz") || suffix == QLatin1String("npy") ? kNumpyEntry
+                                                                            : kImagesEntry;
+  }
   for (int i = 0; i < datasets_->count(); ++i) {
     QListWidgetItem* item = datasets_->item(i);
     if (item->data(Qt::UserRole).toString() == name && !item->isSelected()) {
@@ -843,6 +1069,34 @@ void TrainingDock::readProject() {
         tr("%1, label column %2").arg(QFileInfo(qs(d.csv_path)).fileName(), qs(d.label_column)));
     csvFile_->setToolTip(qs(d.csv_path));
   }
+  if (sourceLabel_) {
+    const std::string full =
+        (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string();
+    const std::string kind = data::source_kind(full);
+    sourceLabel_->setText(kind.empty()
+                              ? tr("%1 (not found)").arg(qs(d.path))
+                              : tr("%1 (%2)").arg(QFileInfo(qs(d.path)).fileName(), qs(kind)));
+    sourceLabel_->setToolTip(qs(full));
+    transformsRow_->setEnabled(kind != "NumPy");
+    if (!transforms_->hasFocus()) {
+      transforms_->setText(qs(d.transforms));
+      transforms_->setCursorPosition(0);
+      transforms_->setStyleSheet(QString());
+      transforms_->setToolTip(tr("%1\n\ntorchvision's transforms, applied to every image in this "
+                                 "order; the exported train.py uses the same")
+                                  .arg(qs(d.transforms)));
+    }
+  }
+  // A source with a test set of its own (MNIST's t10k files, CIFAR's test batch, a test/
+  // folder) tests on it: the split and a new seed mean nothing to it.
+  const bool ownTest =
+      d.name == kFiles.toStdString() &&
+      data::has_test_split(
+          (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string());
+  testSplit_->setEnabled(!ownTest);
+  testSplit_->setToolTip(ownTest ? tr("This data has a test set of its own, which it tests on")
+                                 : tr("The fraction of the data held out to test on"));
+  regenerate_->setEnabled(d.name != kFiles.toStdString());
   {
     const QSignalBlocker b1(testSplit_), b2(loss_), b3(optimizer_), b4(batch_), b5(weightDecay_),
         b6(device_);

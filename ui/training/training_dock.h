@@ -40,6 +40,7 @@ namespace nns::ui {
 
 class ProjectDocument;
 class TrainingController;
+class ClassSamplesView;
 
 class TrainingDock : public QWidget {
   Q_OBJECT
@@ -81,6 +82,16 @@ class TrainingDock : public QWidget {
   bool loadCheckpointFrom(const QString& path);
   // Uses a CSV file as the data set (label column: the given one, or the last column).
   bool importCsv(const QString& path, const QString& labelColumn = {});
+  // Uses the user's data at `path` (engine/data/sources.h: an image folder, a folder of MNIST
+  // or CIFAR files, an .npz or .npy) with its transforms; false, with a message, when the path
+  // is none of those. An image folder starts with Resize(32), CenterCrop(32), ToTensor().
+  bool useDataSource(const QString& path);
+  // The user's data: its transforms' field (torchvision's text) and the per-class samples.
+  QLineEdit* transformsEdit() const { return transforms_; }
+  ClassSamplesView* classSamples() const { return classSamples_; }
+  // Puts a Normalize with the data's per-channel mean and std at the end of the transforms
+  // (replacing one there); false, with a message, when the data cannot be read.
+  bool normalizeFromData();
   // Selects a built-in data set (its options start from the defaults).
   void chooseDataset(const QString& name);
 
@@ -102,6 +113,9 @@ class TrainingDock : public QWidget {
   void connectTrainingControls();
   void connectCheckpointButtons();
   void buildDatasetList();
+  // The source and transforms rows of a "files" data set, inserted at `row` of the form.
+  int addSourceRows(int row);
+  void applyTransforms();
   void readProject();
   // Remakes the option rows for the data set the project uses now.
   void showDatasetOptions(const graph::DatasetSettings& d);
@@ -131,6 +145,12 @@ class TrainingDock : public QWidget {
   std::vector<std::pair<graph::OptionSpec, QWidget*>> optionFields_;
   std::optional<std::string> optionsShownFor_;
   QLabel* csvFile_ = nullptr;  // the CSV file's row, when the set is one
+  // The user's data ("files"): its source row, and the transforms' row (both in the form, made
+  // with the option rows); the per-class samples, under the form, shown for image sets.
+  QLabel* sourceLabel_ = nullptr;
+  QLineEdit* transforms_ = nullptr;
+  QWidget* transformsRow_ = nullptr;
+  ClassSamplesView* classSamples_;
   QDoubleSpinBox* testSplit_;
   QPushButton* regenerate_;
   QComboBox* loss_;
