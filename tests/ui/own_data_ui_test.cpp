@@ -36,8 +36,8 @@ namespace {
 void writeCifar(const QString& folder, int trainPerBatch, int test) {
   QDir().mkpath(folder);
   std::mt19937 rng(7);
-  const int colours[10][3] = {{230, 60, 60},  {60, 200, 60},  {60, 60, 230}, {230, 230, 60},
-                              {230, 60, 230}, {60, 230, 230}, {250, 150, 40}, {140, 70, 20},
+  const int colours[10][3] = {{230, 60, 60},   {60, 200, 60},  {60, 60, 230},  {230, 230, 60},
+                              {230, 60, 230},  {60, 230, 230}, {250, 150, 40}, {140, 70, 20},
                               {200, 200, 200}, {40, 40, 40}};
   auto write = [&](const QString& name, int n) {
     std::ofstream out((folder + "/" + name).toStdString(), std::ios::binary);
@@ -105,9 +105,9 @@ TEST(OwnDataUi, ImportedResnet18TrainsOnCifarFilesAndShowsWhatItGetsWrong) {
 
   // Train until an evaluation shows the model well above chance (10%).
   dock->startAction()->trigger();
-  QTRY_VERIFY_WITH_TIMEOUT(controller->status().last_evaluation &&
-                               controller->status().last_evaluation->accuracy > 0.4,
-                           600000);
+  QTRY_VERIFY_WITH_TIMEOUT(
+      controller->status().last_evaluation && controller->status().last_evaluation->accuracy > 0.4,
+      600000);
   dock->pauseAction()->trigger();
   QTRY_VERIFY_WITH_TIMEOUT(!controller->isRunning(), 60000);
 
