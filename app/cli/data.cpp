@@ -52,10 +52,10 @@ int run_data(const Options& o) {
     std::cout << "transforms: " << data::transforms_text(options.transforms) << "\n";
   }
   print_counts(d);
-  if (!loaded.skipped.empty()) {
-    std::cout << "skipped " << loaded.skipped.size() << " unreadable image"
-              << (loaded.skipped.size() == 1 ? "" : "s") << ":\n";
-    for (const std::string& why : loaded.skipped) std::cout << "  " << why << "\n";
+  if (!d.skipped.empty()) {
+    std::cout << "skipped " << d.skipped.size() << " unreadable image"
+              << (d.skipped.size() == 1 ? "" : "s") << ":\n";
+    for (const std::string& why : d.skipped) std::cout << "  " << why << "\n";
   }
   if (o.flag("stats")) {
     std::vector<double> mean;

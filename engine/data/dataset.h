@@ -54,6 +54,9 @@ struct Dataset {
   // engine/data/transforms.h) drawn anew every epoch. `inputs` then hold each sample before
   // them; the DataLoader applies them to every batch.
   std::shared_ptr<const TransformPlan> augmentation;
+  // Images from a user's files only: the files that could not be read, each with why; they are
+  // left out of the set (a UI lists them with the problems).
+  std::vector<std::string> skipped;
 
   // The number of samples.
   int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }

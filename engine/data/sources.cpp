@@ -171,7 +171,7 @@ LoadedSource load_images(const ImageSet& set, const SourceOptions& given) {
   std::vector<int64_t> kept;
   for (int64_t i = 0; i < count; ++i) {
     if (!decoded.errors[i].empty()) {
-      out.skipped.push_back(decoded.errors[i]);
+      out.dataset.skipped.push_back(decoded.errors[i]);
     } else {
       kept.push_back(i);
     }
@@ -179,7 +179,7 @@ LoadedSource load_images(const ImageSet& set, const SourceOptions& given) {
   if (kept.empty()) {
     throw FileError(set.path() + ": none of its " + std::to_string(count) +
                     " images could be read" +
-                    (out.skipped.empty() ? std::string() : " (" + out.skipped.front() + ")"));
+                    (out.dataset.skipped.empty() ? std::string() : " (" + out.dataset.skipped.front() + ")"));
   }
   const Tensor& first = decoded.tensors[kept.front()];
   for (int64_t i : kept) {

@@ -34,8 +34,6 @@ struct SourceOptions {
 struct LoadedSource {
   Dataset dataset;
   std::string kind;  // "image folder", "MNIST", ..., "NumPy", "CSV"
-  // Images that could not be read, each with why; they are left out of the data set.
-  std::vector<std::string> skipped;
 };
 
 // The kind of source at `path` ("image folder", "MNIST", "Fashion-MNIST", "CIFAR-10",

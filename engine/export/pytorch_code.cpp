@@ -768,7 +768,7 @@ std::string with_data_code(std::string out, const FilesSource* files) {
 std::vector<int64_t> kept_samples(const std::string& path, data::Split split,
                                   const data::LoadedSource& loaded) {
   std::vector<int64_t> kept;
-  if (loaded.skipped.empty()) {
+  if (loaded.dataset.skipped.empty()) {
     kept.resize(static_cast<size_t>(loaded.dataset.size()));
     std::iota(kept.begin(), kept.end(), int64_t{0});
     return kept;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <QDir>
+#include <QImage>
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QTemporaryDir>
@@ -17,11 +18,13 @@
 #include <memory>
 #include <random>
 
+#include "engine/graph/project.h"
 #include "engine/train/session.h"
 #include "ui/app/example_project.h"
 #include "ui/app/main_window.h"
 #include "ui/app/torch_import_dialog.h"
 #include "ui/document/project_document.h"
+#include "ui/panels/problems_widget.h"
 #include "ui/training/class_samples_view.h"
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/training_controller.h"
@@ -74,7 +77,7 @@ TEST(OwnDataUi, ImportedResnet18TrainsOnCifarFilesAndShowsWhatItGetsWrong) {
   const QString project = tmp.filePath("resnet18.nns");
   dialog->setProjectPath(project);
   ASSERT_TRUE(dialog->start());
-  QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 120000);
+  ASSERT_TRUE(test::waitFor([&] { return window->document()->filePath() == project; }, 120000));
   test::settle();
 
   TrainingDock* dock = window->trainingDock();
@@ -91,9 +94,10 @@ TEST(OwnDataUi, ImportedResnet18TrainsOnCifarFilesAndShowsWhatItGetsWrong) {
 
   // The session reads the files on its thread; the data section then shows each class.
   TrainingController* controller = window->training();
-  QTRY_VERIFY_WITH_TIMEOUT(controller->currentSession() && !controller->isStale(), 120000);
+  ASSERT_TRUE(test::waitFor([&] { return controller->currentSession() && !controller->isStale(); },
+                            120000));
   ClassSamplesView* samples = dock->classSamples();
-  QTRY_VERIFY_WITH_TIMEOUT(samples->isVisible(), 60000);
+  ASSERT_TRUE(test::waitFor([&] { return samples->isVisible(); }, 60000));
   ASSERT_EQ(samples->rows().size(), 10u);
   int64_t total = 0;
   for (const ClassSamplesView::Row& row : samples->rows()) {
@@ -105,14 +109,17 @@ TEST(OwnDataUi, ImportedResnet18TrainsOnCifarFilesAndShowsWhatItGetsWrong) {
 
   // Train until an evaluation shows the model well above chance (10%).
   dock->startAction()->trigger();
-  QTRY_VERIFY_WITH_TIMEOUT(
-      controller->status().last_evaluation && controller->status().last_evaluation->accuracy > 0.4,
-      600000);
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        return controller->status().last_evaluation &&
+               controller->status().last_evaluation->accuracy > 0.4;
+      },
+      600000));
   dock->pauseAction()->trigger();
-  QTRY_VERIFY_WITH_TIMEOUT(!controller->isRunning(), 60000);
+  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }, 60000));
 
   DecisionBoundaryWidget* output = window->boundary();
-  QTRY_VERIFY_WITH_TIMEOUT(output->confusionClasses() == 10, 30000);
+  ASSERT_TRUE(test::waitFor([&] { return output->confusionClasses() == 10; }, 30000));
   int64_t cells = 0, right = 0;
   for (int64_t t = 0; t < 10; ++t) {
     for (int64_t g = 0; g < 10; ++g) {
@@ -139,6 +146,69 @@ TEST(OwnDataUi, ImportedResnet18TrainsOnCifarFilesAndShowsWhatItGetsWrong) {
     EXPECT_TRUE(output->grab().save(dir + "/own_data_output.png"));
     EXPECT_TRUE(dock->dataSection()->grab().save(dir + "/own_data_section.png"));
   }
+  window->document()->undoStack()->setClean();
+  window->close();
+}
+
+// An image folder chosen in the dock with a corrupt file among its PNGs: the session trains on
+// the rest, the Problems list names the file left out, and the model's Input takes the
+// folder's sample shape after the default transforms (Resize(32), CenterCrop(32)) in the same
+// undo step as the data.
+TEST(OwnDataUi, AnImageFolderWithACorruptFileListsItInTheProblems) {
+  QTemporaryDir tmp;
+  const QString folder = tmp.filePath("shapes");
+  for (const char* cls : {"circle", "square"}) {
+    QDir().mkpath(folder + "/" + cls);
+    for (int i = 0; i < 6; ++i) {
+      QImage image(40 + i, 36, QImage::Format_RGB32);
+      image.fill(QColor(cls[0] == 'c' ? 200 : 20, 40 * i, 90));
+      ASSERT_TRUE(image.save(QString("%1/%2/%3.png").arg(folder, cls).arg(i)));
+    }
+  }
+  {
+    std::ofstream broken((folder + "/square/broken.png").toStdString(), std::ios::binary);
+    broken << "\x89PNG\r\n\x1a\n not really";
+  }
+  auto window = std::make_unique<MainWindow>();
+  window->resize(1400, 900);
+  window->document()->setProject(spiralsExample(), QString());
+  window->show();
+  test::settle();
+  TrainingDock* dock = window->trainingDock();
+  ASSERT_TRUE(dock->useDataSource(folder));
+  const graph::Node* input = window->document()->project().graph.find_by_name("x");
+  ASSERT_TRUE(input);
+  EXPECT_EQ(input->options.at("shape"), graph::Json({3, 32, 32}));
+  window->document()->undoStack()->undo();  // one step takes the data and the Input back
+  EXPECT_EQ(window->document()->project().dataset.name, "spirals");
+  EXPECT_EQ(window->document()->project().graph.find_by_name("x")->options.at("shape"),
+            graph::Json({2}));
+  window->document()->undoStack()->redo();
+  // The spirals MLP cannot take images; a small convolutional network on 16 x 16 grey ones can.
+  graph::Project digits = graph::load_project(NNS_SOURCE_DIR "/resources/examples/digits.nns");
+  digits.dataset = window->document()->project().dataset;
+  window->document()->setProject(digits, tmp.filePath("digits.nns"));
+  dock->transformsEdit()->setText("Grayscale(), Resize(16), CenterCrop(16), ToTensor()");
+  emit dock->transformsEdit()->editingFinished();
+  EXPECT_EQ(window->document()->project().graph.find_by_name("x")->options.at("shape"),
+            graph::Json({1, 16, 16}));
+
+  TrainingController* controller = window->training();
+  ASSERT_TRUE(
+      test::waitFor([&] { return controller->currentSession() && !controller->isStale(); }, 60000));
+  EXPECT_EQ(controller->currentSession()->train_set().size() +
+                controller->currentSession()->test_set().size(),
+            12);
+  ProblemsWidget* problems = window->problems();
+  QTreeWidgetItem* skipped = nullptr;
+  for (int i = 0; i < problems->topLevelItemCount(); ++i) {
+    if (problems->topLevelItem(i)->text(1) == "files") skipped = problems->topLevelItem(i);
+  }
+  ASSERT_TRUE(skipped);
+  EXPECT_TRUE(skipped->text(2).startsWith("1 image could not be read and is left out"))
+      << skipped->text(2).toStdString();
+  ASSERT_EQ(skipped->childCount(), 1);
+  EXPECT_TRUE(skipped->child(0)->text(2).contains("broken.png"));
   window->document()->undoStack()->setClean();
   window->close();
 }

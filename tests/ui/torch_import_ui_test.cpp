@@ -56,7 +56,7 @@ class TorchImportUiTest : public ::testing::Test {
     dialog->setPython(kPython);
     dialog->setProjectPath(project);
     ASSERT_TRUE(dialog->start());
-    QTRY_VERIFY_WITH_TIMEOUT(window->document()->filePath() == project, 60000);
+    ASSERT_TRUE(test::waitFor([&] { return window->document()->filePath() == project; }, 60000));
     window->resize(1600, 1000);
     test::settle();
   }
@@ -89,9 +89,12 @@ TEST_F(TorchImportUiTest, TracesInTheBackgroundAndOpensTheProjectWithItsGroups) 
   EXPECT_TRUE(dialog->isRunning());
   auto* status = dialog->findChild<QLabel*>("torchImportStatus");
   ASSERT_TRUE(status);
-  QTRY_VERIFY_WITH_TIMEOUT(QFileInfo(window->document()->filePath()).absoluteFilePath() ==
-                               QFileInfo(project).absoluteFilePath(),
-                           60000);
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        return QFileInfo(window->document()->filePath()).absoluteFilePath() ==
+               QFileInfo(project).absoluteFilePath();
+      },
+      60000));
   EXPECT_TRUE(QFileInfo::exists(tmp.filePath("containers.safetensors")));
 
   // The module tree as groups, laid out.
@@ -131,7 +134,7 @@ TEST_F(TorchImportUiTest, AFailureStaysInTheDialogAndWritesNothing) {
   dialog->setPython(kPython);
   dialog->setProjectPath(project);
   ASSERT_TRUE(dialog->start());
-  QTRY_VERIFY_WITH_TIMEOUT(!dialog->isRunning(), 60000);
+  ASSERT_TRUE(test::waitFor([&] { return !dialog->isRunning(); }, 60000));
   EXPECT_TRUE(dialog->errorText().contains("torch.cumsum")) << dialog->errorText().toStdString();
   EXPECT_TRUE(dialog->errorText().contains("models.py")) << dialog->errorText().toStdString();
   EXPECT_TRUE(dialog->isVisible());
@@ -152,7 +155,7 @@ TEST_F(TorchImportUiTest, AFailedBuildFromTheTraceIsShownInTheDialog) {
   dialog->setPython(kPython);
   dialog->setProjectPath(project);
   ASSERT_TRUE(dialog->start());
-  QTRY_VERIFY_WITH_TIMEOUT(!dialog->isRunning(), 60000);
+  ASSERT_TRUE(test::waitFor([&] { return !dialog->isRunning(); }, 60000));
   EXPECT_EQ(dialog->errorText(),
             tmp.filePath("taken.safetensors") + ": cannot replace the file: Is a directory");
   EXPECT_TRUE(dialog->isVisible());
@@ -181,7 +184,7 @@ TEST_F(TorchImportUiTest, ADialogClosedWhileItBuildsWaitsForItsWorkerAndOpensNot
     closedWhileBuilding = dialog->isRunning();
     dialog->close();
   });
-  QTRY_VERIFY_WITH_TIMEOUT(dialog.isNull(), 60000);
+  ASSERT_TRUE(test::waitFor([&] { return dialog.isNull(); }, 60000));
   EXPECT_TRUE(closedWhileBuilding);
   EXPECT_TRUE(QFileInfo::exists(project));
   EXPECT_TRUE(QFileInfo::exists(tmp.filePath("containers.safetensors")));

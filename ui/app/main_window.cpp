@@ -477,6 +477,20 @@ void MainWindow::createDocks() {
   connect(training_, &TrainingController::dataMismatchChanged, problems_,
           &ProblemsWidget::setDataMismatch);
   problems_->setDataMismatch(training_->dataMismatchNode(), training_->dataMismatch());
+  // The user's images that could not be read, from the session's data.
+  auto showSkipped = [this] {
+    QStringList files;
+    if (const train::TrainingSession* s = training_->currentSession()) {
+      for (const data::Dataset* d : {&s->train_set(), &s->test_set()}) {
+        for (const std::string& f : d->skipped) {
+          if (!files.contains(qs(f))) files << qs(f);
+        }
+      }
+    }
+    problems_->setSkippedFiles(files);
+  };
+  connect(training_, &TrainingController::sessionReset, problems_, showSkipped);
+  connect(training_, &TrainingController::sessionMade, problems_, showSkipped);
   log_ = new QPlainTextEdit(bottom);
   log_->setReadOnly(true);
   log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));

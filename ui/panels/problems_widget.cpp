@@ -41,6 +41,12 @@ void ProblemsWidget::setDataMismatch(graph::NodeId node, const QString& message)
   refresh();
 }
 
+void ProblemsWidget::setSkippedFiles(const QStringList& files) {
+  if (files == skipped_) return;
+  skipped_ = files;
+  refresh();
+}
+
 void ProblemsWidget::refresh() {
   clear();
   const graph::Graph& g = document_->project().graph;
@@ -61,6 +67,21 @@ void ProblemsWidget::refresh() {
     item->setToolTip(2, mismatch_);
     item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
   }
+  if (!skipped_.isEmpty()) {
+    const QString what =
+        skipped_.size() == 1
+            ? tr("1 image could not be read and is left out of the data")
+            : tr("%1 images could not be read and are left out of the data").arg(skipped_.size());
+    auto* item = new QTreeWidgetItem(this, {tr("(data)"), tr("files"), what});
+    item->setData(0, Qt::UserRole, static_cast<qlonglong>(0));
+    item->setToolTip(2, what);
+    item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
+    for (const QString& file : skipped_) {
+      auto* child = new QTreeWidgetItem(item, {QString(), QString(), file});
+      child->setData(0, Qt::UserRole, static_cast<qlonglong>(0));
+      child->setToolTip(2, file);
+    }
+  }
   for (const graph::Problem& p : problems) {
     const graph::Node* n = p.block.empty() ? g.find(p.node) : nullptr;
     QString where = n                 ? qs(n->name)
@@ -72,7 +93,7 @@ void ProblemsWidget::refresh() {
     item->setForeground(0, QColor(0xd9, 0x3f, 0x3f));
   }
   emit countChanged(static_cast<int>(problems.size()) + (failure_.isEmpty() ? 0 : 1) +
-                    (mismatch_.isEmpty() ? 0 : 1));
+                    (mismatch_.isEmpty() ? 0 : 1) + (skipped_.isEmpty() ? 0 : 1));
 }
 
 void ProblemsWidget::paintEvent(QPaintEvent* event) {

@@ -21,6 +21,9 @@ class ProblemsWidget : public QTreeWidget {
   // A model whose Input does not take the data set's samples
   // (TrainingController::dataMismatch): listed on the Input until it fits (an empty message).
   void setDataMismatch(graph::NodeId node, const QString& message);
+  // The user's files that could not be read and were left out of the data (data::Dataset::
+  // skipped, each "file: why"): one entry with their count, each file under it.
+  void setSkippedFiles(const QStringList& files);
 
  signals:
   void nodeActivated(graph::NodeId id);
@@ -38,6 +41,7 @@ class ProblemsWidget : public QTreeWidget {
   QString failure_;
   graph::NodeId mismatchNode_ = 0;
   QString mismatch_;
+  QStringList skipped_;
 };
 
 }  // namespace nns::ui

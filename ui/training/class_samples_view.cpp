@@ -116,7 +116,7 @@ void ClassSamplesView::paintEvent(QPaintEvent*) {
                fm.elidedText(row.name, Qt::ElideRight, text.width()));
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(text.adjusted(0, kThumb / 2, 0, 0), Qt::AlignLeft | Qt::AlignTop,
-               tr("%n image(s)", nullptr, static_cast<int>(row.count)));
+               row.count == 1 ? tr("1 image") : tr("%1 images").arg(row.count));
     for (int k = 0; k < perRow && k < static_cast<int>(row.images.size()); ++k) {
       const QRect box(nameWidth + k * (kThumb + kGap), y, kThumb, kThumb);
       p.drawImage(box, row.images[static_cast<size_t>(k)]);
@@ -126,7 +126,8 @@ void ClassSamplesView::paintEvent(QPaintEvent*) {
   if (hiddenClasses_ > 0) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(QRect(0, y, width(), fm.height()), Qt::AlignLeft,
-               tr("and %n more class(es)", nullptr, static_cast<int>(hiddenClasses_)));
+               hiddenClasses_ == 1 ? tr("and 1 more class")
+                                   : tr("and %1 more classes").arg(hiddenClasses_));
   }
 }
 
