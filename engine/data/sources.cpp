@@ -177,9 +177,9 @@ LoadedSource load_images(const ImageSet& set, const SourceOptions& given) {
     }
   }
   if (kept.empty()) {
-    throw FileError(set.path() + ": none of its " + std::to_string(count) +
-                    " images could be read" +
-                    (out.dataset.skipped.empty() ? std::string() : " (" + out.dataset.skipped.front() + ")"));
+    throw FileError(
+        set.path() + ": none of its " + std::to_string(count) + " images could be read" +
+        (out.dataset.skipped.empty() ? std::string() : " (" + out.dataset.skipped.front() + ")"));
   }
   const Tensor& first = decoded.tensors[kept.front()];
   for (int64_t i : kept) {
