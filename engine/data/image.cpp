@@ -5,6 +5,7 @@
 #include <stb_image.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csetjmp>
 #include <cstdio>
 #include <limits>
@@ -93,7 +94,38 @@ Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name) {
   return std::move(state->image);
 }
 
+// stb_image reads a binary PGM or PPM cut short without a word (the missing pixels are left
+// as they were); Pillow calls it truncated, and so does this: the header's size against the
+// bytes after it.
+void check_pnm_length(const uint8_t* data, size_t size, const std::string& name) {
+  if (size < 2 || data[0] != 'P' || (data[1] != '5' && data[1] != '6')) return;
+  size_t at = 2;
+  uint64_t fields[3] = {0, 0, 0};  // width, height, maxval
+  for (uint64_t& field : fields) {
+    while (at < size && (std::isspace(data[at]) || data[at] == '#')) {
+      if (data[at] == '#') {
+        while (at < size && data[at] != '\n') ++at;
+      } else {
+        ++at;
+      }
+    }
+    while (at < size && std::isdigit(data[at]) && field < (uint64_t{1} << 40)) {
+      field = field * 10 + (data[at++] - '0');
+    }
+  }
+  ++at;  // the one whitespace character before the pixels
+  const uint64_t channels = data[1] == '6' ? 3 : 1;
+  const uint64_t needed = fields[0] * fields[1] * channels * (fields[2] > 255 ? 2 : 1);
+  if (fields[0] > 0 && fields[1] > 0 && fields[0] <= (uint64_t{1} << 20) &&
+      fields[1] <= (uint64_t{1} << 20) && (at > size || size - at < needed)) {
+    throw FileError(name + ": truncated image: " + std::to_string(fields[0]) + " x " +
+                    std::to_string(fields[1]) + " pixels need " + std::to_string(needed) +
+                    " bytes, the file has " + std::to_string(at > size ? 0 : size - at));
+  }
+}
+
 Image decode_with_stb(const uint8_t* data, size_t size, const std::string& name) {
+  check_pnm_length(data, size, name);
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     throw FileError(name + ": the image file is larger than 2 GiB");
   }

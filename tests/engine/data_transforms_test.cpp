@@ -6,6 +6,7 @@
 // against torchvision itself are in tests/torch/own_data.py.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -161,6 +162,41 @@ TEST(DataTransforms, TheDataLoaderDrawsTheRandomTransformsAnewEachEpoch) {
   EXPECT_FALSE(same(epoch0, loader.epoch(1)[0].inputs));  // the next draws anew
   const DataLoader other(d, {.batch_size = 8, .shuffle = false, .seed = 4});
   EXPECT_FALSE(same(epoch0, other.epoch(0)[0].inputs));  // another seed, other crops
+}
+
+// An image folder of binary PGM files (which stb_image reads): 90 images, so they are decoded
+// on every core (the tsan preset runs this), in ImageFolder's order, with an unreadable one
+// left out and named.
+class DataImageFolder : public test::TempDirTest {};
+
+TEST_F(DataImageFolder, DecodesOnEveryCoreInTorchvisionsOrderAndSkipsWhatItCannotRead) {
+  const std::filesystem::path root = dir_ / "folder";
+  for (int c = 0; c < 3; ++c) {
+    const std::filesystem::path cls = root / ("class" + std::to_string(c));
+    std::filesystem::create_directories(cls);
+    for (int i = 0; i < 30; ++i) {
+      char name[16];
+      std::snprintf(name, sizeof name, "%02d.pgm", i);
+      std::ofstream out(cls / name, std::ios::binary);
+      out << "P5\n4 3\n255\n";
+      for (int p = 0; p < 12; ++p) out.put(static_cast<char>(c * 80 + i));
+    }
+  }
+  std::ofstream(root / "class1" / "zz.pgm", std::ios::binary) << "P5\n4 3\n255\n";  // no pixels
+  SourceOptions options;
+  options.transforms = parse_transforms("ToTensor()");
+  const Dataset d = load_source(root.string(), options).dataset;
+  ASSERT_EQ(d.size(), 90);
+  ASSERT_EQ(d.skipped.size(), 1u);
+  EXPECT_NE(d.skipped[0].find("zz.pgm"), std::string::npos) << d.skipped[0];
+  EXPECT_EQ(d.inputs.sizes(), (Shape{90, 3, 3, 4}));  // grey files become RGB, as ImageFolder's
+  const std::vector<int64_t> labels = d.targets.to_vector<int64_t>();
+  for (int64_t k = 0; k < 90; ++k) {
+    EXPECT_EQ(labels[k], k / 30);
+    EXPECT_EQ(d.inputs.data_ptr<float>()[k * 36],
+              static_cast<float>((k / 30) * 80 + k % 30) / 255.0f);
+  }
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"class0", "class1", "class2"}));
 }
 
 TEST(DataImages, CorruptAndHostileFilesAreRefusedNamingThem) {
