@@ -47,7 +47,12 @@ int run_data(const Options& o) {
   const data::Dataset& d = loaded.dataset;
   std::cout << source << ": " << loaded.kind << ", " << data::split_name(options.split)
             << " split, " << d.size() << " samples" << (options.head >= 0 ? " (first)" : "")
-            << ", x " << shape_str(d.inputs.sizes()) << "\n";
+            << ", x " << shape_str([&] {
+                 Shape s = d.sample_shape();
+                 s.insert(s.begin(), d.size());
+                 return s;
+               }())
+            << (d.stream ? " (streamed: larger than the memory budget)" : "") << "\n";
   if (!options.transforms.empty()) {
     std::cout << "transforms: " << data::transforms_text(options.transforms) << "\n";
   }
@@ -69,7 +74,7 @@ int run_data(const Options& o) {
   }
   if (o.has("out")) {
     nn::StateDict tensors;
-    tensors.insert("x", d.inputs);
+    tensors.insert("x", d.stream ? d.input_range(0, d.size()) : d.inputs);
     tensors.insert("y", d.targets);
     serialize::save_state_dict_file(tensors, o.text("out"));
     std::cout << "wrote " << o.text("out") << "\n";

@@ -12,7 +12,10 @@
 //     }
 //   }
 #include <cstdint>
+#include <future>
 #include <iterator>
+#include <memory>
+#include <mutex>
 
 #include "engine/data/dataset.h"
 
@@ -35,19 +38,12 @@ struct DataLoaderOptions {
 // seeds and epochs give unrelated orders.
 uint64_t epoch_seed(uint64_t seed, int64_t epoch);
 
-// The batches of one epoch, in order; cheap to copy (tensor handles).
+// The batches of one epoch, in order; cheap to copy (handles). A streamed data set's next
+// batch is decoded on other threads while the caller works on this one.
 class EpochBatches {
  public:
-  EpochBatches(Tensor inputs, Tensor targets, Tensor order, int64_t batch_size, int64_t num_batches,
-               std::shared_ptr<const TransformPlan> augmentation = nullptr,
-               uint64_t augmentation_seed = 0)
-      : inputs_(std::move(inputs)),
-        targets_(std::move(targets)),
-        order_(std::move(order)),
-        batch_size_(batch_size),
-        num_batches_(num_batches),
-        augmentation_(std::move(augmentation)),
-        augmentation_seed_(augmentation_seed) {}
+  EpochBatches(std::shared_ptr<const Dataset> data, Tensor order, int64_t batch_size,
+               int64_t num_batches, uint64_t augmentation_seed);
 
   int64_t size() const { return num_batches_; }
   // Batch b in [0, size()); IndexError outside.
@@ -76,24 +72,28 @@ class EpochBatches {
   Iterator end() const { return {this, num_batches_}; }
 
  private:
-  Tensor inputs_;
-  Tensor targets_;
+  std::shared_ptr<const Dataset> data_;
   Tensor order_;
   int64_t batch_size_;
   int64_t num_batches_;
-  // The data set's random transforms, drawn for each sample from the epoch's seed and its index.
-  std::shared_ptr<const TransformPlan> augmentation_;
   uint64_t augmentation_seed_;
+  // Streamed sets: the batch being made ahead.
+  struct Ahead {
+    std::mutex mutex;
+    int64_t batch = -1;
+    std::future<Batch> made;
+  };
+  std::shared_ptr<Ahead> ahead_;
 };
 
 class DataLoader {
  public:
   // batch_size must be at least 1 (ValueError). The loader keeps the data set's tensors (made
-  // contiguous once), not a copy of the data.
+  // contiguous once) or its stream, not a copy of the data.
   DataLoader(const Dataset& dataset, const DataLoaderOptions& options = {});
 
   const DataLoaderOptions& options() const { return options_; }
-  int64_t dataset_size() const { return inputs_.size(0); }
+  int64_t dataset_size() const { return data_->size(); }
   // Batches per epoch: ceil(N / batch_size), or floor with drop_last (len(loader)).
   int64_t num_batches() const;
   // The sample order of an epoch: a permutation when shuffling, else 0..N-1.
@@ -101,9 +101,7 @@ class DataLoader {
   EpochBatches epoch(int64_t epoch) const;
 
  private:
-  Tensor inputs_;
-  Tensor targets_;
-  std::shared_ptr<const TransformPlan> augmentation_;
+  std::shared_ptr<const Dataset> data_;
   DataLoaderOptions options_;
 };
 

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 
+#include "engine/data/sources.h"
 #include "engine/ops/indexing.h"
 #include "engine/tensor/factories.h"
 
@@ -62,6 +63,45 @@ std::vector<int64_t> Dataset::class_counts() const {
   return counts;
 }
 
+Tensor Dataset::input_rows(const std::vector<int64_t>& indices) const {
+  const int64_t n = size();
+  for (int64_t i : indices) {
+    if (i < 0 || i >= n) {
+      throw IndexError("Dataset '" + name + "': sample " + std::to_string(i) +
+                       " is out of range; the data set has " + std::to_string(n));
+    }
+  }
+  if (!stream) {
+    return index_select(inputs, 0, from_vector(indices, {static_cast<int64_t>(indices.size())}));
+  }
+  std::vector<int64_t> rows(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k)
+    rows[k] = stream_rows[static_cast<size_t>(indices[k])];
+  return stream->samples(rows);
+}
+
+Tensor Dataset::input_range(int64_t begin, int64_t count) const {
+  if (!stream) return inputs.narrow(0, begin, count);
+  std::vector<int64_t> indices(static_cast<size_t>(count));
+  std::iota(indices.begin(), indices.end(), begin);
+  return input_rows(indices);
+}
+
+Shape Dataset::sample_shape() const {
+  Shape shape = stream             ? stream->shape()
+                : inputs.defined() ? Shape(inputs.sizes().begin() + 1, inputs.sizes().end())
+                                   : Shape{};
+  // The random crops set the height and width a batch has.
+  if (augmentation && shape.size() == 3) {
+    for (const Transform& t : augmentation->random) {
+      if (t.kind != Transform::Kind::RandomCrop) continue;
+      shape[1] = t.size[0];
+      shape[2] = t.size.size() == 2 ? t.size[1] : t.size[0];
+    }
+  }
+  return shape;
+}
+
 Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
   const int64_t n = size();
   for (size_t i = 0; i < indices.size(); ++i) {
@@ -74,7 +114,12 @@ Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
   }
   const Tensor index = from_vector(indices, {static_cast<int64_t>(indices.size())});
   Dataset out = *this;
-  out.inputs = index_select(inputs, 0, index);
+  if (stream) {
+    out.stream_rows.clear();
+    for (int64_t i : indices) out.stream_rows.push_back(stream_rows[static_cast<size_t>(i)]);
+  } else {
+    out.inputs = index_select(inputs, 0, index);
+  }
   out.targets = index_select(targets, 0, index);
   return out;
 }

@@ -30,6 +30,7 @@ std::string input_kind_name(InputKind kind);
 
 struct DatasetSplit;
 struct TransformPlan;
+class SampleStream;
 
 struct Dataset {
   std::string name;
@@ -57,9 +58,22 @@ struct Dataset {
   // Images from a user's files only: the files that could not be read, each with why; they are
   // left out of the set (a UI lists them with the problems).
   std::vector<std::string> skipped;
+  // Images from a user's files too large to hold decoded (engine/data/sources.h): `inputs` is
+  // then undefined, and sample i is decoded when asked, as stream->sample(stream_rows[i]).
+  std::shared_ptr<const SampleStream> stream;
+  std::vector<int64_t> stream_rows;
 
   // The number of samples.
-  int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+  int64_t size() const {
+    return inputs.defined() ? inputs.size(0) : (stream && targets.defined() ? targets.size(0) : 0);
+  }
+  // The inputs of these samples, stacked ([n, ...]): rows of `inputs`, or decoded from the
+  // stream on every core. IndexError for an index outside [0, size()).
+  Tensor input_rows(const std::vector<int64_t>& indices) const;
+  // Samples [begin, begin + count).
+  Tensor input_range(int64_t begin, int64_t count) const;
+  // One sample's input shape (without the batch) as a batch has it: after the random crops.
+  Shape sample_shape() const;
   // A class per position: int64 targets [N, T] (reverse, sort, addition, text).
   bool per_position() const { return task == TaskKind::Classification && targets.dim() == 2; }
   // Samples per class (classification with a class per sample; empty otherwise).

@@ -4,11 +4,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
+
+#include <unistd.h>
 
 #include "engine/data/csv.h"
 #include "engine/data/dataloader.h"
@@ -121,99 +126,126 @@ Dataset load_numpy(const std::string& path, Split split) {
 
 // ---- Images -------------------------------------------------------------------------------
 
-// Decodes and transforms samples [0, count) on all cores: each sample's tensor, or why not.
-struct Decoded {
-  std::vector<Tensor> tensors;
-  std::vector<std::string> errors;  // empty where the sample was read
-};
-
-Decoded decode_all(const ImageSet& set, int64_t count, const SourceOptions& options) {
-  Decoded out;
-  out.tensors.resize(static_cast<size_t>(count));
-  out.errors.resize(static_cast<size_t>(count));
+// fn(i) for every i in [0, count), on every core (up to 16 threads) when there is enough to
+// share; the first exception fn throws is rethrown here once all threads stop.
+void on_every_core(int64_t count, const std::function<void(int64_t)>& fn) {
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
-  std::string fatal;
-  std::mutex fatal_mutex;
+  std::exception_ptr error;
+  std::mutex error_mutex;
   auto work = [&] {
     for (int64_t i = next++; i < count && !failed; i = next++) {
       try {
-        const uint64_t seed = epoch_seed(options.seed, i);
-        out.tensors[i] = apply_transforms(options.transforms, set.image(i), seed);
-      } catch (const FileError& e) {
-        out.errors[i] = e.what();  // an unreadable image: skipped
-      } catch (const std::exception& e) {
-        const std::lock_guard<std::mutex> lock(fatal_mutex);
-        if (!failed.exchange(true)) fatal = set.sample_name(i) + ": " + e.what();
+        fn(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!failed.exchange(true)) error = std::current_exception();
       }
     }
   };
   const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16);
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads && count > 64; ++t) pool.emplace_back(work);
+  for (unsigned t = 1; t < threads && count > 8; ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  if (failed) throw ValueError(fatal);
-  return out;
+  if (error) std::rethrow_exception(error);
 }
 
-LoadedSource load_images(const ImageSet& set, const SourceOptions& given) {
+// The samples to decode in one go while a set is read: memory for a chunk, not for the set.
+constexpr int64_t kChunk = 2048;
+
+std::string size_text(const Shape& s) {
+  return std::to_string(s[0]) + " x " + std::to_string(s[1]) + " x " + std::to_string(s[2]);
+}
+
+LoadedSource load_images(const std::shared_ptr<const ImageSet>& set, const SourceOptions& given) {
   SourceOptions options = given;
   std::shared_ptr<TransformPlan> augmentation;
   if (options.defer_random && has_random_transforms(options.transforms)) {
     augmentation = std::make_shared<TransformPlan>(plan_transforms(options.transforms));
     options.transforms = augmentation->fixed;
   }
-  const int64_t count = options.head < 0 ? set.size() : std::min(options.head, set.size());
-  Decoded decoded = decode_all(set, count, options);
+  const int64_t count = options.head < 0 ? set->size() : std::min(options.head, set->size());
   LoadedSource out;
-  out.kind = set.kind();
+  out.kind = set->kind();
+  Dataset& d = out.dataset;
+  // Every sample is decoded once, a chunk at a time on every core: the unreadable ones are
+  // found and the sizes checked. The decoded samples are kept while they fit the budget; past
+  // it, the set is streamed (decoded again when a batch asks) and they are let go.
   std::vector<int64_t> kept;
-  for (int64_t i = 0; i < count; ++i) {
-    if (!decoded.errors[i].empty()) {
-      out.dataset.skipped.push_back(decoded.errors[i]);
-    } else {
+  std::vector<Tensor> decoded;
+  Shape shape;
+  int64_t first = -1;
+  bool streamed = false;
+  for (int64_t begin = 0; begin < count; begin += kChunk) {
+    const int64_t n = std::min(kChunk, count - begin);
+    std::vector<Tensor> chunk(static_cast<size_t>(n));
+    std::vector<std::string> errors(static_cast<size_t>(n));
+    on_every_core(n, [&](int64_t k) {
+      const int64_t i = begin + k;
+      try {
+        chunk[k] = apply_transforms(options.transforms, set->image(i), epoch_seed(options.seed, i));
+      } catch (const FileError& e) {
+        errors[k] = e.what();  // an unreadable image: skipped
+      } catch (const std::exception& e) {
+        throw ValueError(set->sample_name(i) + ": " + e.what());
+      }
+    });
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = begin + k;
+      if (!errors[k].empty()) {
+        d.skipped.push_back(errors[k]);
+        continue;
+      }
+      if (first < 0) {
+        first = i;
+        shape = chunk[k].sizes();
+      }
+      if (chunk[k].sizes() != shape) {
+        throw ValueError(set->sample_name(i) + " is " + size_text(chunk[k].sizes()) + ", " +
+                         set->sample_name(first) + " " + size_text(shape) +
+                         " (channels x height x width after the transforms): images of different "
+                         "sizes need a Resize (and a CenterCrop) to one size");
+      }
       kept.push_back(i);
+      if (!streamed) decoded.push_back(std::move(chunk[k]));
+    }
+    const int64_t bytes =
+        static_cast<int64_t>(decoded.size()) *
+        (first < 0 ? 0 : static_cast<int64_t>(shape_numel(shape) * sizeof(float)));
+    if (!streamed && bytes > options.max_decoded_bytes) {
+      streamed = true;
+      decoded.clear();
+      decoded.shrink_to_fit();
     }
   }
   if (kept.empty()) {
-    throw FileError(
-        set.path() + ": none of its " + std::to_string(count) + " images could be read" +
-        (out.dataset.skipped.empty() ? std::string() : " (" + out.dataset.skipped.front() + ")"));
+    throw FileError(set->path() + ": none of its " + std::to_string(count) +
+                    " images could be read" +
+                    (d.skipped.empty() ? std::string() : " (" + d.skipped.front() + ")"));
   }
-  const Tensor& first = decoded.tensors[kept.front()];
-  for (int64_t i : kept) {
-    const Tensor& t = decoded.tensors[i];
-    if (t.sizes() != first.sizes()) {
-      throw ValueError(set.sample_name(i) + " is " + std::to_string(t.size(0)) + " x " +
-                       std::to_string(t.size(1)) + " x " + std::to_string(t.size(2)) + ", " +
-                       set.sample_name(kept.front()) + " " + std::to_string(first.size(0)) + " x " +
-                       std::to_string(first.size(1)) + " x " + std::to_string(first.size(2)) +
-                       " (channels x height x width after the transforms): images of different "
-                       "sizes need a Resize (and a CenterCrop) to one size");
+  d.name = fs::path(set->path()).filename().string();
+  d.input_kind = InputKind::Image;
+  d.targets = empty({static_cast<int64_t>(kept.size())}, kInt64);
+  int64_t* y = d.targets.data_ptr<int64_t>();
+  for (size_t k = 0; k < kept.size(); ++k) y[k] = set->label(kept[k]);
+  if (streamed) {
+    d.stream =
+        std::make_shared<SampleStream>(set, options.transforms, shape, options.max_decoded_bytes);
+    d.stream_rows = kept;
+  } else {
+    const int64_t per_sample = shape_numel(shape);
+    d.inputs = empty({static_cast<int64_t>(kept.size()), shape[0], shape[1], shape[2]}, kFloat32);
+    float* x = d.inputs.data_ptr<float>();
+    for (size_t k = 0; k < decoded.size(); ++k) {
+      std::memcpy(x + k * per_sample, decoded[k].data_ptr<float>(), sizeof(float) * per_sample);
+      decoded[k] = Tensor();
     }
   }
-  const Shape sample_shape = first.sizes();
-  const int64_t per_sample = first.numel();
-  Dataset& d = out.dataset;
-  d.name = fs::path(set.path()).filename().string();
-  d.input_kind = InputKind::Image;
-  d.inputs =
-      empty({static_cast<int64_t>(kept.size()), sample_shape[0], sample_shape[1], sample_shape[2]},
-            kFloat32);
-  d.targets = empty({static_cast<int64_t>(kept.size())}, kInt64);
-  float* x = d.inputs.data_ptr<float>();
-  int64_t* y = d.targets.data_ptr<int64_t>();
-  for (size_t k = 0; k < kept.size(); ++k) {
-    std::memcpy(x + k * per_sample, decoded.tensors[kept[k]].data_ptr<float>(),
-                sizeof(float) * per_sample);
-    decoded.tensors[kept[k]] = Tensor();
-    y[k] = set.label(kept[k]);
-  }
-  d.class_names = set.class_names();
+  d.class_names = set->class_names();
   d.num_classes = static_cast<int64_t>(d.class_names.size());
-  d.image_height = sample_shape[1];
-  d.image_width = sample_shape[2];
+  d.image_height = shape[1];
+  d.image_width = shape[2];
   d.augmentation = augmentation;
   return out;
 }
@@ -286,7 +318,7 @@ LoadedSource load_source(const std::string& path, const SourceOptions& options) 
                     ": not a data source NN Studio reads: an image folder (a subfolder per " +
                     "class), MNIST or CIFAR files, a NumPy .npz/.npy or a CSV file");
   }
-  return load_images(*open_image_set(path, options.split), options);
+  return load_images(std::shared_ptr<const ImageSet>(open_image_set(path, options.split)), options);
 }
 
 Dataset without_augmentation(const Dataset& dataset) {
@@ -295,10 +327,13 @@ Dataset without_augmentation(const Dataset& dataset) {
   plan.random = test_transforms(plan.random);
   Dataset out = dataset;
   out.augmentation = nullptr;
+  // Held decoded from here on: a test set is evaluated whole, again and again.
+  out.stream = nullptr;
+  out.stream_rows.clear();
   if (dataset.size() == 0) return out;
   std::vector<Tensor> samples;
   for (int64_t i = 0; i < dataset.size(); ++i) {
-    samples.push_back(apply_random_transforms(plan, dataset.inputs.select(0, i), 0));
+    samples.push_back(apply_random_transforms(plan, dataset.input_rows({i}).select(0, 0), 0));
   }
   out.inputs = stack(samples, 0);
   out.image_height = out.inputs.size(2);
@@ -346,6 +381,83 @@ void channel_statistics(const std::string& path, const std::vector<Transform>& t
     mean[c] = sum[c] / static_cast<double>(values);
     std[c] = std::sqrt(std::max(squares[c] / static_cast<double>(values) - mean[c] * mean[c], 0.0));
   }
+}
+
+int64_t default_decoded_budget() {
+  // NNSTUDIO_DATA_MEMORY (bytes) sets it: to stream a set that would fit, or hold one that
+  // would not.
+  if (const char* set = std::getenv("NNSTUDIO_DATA_MEMORY")) {
+    char* end = nullptr;
+    const long long bytes = std::strtoll(set, &end, 10);
+    if (end != set && *end == '\0' && bytes >= 0) return bytes;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  const int64_t memory = pages > 0 && page > 0 ? int64_t{pages} * page : int64_t{8} << 30;
+  return memory / 4;
+}
+
+SampleStream::SampleStream(std::shared_ptr<const ImageSet> set, std::vector<Transform> fixed,
+                           Shape shape, int64_t cache_bytes)
+    : set_(std::move(set)),
+      fixed_(std::move(fixed)),
+      shape_(std::move(shape)),
+      cache_bytes_(cache_bytes) {}
+
+Tensor SampleStream::sample(int64_t index) const {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = cache_.find(index);
+    if (it != cache_.end()) {
+      recent_.splice(recent_.begin(), recent_, it->second.second);
+      return it->second.first;
+    }
+  }
+  // Decoded outside the lock: other threads decode theirs meanwhile. The fixed transforms draw
+  // nothing, so the seed is immaterial.
+  Tensor x = apply_transforms(fixed_, set_->image(index), 0);
+  if (x.sizes() != shape_) {
+    throw ValueError(set_->sample_name(index) + " is now " + size_text(x.sizes()) + ", not " +
+                     size_text(shape_) + ": the images changed while the set was in use");
+  }
+  const int64_t bytes = x.numel() * static_cast<int64_t>(sizeof(float));
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++decodes_;
+  if (bytes <= cache_bytes_ && !cache_.count(index)) {
+    while (cached_ + bytes > cache_bytes_ && !recent_.empty()) {
+      cached_ -= bytes;  // every sample has the same size
+      cache_.erase(recent_.back());
+      recent_.pop_back();
+    }
+    recent_.push_front(index);
+    cache_.emplace(index, std::make_pair(x, recent_.begin()));
+    cached_ += bytes;
+  }
+  return x;
+}
+
+Tensor SampleStream::samples(const std::vector<int64_t>& indices) const {
+  const auto n = static_cast<int64_t>(indices.size());
+  const int64_t per_sample = shape_numel(shape_);
+  Shape batch = shape_;
+  batch.insert(batch.begin(), n);
+  Tensor out = empty(batch, kFloat32);
+  float* x = out.data_ptr<float>();
+  on_every_core(n, [&](int64_t k) {
+    const Tensor s = sample(indices[static_cast<size_t>(k)]);
+    std::memcpy(x + k * per_sample, s.data_ptr<float>(), sizeof(float) * per_sample);
+  });
+  return out;
+}
+
+int64_t SampleStream::cached_bytes() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return cached_;
+}
+
+int64_t SampleStream::decodes() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return decodes_;
 }
 
 }  // namespace nns::data

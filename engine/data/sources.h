@@ -11,7 +11,11 @@
 //   nns::data::LoadedSource mnist = nns::data::load_source("data/MNIST/raw", options);
 //   mnist.dataset.inputs;   // float32 [60000, 1, 28, 28]
 #include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/data/dataset.h"
@@ -19,6 +23,10 @@
 #include "engine/data/transforms.h"
 
 namespace nns::data {
+
+// A quarter of the machine's memory, or $NNSTUDIO_DATA_MEMORY bytes: what decoded images may
+// take before a set is streamed.
+int64_t default_decoded_budget();
 
 struct SourceOptions {
   std::vector<Transform> transforms;  // images only
@@ -29,6 +37,40 @@ struct SourceOptions {
   // Images: leave the random transforms to the DataLoader, drawn anew every epoch
   // (Dataset::augmentation), instead of applying them once with `seed`.
   bool defer_random = false;
+  // Images: the most memory the decoded samples may take. A larger set is streamed
+  // (Dataset::stream): decoded again when a batch asks, the most recent kept up to this.
+  int64_t max_decoded_bytes = default_decoded_budget();
+};
+
+// The samples of an image set too large to hold decoded: each is decoded when asked, through
+// the transforms before the random ones, and the most recently used are kept up to a byte
+// budget. Safe to use from several threads at once; samples() decodes a batch on every core
+// (the DataLoader asks for the next batch while a step runs).
+class SampleStream {
+ public:
+  SampleStream(std::shared_ptr<const ImageSet> set, std::vector<Transform> fixed, Shape shape,
+               int64_t cache_bytes);
+  // One sample's shape, [C, H, W].
+  const Shape& shape() const { return shape_; }
+  // Sample `index` of the image set (its own index, not a data set's row). FileError naming
+  // the file when it can no longer be read; ValueError when its size changed.
+  Tensor sample(int64_t index) const;
+  // These samples, stacked [n, C, H, W].
+  Tensor samples(const std::vector<int64_t>& indices) const;
+  // What the cache holds now, and the samples decoded since it was made.
+  int64_t cached_bytes() const;
+  int64_t decodes() const;
+
+ private:
+  std::shared_ptr<const ImageSet> set_;
+  std::vector<Transform> fixed_;
+  Shape shape_;
+  int64_t cache_bytes_;
+  mutable std::mutex mutex_;
+  mutable std::list<int64_t> recent_;  // most recently used first
+  mutable std::unordered_map<int64_t, std::pair<Tensor, std::list<int64_t>::iterator>> cache_;
+  mutable int64_t cached_ = 0;
+  mutable int64_t decodes_ = 0;
 };
 
 struct LoadedSource {

@@ -831,6 +831,8 @@ std::optional<FilesSource> files_source(const graph::DatasetSettings& d,
   // made on their indices in the source.
   data::Dataset indices = train.dataset;
   indices.augmentation = nullptr;
+  indices.stream = nullptr;
+  indices.stream_rows.clear();
   indices.inputs = from_vector(kept, {static_cast<int64_t>(kept.size())});
   const data::DatasetSplit split = indices.split(d.test_fraction, static_cast<uint64_t>(d.seed));
   files.train_indices = split.train.inputs.to_vector<int64_t>();

@@ -666,7 +666,7 @@ Evaluation TrainingSession::run_evaluation() {
     const int64_t chunk = std::max<int64_t>(config_.eval_chunk, 1);
     for (int64_t begin = 0; begin < n; begin += chunk) {
       const int64_t len = std::min(chunk, n - begin);
-      const Tensor x = test.inputs.narrow(0, begin, len).to(config_.device);
+      const Tensor x = test.input_range(begin, len).to(config_.device);
       const Tensor y_host = test.targets.narrow(0, begin, len);
       const Tensor y = y_host.to(config_.device);
       const Tensor output = (*model_)(x);

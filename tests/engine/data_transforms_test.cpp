@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
 
 #include "engine/data/dataloader.h"
@@ -167,22 +168,30 @@ TEST(DataTransforms, TheDataLoaderDrawsTheRandomTransformsAnewEachEpoch) {
 // An image folder of binary PGM files (which stb_image reads): 90 images, so they are decoded
 // on every core (the tsan preset runs this), in ImageFolder's order, with an unreadable one
 // left out and named.
-class DataImageFolder : public test::TempDirTest {};
+class DataImageFolder : public test::TempDirTest {
+ protected:
+  // Three classes of 30 grey 3 x 4 images (every one a different grey, its pixels numbered
+  // too), and one file without pixels.
+  std::filesystem::path writeFolder() {
+    const std::filesystem::path root = dir_ / "folder";
+    for (int c = 0; c < 3; ++c) {
+      const std::filesystem::path cls = root / ("class" + std::to_string(c));
+      std::filesystem::create_directories(cls);
+      for (int i = 0; i < 30; ++i) {
+        char name[16];
+        std::snprintf(name, sizeof name, "%02d.pgm", i);
+        std::ofstream out(cls / name, std::ios::binary);
+        out << "P5\n4 3\n255\n";
+        for (int p = 0; p < 12; ++p) out.put(static_cast<char>(c * 80 + i + (p == 0 ? 0 : p)));
+      }
+    }
+    std::ofstream(root / "class1" / "zz.pgm", std::ios::binary) << "P5\n4 3\n255\n";
+    return root;
+  }
+};
 
 TEST_F(DataImageFolder, DecodesOnEveryCoreInTorchvisionsOrderAndSkipsWhatItCannotRead) {
-  const std::filesystem::path root = dir_ / "folder";
-  for (int c = 0; c < 3; ++c) {
-    const std::filesystem::path cls = root / ("class" + std::to_string(c));
-    std::filesystem::create_directories(cls);
-    for (int i = 0; i < 30; ++i) {
-      char name[16];
-      std::snprintf(name, sizeof name, "%02d.pgm", i);
-      std::ofstream out(cls / name, std::ios::binary);
-      out << "P5\n4 3\n255\n";
-      for (int p = 0; p < 12; ++p) out.put(static_cast<char>(c * 80 + i));
-    }
-  }
-  std::ofstream(root / "class1" / "zz.pgm", std::ios::binary) << "P5\n4 3\n255\n";  // no pixels
+  const std::filesystem::path root = writeFolder();
   SourceOptions options;
   options.transforms = parse_transforms("ToTensor()");
   const Dataset d = load_source(root.string(), options).dataset;
@@ -197,6 +206,49 @@ TEST_F(DataImageFolder, DecodesOnEveryCoreInTorchvisionsOrderAndSkipsWhatItCanno
               static_cast<float>((k / 30) * 80 + k % 30) / 255.0f);
   }
   EXPECT_EQ(d.class_names, (std::vector<std::string>{"class0", "class1", "class2"}));
+}
+
+// A set larger than the memory budget is streamed: nothing decoded is kept but a bounded cache,
+// and every batch (random transforms included, over two epochs, shuffled) and every sample is
+// what the set held in memory gives, bit for bit.
+TEST_F(DataImageFolder, ASetLargerThanTheBudgetIsStreamedWithTheSameBatches) {
+  const std::filesystem::path root = writeFolder();
+  SourceOptions options;
+  options.transforms = parse_transforms(
+      "RandomCrop(3, padding=1), RandomHorizontalFlip(), ToTensor(), Normalize((0.5,), (0.2,))");
+  options.defer_random = true;
+  const Dataset held = load_source(root.string(), options).dataset;
+  ASSERT_FALSE(held.stream);
+  const int64_t sample_bytes = 3 * 3 * 4 * sizeof(float);
+  options.max_decoded_bytes = 10 * sample_bytes;  // 10 of the 90 samples
+  const Dataset streamed = load_source(root.string(), options).dataset;
+  ASSERT_TRUE(streamed.stream);
+  EXPECT_FALSE(streamed.inputs.defined());
+  EXPECT_EQ(streamed.size(), 90);
+  EXPECT_EQ(streamed.skipped, held.skipped);
+  EXPECT_EQ(streamed.sample_shape(), (Shape{3, 3, 3}));  // after the random crop
+  std::vector<int64_t> all(90);
+  std::iota(all.begin(), all.end(), int64_t{0});
+  EXPECT_TRUE(same(streamed.input_rows(all), held.inputs));
+
+  const DataLoaderOptions loading{.batch_size = 16, .shuffle = true, .seed = 5};
+  const DataLoader a(held, loading), b(streamed, loading);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    const EpochBatches ea = a.epoch(epoch), eb = b.epoch(epoch);
+    ASSERT_EQ(ea.size(), eb.size());
+    for (int64_t k = 0; k < ea.size(); ++k) {
+      EXPECT_TRUE(same(ea[k].inputs, eb[k].inputs)) << "epoch " << epoch << " batch " << k;
+      EXPECT_TRUE(same(ea[k].targets, eb[k].targets));
+    }
+  }
+  EXPECT_LE(streamed.stream->cached_bytes(), 10 * sample_bytes);
+  EXPECT_GT(streamed.stream->decodes(), 90);  // decoded again when the cache let them go
+  // A split keeps streaming the training part; its test part is held, with the crops' centres.
+  const DatasetSplit split = streamed.split(0.2, 0);
+  EXPECT_TRUE(split.train.stream);
+  const Dataset test = without_augmentation(split.test);
+  EXPECT_FALSE(test.stream);
+  EXPECT_EQ(test.inputs.sizes(), (Shape{split.test.size(), 3, 3, 3}));
 }
 
 TEST(DataImages, CorruptAndHostileFilesAreRefusedNamingThem) {

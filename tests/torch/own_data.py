@@ -27,7 +27,8 @@ import os
 import pickle
 import tempfile
 
-from torch_checks import check, cli, main, torch
+import torch_checks
+from torch_checks import ROOT, check, cli, main, run, torch
 
 import numpy as np  # noqa: E402  (after torch_checks, which skips without torch)
 import torchvision  # noqa: E402
@@ -272,6 +273,25 @@ def check_random(tmp, folder):
           f"({windows}/40), {flips} flipped")
 
 
+def check_streamed_training(tmp, folder):
+    """A set larger than the memory budget ($NNSTUDIO_DATA_MEMORY, here 2 KB) is streamed: the
+    run's losses and accuracies are those of the same set held in memory, to the last digit."""
+    digits = os.path.join(ROOT, "resources", "examples", "digits.nns")
+    args = ["train", digits, "--data", folder, "--transform",
+            "Grayscale(), Resize((16, 16)), RandomCrop(16, padding=2), RandomHorizontalFlip(), "
+            "ToTensor(), Normalize(mean=(0.5,), std=(0.25,))",
+            "--epochs", "4", "--batch-size", "4", "--no-record", "--quiet"]
+    figures = lambda text: [line for line in text.splitlines()  # noqa: E731
+                            if line.startswith(("train:", "test:"))]
+    held = run([torch_checks.CLI, *args])
+    streamed = run([torch_checks.CLI, *args], env={**os.environ, "NNSTUDIO_DATA_MEMORY": "2000"})
+    shown = run([torch_checks.CLI, "data", folder, "--transform", "Resize((16, 16)), ToTensor()"],
+                env={**os.environ, "NNSTUDIO_DATA_MEMORY": "2000"})
+    check("streamed" in shown, "a set past the memory budget says it is streamed")
+    check(figures(held) and figures(held) == figures(streamed),
+          f"streamed training gives the figures of the set in memory: {figures(streamed)}")
+
+
 def check_bad_input(tmp, folder):
     # A corrupt image is skipped and listed.
     broken = os.path.join(tmp, "broken")
@@ -336,6 +356,7 @@ def checks():
     with tempfile.TemporaryDirectory() as tmp:
         folder = check_formats(tmp)
         check_random(tmp, folder)
+        check_streamed_training(tmp, folder)
         check_bad_input(tmp, folder)
 
 

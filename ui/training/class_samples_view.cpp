@@ -59,7 +59,7 @@ void ClassSamplesView::setDataset(const data::Dataset& d) {
   hiddenClasses_ = 0;
   const bool images = d.input_kind == data::InputKind::Image &&
                       d.task == data::TaskKind::Classification && !d.per_position() &&
-                      d.inputs.defined() && d.inputs.dim() >= 3 && d.size() > 0;
+                      d.size() > 0 && d.sample_shape().size() >= 2;
   if (!images) {
     hide();
     return;
@@ -76,14 +76,20 @@ void ClassSamplesView::setDataset(const data::Dataset& d) {
         c < static_cast<int64_t>(d.class_names.size()) ? qs(d.class_names[c]) : QString::number(c);
     row.count = counts[static_cast<size_t>(c)];
   }
-  // The first kPerClass samples of each shown class, in the set's order.
+  // The first kPerClass samples of each shown class, in the set's order (decoded together when
+  // the set is streamed).
+  std::vector<int64_t> picked;
+  std::vector<int> taken(static_cast<size_t>(shown), 0);
   for (size_t i = 0; i < labels.size(); ++i) {
     const int64_t c = labels[i];
-    if (c < 0 || c >= shown) continue;
-    Row& row = rows_[static_cast<size_t>(c)];
-    if (static_cast<int>(row.images.size()) < kPerClass) {
-      row.images.push_back(sampleImage(d.inputs, static_cast<int64_t>(i)));
-    }
+    if (c < 0 || c >= shown || taken[static_cast<size_t>(c)] >= kPerClass) continue;
+    ++taken[static_cast<size_t>(c)];
+    picked.push_back(static_cast<int64_t>(i));
+  }
+  const Tensor pictures = d.input_rows(picked);
+  for (size_t k = 0; k < picked.size(); ++k) {
+    rows_[static_cast<size_t>(labels[static_cast<size_t>(picked[k])])].images.push_back(
+        sampleImage(pictures, static_cast<int64_t>(k)));
   }
   setToolTip(tr("Each class of the training set: its name, its samples and the first of them"));
   show();

@@ -307,7 +307,7 @@ void DecisionBoundaryWidget::takeImages(const data::Dataset& shown) {
   for (const std::string& c : shown.class_names) classNames_ << qs(c);
   std::vector<int64_t> first(static_cast<size_t>(std::min<int64_t>(kShownImages, shown.size())));
   for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int64_t>(i);
-  if (first.empty() || shown.inputs.dim() < 3) {
+  if (first.empty() || shown.sample_shape().size() < 2) {
     why_ = tr("No images to show");
     return;
   }
@@ -325,9 +325,8 @@ void DecisionBoundaryWidget::showImages(const std::vector<int64_t>& indices) {
     targets_.clear();
     return;
   }
-  const data::Dataset rows = imageSet_.subset(indices);
-  shownInputs_ = rows.inputs.contiguous();
-  shownTargets_ = rows.targets.contiguous();
+  shownInputs_ = imageSet_.input_rows(indices).contiguous();
+  shownTargets_ = imageSet_.subset(indices).targets.contiguous();
   grid_ = shownInputs_;
   targets_ = shownTargets_.to_vector<int64_t>();
   for (int64_t i = 0; i < shownCount_; ++i) images_.push_back(sampleImage(shownInputs_, i));

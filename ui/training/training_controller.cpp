@@ -720,10 +720,11 @@ void TrainingController::checkDataFits() {
   // business: the first step says what does not fit).
   if (session_ && inputs == 1 && input->options.is_object() && input->options.contains("shape") &&
       input->options["shape"].is_array()) {
-    const Tensor& x = session_->train_set().inputs;
-    if (x.defined() && x.dim() >= 1) {
-      const std::vector<int64_t> sample(x.sizes().begin() + 1, x.sizes().end());
-      const std::string dtype = x.dtype() == kInt64 ? "int64" : "float32";
+    const data::Dataset& train = session_->train_set();
+    if (train.size() > 0) {
+      const std::vector<int64_t> sample = train.sample_shape();
+      const std::string dtype =
+          train.inputs.defined() && train.inputs.dtype() == kInt64 ? "int64" : "float32";
       std::vector<int64_t> shape;
       bool known = true;
       for (const graph::Json& d : input->options["shape"]) {
