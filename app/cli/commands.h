@@ -45,5 +45,7 @@ struct RunReference {
 };
 RunReference run_reference(const Options& o, const std::string& option);
 train::SnapshotInfo recorded_snapshot(const train::RunStore& store, int64_t run, int64_t step);
+// A fraction as a percentage with one decimal ("98.7%"), "-" for NaN (train's and runs' tables).
+std::string percent(double fraction);
 
 }  // namespace nns::cli

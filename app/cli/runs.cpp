@@ -75,6 +75,13 @@ train::SnapshotInfo recorded_snapshot(const train::RunStore& store, int64_t run,
   return *snapshot;
 }
 
+std::string percent(double fraction) {
+  if (std::isnan(fraction)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+  return buf;
+}
+
 namespace {
 
 std::string number(double v, const char* format) {
@@ -82,10 +89,6 @@ std::string number(double v, const char* format) {
   char buf[32];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-std::string percent(double v) {
-  return std::isnan(v) ? "-" : number(100 * v, "%.1f%%");
 }
 
 void list_runs(const train::RunStore& store) {

@@ -30,12 +30,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
-  return buf;
-}
-
 // "loss 0.0412 accuracy 98.7%" (no accuracy for regression); with a class per position, the
 // accuracy is over positions and " sequences 95.0%" follows when the whole-sequence figure is
 // known.
@@ -405,7 +399,7 @@ train::RunResult print_final_figures(const train::SessionStatus& st,
     if (!test.position_accuracy.empty()) {
       std::string line = "test accuracy per position:";
       for (double a : test.position_accuracy) {
-        line += std::isnan(a) ? std::string(" -") : " " + percent(a);
+        line += " " + percent(a);
       }
       std::printf("%s\n", line.c_str());
     }
