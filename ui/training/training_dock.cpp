@@ -755,9 +755,11 @@ int TrainingDock::addSourceRows(int row) {
   menu->addAction(tr("Normalize from the data's mean and std"), this,
                   [this] { normalizeFromData(); });
   add->setMenu(menu);
-  line->addWidget(transforms_, 1);
+  // The text gets the section's whole width on a row of its own: a Normalize is long.
+  line->addStretch(1);
   line->addWidget(add);
   dataForm_->insertRow(row++, tr("Transforms"), transformsRow_);
+  dataForm_->insertRow(row++, transforms_);
   return row;
 }
 
@@ -807,7 +809,7 @@ QWidget* TrainingDock::datasetOptionField(const QString& option) const {
 void TrainingDock::showDatasetOptions(const graph::DatasetSettings& d) {
   // The rows above the test split are the old set's.
   const int oldRows =
-      static_cast<int>(optionFields_.size()) + (csvFile_ ? 1 : 0) + (sourceLabel_ ? 2 : 0);
+      static_cast<int>(optionFields_.size()) + (csvFile_ ? 1 : 0) + (sourceLabel_ ? 3 : 0);
   for (int i = 0; i < oldRows; ++i) dataForm_->removeRow(0);
   optionFields_.clear();
   csvFile_ = nullptr;
@@ -1078,6 +1080,7 @@ void TrainingDock::readProject() {
                               : tr("%1 (%2)").arg(QFileInfo(qs(d.path)).fileName(), qs(kind)));
     sourceLabel_->setToolTip(qs(full));
     transformsRow_->setEnabled(kind != "NumPy");
+    transforms_->setEnabled(kind != "NumPy");
     if (!transforms_->hasFocus()) {
       transforms_->setText(qs(d.transforms));
       transforms_->setCursorPosition(0);
