@@ -314,10 +314,16 @@ void print_header(const TrainRequest& r, const train::TrainingSession& session,
   for (const Tensor& p : session.model()->parameters()) parameters += p.numel();
   const std::string length =
       r.steps > 0 ? std::to_string(r.steps) + " steps" : std::to_string(t.epochs) + " epochs";
+  // A user's files by their kind and folder or file: "CIFAR-10 from cifar-10-batches-bin".
+  const graph::DatasetSettings& d = r.project.dataset;
+  const std::string data =
+      d.name == "files"
+          ? data::source_kind((std::filesystem::path(r.path).parent_path() / d.path).string()) +
+                " from " + std::filesystem::path(d.path).filename().string()
+          : d.name;
   std::printf("train: %s, %lld parameters; %s, %s on %s (%lld train, %lld test), batch %lld, %s\n",
               r.project.name.c_str(), static_cast<long long>(parameters), t.loss.c_str(),
-              t.optimizer.c_str(), r.project.dataset.name.c_str(),
-              static_cast<long long>(session.train_set().size()),
+              t.optimizer.c_str(), data.c_str(), static_cast<long long>(session.train_set().size()),
               static_cast<long long>(session.test_set().size()),
               static_cast<long long>(start.batch_size), length.c_str());
   std::fflush(stdout);
