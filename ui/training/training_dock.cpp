@@ -1071,10 +1071,18 @@ void TrainingDock::readProject() {
         tr("%1, label column %2").arg(QFileInfo(qs(d.csv_path)).fileName(), qs(d.label_column)));
     csvFile_->setToolTip(qs(d.csv_path));
   }
+  // What the user's files are is read off the disk when the path changes, not at every edit.
+  const std::string full =
+      d.name == kFiles.toStdString()
+          ? (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string()
+          : std::string();
+  if (full != source_.path) {
+    source_.path = full;
+    source_.kind = full.empty() ? std::string() : data::source_kind(full);
+    source_.ownTest = !source_.kind.empty() && data::has_test_split(full);
+  }
+  const std::string& kind = source_.kind;
   if (sourceLabel_) {
-    const std::string full =
-        (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string();
-    const std::string kind = data::source_kind(full);
     sourceLabel_->setText(kind.empty()
                               ? tr("%1 (not found)").arg(qs(d.path))
                               : tr("%1 (%2)").arg(QFileInfo(qs(d.path)).fileName(), qs(kind)));
@@ -1092,10 +1100,7 @@ void TrainingDock::readProject() {
   }
   // A source with a test set of its own (MNIST's t10k files, CIFAR's test batch, a test/
   // folder) tests on it: the split and a new seed mean nothing to it.
-  const bool ownTest =
-      d.name == kFiles.toStdString() &&
-      data::has_test_split(
-          (std::filesystem::path(document_->baseDir().toStdString()) / d.path).string());
+  const bool ownTest = source_.ownTest;
   testSplit_->setEnabled(!ownTest);
   testSplit_->setToolTip(ownTest ? tr("This data has a test set of its own, which it tests on")
                                  : tr("The fraction of the data held out to test on"));

@@ -151,6 +151,13 @@ class TrainingDock : public QWidget {
   QLineEdit* transforms_ = nullptr;
   QWidget* transformsRow_ = nullptr;
   ClassSamplesView* classSamples_;
+  // The user's files as last read off the disk: their full path, kind and whether they hold a
+  // test set of their own (readProject looks again only when the path changes).
+  struct {
+    std::string path;
+    std::string kind;
+    bool ownTest = false;
+  } source_;
   QDoubleSpinBox* testSplit_;
   QPushButton* regenerate_;
   QComboBox* loss_;
