@@ -32,6 +32,8 @@ Command import_command();
 Command runs_command();
 Command devices_command();
 Command data_command();
+Command diff_command();
+Command profile_command();
 
 // Shared by train --from and runs --export (app/cli/runs.cpp): "RUN:STEP" read from an option
 // (a UsageError naming it otherwise), and the recorded snapshot of RUN nearest at or before

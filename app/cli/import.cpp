@@ -69,7 +69,7 @@ Command import_command() {
             "open an ONNX model or PyTorch code as a project (.nns) with its weights "
             "(.safetensors)",
             {{"SOURCE",
-              "an ONNX model (.onnx, opsets 13 to 17), or PyTorch code: FILE.py:EXPR or "
+              "an ONNX model (.onnx, opsets 13 to 21), or PyTorch code: FILE.py:EXPR or "
               "package.module:EXPR (model.py:Net, torchvision.models:resnet18(num_classes=10)); "
               "a class or function is called with no arguments"},
              {"OUT", "the project to write (.nns); its weights go beside it as .safetensors"}},

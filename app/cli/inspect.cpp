@@ -55,7 +55,7 @@ std::string short_repr(const PyValue& v) {
   return s;
 }
 
-void print_table(const Rows& rows, const std::string& indent, Totals& totals) {
+void print_tensors(const Rows& rows, const std::string& indent, Totals& totals) {
   std::vector<std::vector<std::string>> cells{{"key", "dtype", "shape", "numel", "bytes"}};
   for (const auto& [key, t] : rows) {
     const std::string dtype = dtype_name(t.dtype());
@@ -66,21 +66,7 @@ void print_table(const Rows& rows, const std::string& indent, Totals& totals) {
     totals.elements += t.numel();
     totals.bytes += bytes;
   }
-  std::vector<size_t> width(5, 0);
-  for (const auto& row : cells) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : cells) {
-    std::string line = indent;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const bool number = c >= 3;
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += number ? pad + row[c] : row[c] + pad;
-      if (c + 1 < row.size()) line += "  ";
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::cout << line << "\n";
-  }
+  print_table(cells, /*left=*/3, indent, /*gap=*/"  ");
 }
 
 // One top-level entry of a checkpoint: its non-tensor parts by repr, its tensors as a table.
@@ -99,7 +85,7 @@ void print_entry(const std::string& name, const PyValue& value, Totals& totals) 
         std::cout << "  " << key_text(key) << ": " << short_repr(sub) << "\n";
     }
   }
-  print_table(rows, "  ", totals);
+  print_tensors(rows, "  ", totals);
 }
 
 int run_inspect(const Options& options) {
@@ -123,7 +109,7 @@ int run_inspect(const Options& options) {
     std::cout << "state dict with " << root.pairs().size() << " tensors\n";
     Rows rows;
     collect(root, "", rows);
-    print_table(rows, "  ", totals);
+    print_tensors(rows, "  ", totals);
   } else if (root.is_mapping()) {
     std::cout << "checkpoint with " << root.pairs().size() << " entries\n";
     for (const auto& [key, value] : root.pairs()) print_entry(key_text(key), value, totals);

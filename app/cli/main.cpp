@@ -22,7 +22,7 @@ std::vector<Command> commands() {
   return {example_command(), train_command(),   inspect_command(), convert_command(),
           summary_command(), forward_command(), layout_command(),  plugins_command(),
           export_command(),  import_command(),  runs_command(),    devices_command(),
-          data_command()};
+          data_command(),    profile_command(), diff_command()};
 }
 
 std::string usage() {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <sstream>
 
 namespace nns::cli {
@@ -121,6 +122,24 @@ std::string options_help(const std::vector<OptionSpec>& specs) {
     os << "\n";
   }
   return os.str();
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows, size_t left,
+                 const std::string& indent, const std::string& gap) {
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c < left ? row[c] + pad : pad + row[c];
+      if (c + 1 < row.size()) line += gap;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
 }
 
 }  // namespace nns::cli

@@ -4,6 +4,7 @@
 // options, and gets them parsed and checked here, so every command reports a bad command
 // line the same way (one line naming the command and the argument, exit code 2).
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -74,5 +75,12 @@ class Options {
 Options parse_options(const std::string& command, const std::vector<PositionalSpec>& positionals,
                       const std::vector<OptionSpec>& specs, const std::vector<std::string>& args);
 std::string options_help(const std::vector<OptionSpec>& specs);
+
+// Prints rows (a header row first) to stdout after `indent`, each column as wide as its widest
+// cell and the columns `gap` apart: the first `left` columns aligned left (names), the others
+// right (figures). Every command's tables (summary, inspect, diff, profile).
+void print_table(const std::vector<std::vector<std::string>>& rows,
+                 size_t left = std::numeric_limits<size_t>::max(), const std::string& indent = "  ",
+                 const std::string& gap = " ");
 
 }  // namespace nns::cli

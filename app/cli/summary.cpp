@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // nnstudio-cli summary PROJECT: what PyTorch would print for the project's model (its repr),
 // then every named_parameters and named_buffers entry, then the totals.
-#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <string>
@@ -28,22 +27,6 @@ std::string grouped(int64_t n) {
     out += digits[i];
   }
   return out;
-}
-
-// Rows under a header, each column as wide as its widest cell.
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : rows) {
-    std::string line = " ";
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += " " + row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size(), ' ');
-    }
-    std::cout << line << "\n";
-  }
 }
 
 int run_summary(const Options& options) {

@@ -30,7 +30,9 @@ namespace nns {
 // 3: CUDA graphs; SGD, RMSprop and the non-finite check as optimizer kernels, which (and Adam)
 //    take their scalars from device memory in a graph; Philox dropout masks; the product with
 //    a bias in cuBLASLt's epilogue.
-inline constexpr uint32_t kCudaBackendAbi = 3;
+// 4: events on a device's compute stream (timing, waits), pinned host memory, and host-to-device
+//    copies on a copy stream of their own that the compute stream waits for.
+inline constexpr uint32_t kCudaBackendAbi = 4;
 
 struct CudaDeviceProperties {
   int index = 0;
@@ -94,6 +96,35 @@ struct CudaBackendTables {
   void (*graph_replay)(void* graph, size_t scalar_bytes);
   void (*graph_wait_scalars)(void* graph);
   void (*graph_destroy)(void* graph);
+
+  // Events (engine/backend/cuda_event.h wraps the timing ones). event_create makes a timed event
+  // of a device; event_record records it on that device's compute stream (a DeviceError during
+  // a graph capture on this thread); event_elapsed_ms waits for `end`, then gives the device
+  // time between the two records; event_synchronize waits on the host until the work before
+  // the event's last record has finished (at once when it was never recorded);
+  // event_destroy frees it (the work it marks may still be running).
+  void* (*event_create)(int device);
+  void (*event_record)(void* event);
+  float (*event_elapsed_ms)(void* start, void* end);
+  void (*event_synchronize)(void* event);
+  void (*event_destroy)(void* event);
+
+  // Page-locked host memory (cudaHostAlloc, usable by every device): a copy from it to a GPU
+  // runs without the host, so it can overlap kernels. Not cached: its users keep their buffers
+  // (engine/data/device_batches.h). nullptr when the driver refuses it; free with
+  // host_free_pinned, which waits for the device.
+  void* (*host_alloc_pinned)(size_t nbytes);
+  void (*host_free_pinned)(void* p);
+  // Queues a copy of nbytes from host memory src (pinned, for it to be asynchronous) to device
+  // memory dst on the copy stream of `done`'s device, after the work queued on the compute
+  // stream so far (dst comes from the caching allocator, which may have handed over a block
+  // that queued kernels still use), then records `done` on the copy stream. It returns at once:
+  // src must stay unchanged until event_synchronize(done) returns. A DeviceError during a graph
+  // capture on this thread.
+  void (*copy_host_to_device_async)(void* dst, const void* src, size_t nbytes, void* done);
+  // Makes the compute stream of the event's device wait for the event's last record (the
+  // kernels queued after this call see the copy's data); the host does not wait.
+  void (*compute_wait_event)(void* event);
 };
 
 namespace cuda {

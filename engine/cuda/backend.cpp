@@ -37,6 +37,15 @@ const CudaBackendTables kTables{
     &backend_graph_replay,
     &backend_graph_wait_scalars,
     &backend_graph_destroy,
+    &backend_event_create,
+    &backend_event_record,
+    &backend_event_elapsed_ms,
+    &backend_event_synchronize,
+    &backend_event_destroy,
+    &backend_host_alloc_pinned,
+    &backend_host_free_pinned,
+    &backend_copy_host_to_device_async,
+    &backend_compute_wait_event,
 };
 
 }  // namespace

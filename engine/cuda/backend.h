@@ -10,10 +10,20 @@ extern const AllocatorKernels allocator_kernels;      // copy.cu
 extern const CopyKernels copy_kernels;                // copy.cu
 extern const ElementwiseKernels elementwise_kernels;  // elementwise.cu
 extern const ReductionKernels reduction_kernels;      // reduction.cu
-extern const LinalgKernels linalg_kernels;            // linalg.cu
-extern const IndexingKernels indexing_kernels;        // indexing.cu
-extern const NNKernels nn_kernels;                    // nn.cu
-extern const OptimizerKernels optimizer_kernels;      // optimizer.cu
+extern const LinalgKernels linalg_kernels;            // events.cpp
+void* backend_event_create(int device);
+void backend_event_record(void* event);
+float backend_event_elapsed_ms(void* start, void* end);
+void backend_event_synchronize(void* event);
+void backend_event_destroy(void* event);
+void* backend_host_alloc_pinned(size_t nbytes);
+void backend_host_free_pinned(void* p);
+void backend_copy_host_to_device_async(void* dst, const void* src, size_t nbytes, void* done);
+void backend_compute_wait_event(void* event);
+// linalg.cu
+extern const IndexingKernels indexing_kernels;    // indexing.cu
+extern const NNKernels nn_kernels;                // nn.cu
+extern const OptimizerKernels optimizer_kernels;  // optimizer.cu
 
 // runtime.cpp
 int backend_device_count(char* reason, size_t reason_size);
@@ -29,6 +39,16 @@ size_t backend_graph_end(void* graph, bool keep);
 void backend_graph_replay(void* graph, size_t scalar_bytes);
 void backend_graph_wait_scalars(void* graph);
 void backend_graph_destroy(void* graph);
+// events.cpp
+void* backend_event_create(int device);
+void backend_event_record(void* event);
+float backend_event_elapsed_ms(void* start, void* end);
+void backend_event_synchronize(void* event);
+void backend_event_destroy(void* event);
+void* backend_host_alloc_pinned(size_t nbytes);
+void backend_host_free_pinned(void* p);
+void backend_copy_host_to_device_async(void* dst, const void* src, size_t nbytes, void* done);
+void backend_compute_wait_event(void* event);
 // linalg.cu
 void backend_set_allow_tf32(bool allow);
 bool backend_allow_tf32();

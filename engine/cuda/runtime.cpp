@@ -98,18 +98,31 @@ ThreadCapture& thread_capture() {
   return capture;
 }
 
-cudaStream_t stream(int device) {
+bool capturing_on(int device) {
+  const ThreadCapture& c = thread_capture();
+  return c.stream != nullptr && c.device == device;
+}
+
+namespace {
+cudaStream_t device_stream(Streams& s, int device) {
   if (device < 0 || device >= kMaxDevices)
     throw DeviceError("CUDA device " + std::to_string(device) + " is out of range");
-  if (const ThreadCapture& c = thread_capture(); c.stream != nullptr && c.device == device) {
-    return c.stream;
-  }
-  Streams& s = streams();
   std::call_once(s.once[device], [&] {
     set_device(device);
     check(cudaStreamCreateWithFlags(&s.stream[device], cudaStreamNonBlocking), "cudaStreamCreate");
   });
   return s.stream[device];
+}
+}  // namespace
+
+cudaStream_t stream(int device) {
+  if (capturing_on(device)) return thread_capture().stream;
+  return device_stream(streams(), device);
+}
+
+cudaStream_t copy_stream(int device) {
+  static Streams* s = new Streams;  // never destroyed, as the compute streams
+  return device_stream(*s, device);
 }
 
 std::string format_bytes(size_t n) {
@@ -179,7 +192,7 @@ namespace {
 // for the device: neither can be part of a graph (the capture would be invalidated with a
 // bare cudaErrorStreamCaptureUnsupported), so they are refused by name.
 void refuse_during_capture(const char* what, int index) {
-  if (thread_capture().stream != nullptr && thread_capture().device == index) {
+  if (capturing_on(index)) {
     throw DeviceError(std::string(what) +
                       " waits for the GPU, which a CUDA graph capture cannot hold "
                       "(the step reads a value back to the host)");

@@ -42,6 +42,12 @@ struct ThreadCapture {
   uint64_t pool = 0;  // 0: none
 };
 ThreadCapture& thread_capture();
+// Whether this thread is capturing a graph on device (what waits for the GPU, or joins work of
+// another stream, must then be refused by name).
+bool capturing_on(int device);
+// The copy stream of a device (events.cpp): host-to-device copies that overlap the compute
+// stream's kernels; the compute stream waits for them through events.
+cudaStream_t copy_stream(int device);
 
 // The caching allocator (allocator.cpp).
 void* cached_allocate(size_t nbytes, int device);

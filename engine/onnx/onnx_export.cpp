@@ -479,10 +479,8 @@ class Exporter {
     if (weights_read) {
       if (len < 1)
         throw ValueError("node '" + n.name + "': its weights output needs a fixed sequence length");
-      ::onnx::NodeProto& mean = add(s, "ReduceMean", {reshape(weights, {-1, heads, len, len})});
-      set_ints(mean, "axes", {1});
-      set_int(mean, "keepdims", 0);
-      out.push_back({mean.output(0), SymShape{-1, len, len}, in[0].type});
+      const std::string mean = reduce_mean(s, reshape(weights, {-1, heads, len, len}), {1}, false);
+      out.push_back({mean, SymShape{-1, len, len}, in[0].type});
     } else {
       out.push_back({"", SymShape{-1, len, len}, in[0].type});
     }
@@ -628,18 +626,23 @@ class Exporter {
     return y;
   }
 
+  // ReduceMean over `axes`: an attribute up to opset 17, an input from 18.
+  std::string reduce_mean(const std::string& s, const std::string& x,
+                          const std::vector<int64_t>& axes, bool keepdims) {
+    std::vector<std::string> args{x};
+    if (opset_ >= 18) args.push_back(constant(s, int64_tensor(axes)));
+    ::onnx::NodeProto& node = add(s, "ReduceMean", args);
+    if (opset_ < 18) set_ints(node, "axes", axes);
+    set_int(node, "keepdims", keepdims ? 1 : 0);
+    return node.output(0);
+  }
+
   // (x - mean) / sqrt(var + eps) over `axes`, with the biased variance: torch.onnx's
   // decomposition of layer_norm (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div).
   std::string normalize(const std::string& s, const std::string& x,
                         const std::vector<int64_t>& axes, double eps) {
-    auto reduce_mean = [&](const std::string& v) {
-      ::onnx::NodeProto& node = add(s, "ReduceMean", {v});
-      set_ints(node, "axes", axes);
-      set_int(node, "keepdims", 1);
-      return node.output(0);
-    };
-    const std::string centered = binary(s, "Sub", x, reduce_mean(x));
-    const std::string var = reduce_mean(binary(s, "Pow", centered, scalar(s, 2.0f)));
+    const std::string centered = binary(s, "Sub", x, reduce_mean(s, x, axes, true));
+    const std::string var = reduce_mean(s, binary(s, "Pow", centered, scalar(s, 2.0f)), axes, true);
     const std::string deviation =
         unary(s, "Sqrt", binary(s, "Add", var, scalar(s, static_cast<float>(eps))));
     return binary(s, "Div", centered, deviation);
@@ -830,10 +833,8 @@ class Exporter {
       y.name = binary(s, "Expand", x, sizes.output(0));
     } else if (t == "Mean") {
       const Shape dims = graph::get_list(o, "dim");
-      ::onnx::NodeProto& node = add(s, "ReduceMean", {x});
-      set_ints(node, "axes", std::vector<int64_t>(dims.begin(), dims.end()));
-      set_int(node, "keepdims", graph::get_bool(o, "keepdim") ? 1 : 0);
-      y.name = node.output(0);
+      y.name = reduce_mean(s, x, std::vector<int64_t>(dims.begin(), dims.end()),
+                           graph::get_bool(o, "keepdim"));
     } else if (t == "Add" || t == "Mul") {
       y.name = in[0].name;
       for (size_t i = 1; i < in.size(); ++i) y.name = binary(s, t, y.name, in[i].name);
@@ -866,6 +867,32 @@ class Exporter {
   std::map<std::string, std::string> renamed_;  // values renamed after the Output they feed
 };
 
+// The model as libonnx's checker can read it. Debian's libonnx 1.12 knows opsets up to 17: for a
+// newer model it checks a copy at the newest opset it knows, with the operators whose form
+// changed since in their older form. Of the operators the export writes, only ReduceMean
+// changed at 18 (its axes an input), which the copy has as an attribute again.
+::onnx::ModelProto checkable(const ::onnx::ModelProto& proto) {
+  const int known = ::onnx::OpSchemaRegistry::DomainToVersionRange::Instance()
+                        .Map()
+                        .at(::onnx::ONNX_DOMAIN)
+                        .second;
+  if (proto.opset_import(0).version() <= known) return proto;
+  ::onnx::ModelProto copy = proto;
+  copy.mutable_opset_import(0)->set_version(known);
+  std::map<std::string, const ::onnx::TensorProto*> constants;
+  for (const ::onnx::NodeProto& node : proto.graph().node()) {
+    if (node.op_type() == "Constant") constants[node.output(0)] = &node.attribute(0).t();
+  }
+  for (::onnx::NodeProto& node : *copy.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "ReduceMean" || node.input_size() != 2) continue;
+    const ::onnx::TensorProto& axes = *constants.at(node.input(1));
+    node.mutable_input()->RemoveLast();
+    set_ints(node, "axes",
+             std::vector<int64_t>(axes.int64_data().begin(), axes.int64_data().end()));
+  }
+  return copy;
+}
+
 }  // namespace
 
 std::string export_model(const Project& project, const nn::StateDict* weights, int64_t opset) {
@@ -878,8 +905,9 @@ std::string export_model(const Project& project, const nn::StateDict* weights, i
   // What onnx.checker.check_model(model, full_check=True) does, on a copy (inference adds
   // the shapes it finds): a failure here is the exporter's mistake, not the project's.
   try {
-    ::onnx::checker::check_model(proto);
-    ::onnx::ModelProto inferred = proto;
+    const ::onnx::ModelProto checked = checkable(proto);
+    ::onnx::checker::check_model(checked);
+    ::onnx::ModelProto inferred = checked;
     ::onnx::shape_inference::InferShapes(
         inferred, ::onnx::OpSchemaRegistry::Instance(),
         ::onnx::ShapeInferenceOptions(/*check_type_val=*/true, /*strict_mode_val=*/1));

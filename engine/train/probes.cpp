@@ -10,8 +10,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <time.h>
-
 #include <Eigen/Core>
 
 #include "engine/autograd/grad_mode.h"
@@ -30,30 +28,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// The CPU seconds the calling thread (the one that trains) has used: the steps' share of it,
-// against their wall time, is the time they really ran (see fold_window). Not the process's:
-// a thread pool spinning between products, or the window's thread, would hide the time the
-// system took away. A system call of some microseconds (no vDSO for CPU clocks), so it is
-// read once per picked step, not per step.
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-// Adds the seconds of its scope to `total`: the probes' own time, for the overhead budget.
-class CostTimer {
- public:
-  explicit CostTimer(double& total) : total_(total) {}
-  ~CostTimer() { total_ += seconds_since(start_); }
-  CostTimer(const CostTimer&) = delete;
-  CostTimer& operator=(const CostTimer&) = delete;
-
- private:
-  double& total_;
-  Clock::time_point start_ = Clock::now();
-};
 
 // A float32 or float64 contiguous CPU tensor with the same values (itself when it is one). A
 // GPU tensor is copied to the host whole; summarizing on the device and bringing back only the
@@ -80,12 +54,6 @@ Tensor flat_values(const Tensor& tensor, const std::vector<int64_t>* at = nullpt
 bool readable_in_place(const Tensor& tensor) {
   return tensor.device().is_cpu() && tensor.is_contiguous() &&
          (tensor.dtype() == kFloat32 || tensor.dtype() == kFloat64);
-}
-
-// Whether the probes' cost so far is within a probe's max_overhead of the training time
-// (0: no budget, every step `every` picks).
-bool within_budget(const ProbeOptions& options, double cost, double train) {
-  return options.max_overhead == 0 || cost <= options.max_overhead * train;
 }
 
 // A parameter's values as float64 into `out` (whose storage is reused), all of them or those
@@ -516,12 +484,9 @@ struct Probes::Probe {
   // A probed RNN, LSTM or GRU, whose gates record on sampled steps only.
   std::shared_ptr<nn::RNNBase> recurrent;
   bool sampling = false;
-  bool sampled_ever = false;  // its first sample (one-off costs) is behind it
-  int64_t last_sampled = 0;   // the step this probe last sampled in this run (0: none yet)
-  int64_t first_sampled = 0;  // its first sampled step in this run
-  int64_t early_picked = 0;   // steps `every` picked within kFloorEarlySteps of first_sampled
-  int64_t early_sampled = 0;  // ... and of those, the sampled ones
-  int64_t interval = 0;       // ProbeSample::interval of the sampled step
+  // Its place in the run's sampling; schedule.interval is the sampled step's
+  // ProbeSample::interval.
+  SamplingBudget::Schedule schedule;
   // Per parameter, on a sampled step: its gradient's sample (waiting for the update ratio)
   // and its value before the optimizer's step.
   std::vector<std::optional<ProbeSample>> pending;
@@ -634,7 +599,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
       [this, p](nn::Module&, const std::vector<Tensor>&,
                 const std::vector<Tensor>& outputs) -> std::optional<std::vector<Tensor>> {
         if (!p->sampling || !p->info.options.activations) return std::nullopt;
-        const CostTimer timer(step_cost_);
+        const CostTimer timer(budget_);
         for (size_t i = 0; i < outputs.size(); ++i) {
           record(*p, ProbeKind::Activation, indexed_name("output", i, outputs.size()), outputs[i],
                  p->saturation);
@@ -660,7 +625,7 @@ ProbeId Probes::add(const std::string& module_name, const ProbeOptions& options,
             sample.tensor = map.module;
             sample.stats = summarize(from_vector(map.weights, {map.heads, map.queries, map.keys}),
                                      Saturation::None);
-            sample.interval = p->interval;
+            sample.interval = p->schedule.interval;
             sample.attention = std::move(map);
             publish(std::move(sample));
             count_kind(ProbeKind::Attention, start);
@@ -709,7 +674,7 @@ void Probes::install_step_hooks(Probe& probe) {
     p->step_hooks.push_back(p->module->register_full_backward_hook(
         [this, p](nn::Module&, const std::vector<Tensor>& grad_input,
                   const std::vector<Tensor>& grad_output) -> std::optional<std::vector<Tensor>> {
-          const CostTimer timer(step_cost_);
+          const CostTimer timer(budget_);
           for (size_t i = 0; i < grad_output.size(); ++i) {
             record(*p, ProbeKind::GradOutput, indexed_name("output", i, grad_output.size()),
                    grad_output[i], Saturation::None);
@@ -728,7 +693,7 @@ void Probes::install_step_hooks(Probe& probe) {
     p->step_hooks.push_back(p->params[i].second.register_hook(
         std::function<void(const Tensor&)>([this, p, i](const Tensor& grad) {
           if (!grad.defined()) return;
-          const CostTimer timer(step_cost_);
+          const CostTimer timer(budget_);
           const Clock::time_point start = Clock::now();
           Series& series = series_of({p->info.id, ProbeKind::ParamGrad, p->params[i].first});
           ProbeValues v =
@@ -741,7 +706,7 @@ void Probes::install_step_hooks(Probe& probe) {
           sample.tensor = p->params[i].first;
           sample.stats = std::move(v.stats);
           sample.update_ratio = kNaN;
-          sample.interval = p->interval;
+          sample.interval = p->schedule.interval;
           p->pending[i] = std::move(sample);
           keep(series, step_, v.numel, std::move(v.kept));
           count_kind(ProbeKind::ParamGrad, start);
@@ -749,117 +714,36 @@ void Probes::install_step_hooks(Probe& probe) {
   }
 }
 
-void Probes::measure_step(Clock::time_point now, bool sampled) {
-  const double span = std::chrono::duration<double>(now - *step_begin_).count();
-  step_begin_.reset();
-  // A sampled step also pays for what no timer inside the probes sees: the two autograd
-  // nodes a full backward hook adds around its module, and the caches the summaries evict.
-  // So its cost is its excess over the recent unsampled steps (a running mean of their
-  // length), never less than what the timers saw, and at most kOutlierFactor times that (the
-  // excess of one step is noisy: a step the system descheduled is not the probes' doing).
-  const double seen = step_cost_;
-  double cost = seen;
-  step_cost_ = 0;
-  if (!sampled) {
-    unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
-  } else {
-    if (unsampled_span_ > 0) {
-      cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));
-    }
-    cost = std::min(cost, span);
-    // A probe's first sample: its one-off costs are not what the next samples will cost,
-    // and the step's training part cannot be told from them. It counts for nothing.
-    if (one_off_) return;
-    // The cheapest recent sample is what a sample costs when nothing else takes the CPU
-    // from it (preemption only ever adds); it rises 5% a sample to follow a real change.
-    if (cheapest_sample_ > 0) cost = std::min(cost, kOutlierFactor * cheapest_sample_);
-    cheapest_sample_ = cheapest_sample_ > 0 ? std::min(cost, 1.05 * cheapest_sample_) : cost;
-  }
-  window_wall_ += span;
-  window_cost_ += cost;
-}
-
-void Probes::fold_window() {
-  const double cpu = thread_cpu_seconds();
-  if (window_cpu_begin_) {
-    // While the machine runs other processes the steps' wall time grows but the training
-    // thread's CPU time does not: the window's time is scaled down to the CPU time it got,
-    // training and probes alike, so that steps the system descheduled bank nothing that would
-    // let the probes run free afterwards (a sample descheduled on its own is bounded above).
-    // The thread's CPU time also counts work between steps (an evaluation), so the scale is
-    // at most 1.
-    const double ran = std::max(0.0, cpu - *window_cpu_begin_);
-    const double scale = window_wall_ > ran ? ran / window_wall_ : 1.0;
-    cost_ += window_cost_ * scale;
-    train_ += std::max(0.0, window_wall_ - window_cost_) * scale;
-  }
-  window_cpu_begin_ = cpu;
-  window_wall_ = 0;
-  window_cost_ = 0;
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  overhead_.fraction = train_ > 0 ? cost_ / train_ : 0;
-}
-
-bool Probes::takes(Probe& p, int64_t step) const {
-  const ProbeOptions& o = p.info.options;
-  // The first pick of a run (a step at or before the last sampled one: the run was reset).
-  if (p.last_sampled == 0 || step <= p.last_sampled) {
-    p.last_sampled = 0;
-    p.first_sampled = step;
-    p.early_picked = 1;
-    p.early_sampled = 0;
-    return true;
-  }
-  const bool early = step - p.first_sampled < kFloorEarlySteps;
-  if (early) ++p.early_picked;
-  if (within_budget(o, cost_, train_)) return true;
-  // The floor: a third of the picks early on, and no gap of kFloorGap picks after.
-  return (early && 3 * p.early_sampled < p.early_picked) ||
-         step - p.last_sampled >= kFloorGap * o.every;
-}
-
 void Probes::begin_step(int64_t step) {
-  if (step <= last_begun_) {
-    // A reset session counts from 1 again: a new run, measured afresh.
-    cost_ = train_ = 0;
-    window_wall_ = window_cost_ = 0;
-    window_cpu_begin_.reset();
-  }
-  last_begun_ = step;
   step_ = step;
   seen_.clear();  // a step that never ended (an exception in its backward) holds none
   any_sampling_ = false;
-  one_off_ = false;
-  step_cost_ = 0;
-  step_begin_.reset();
+  budget_.begin_step(step, /*measured=*/!probes_.empty());
   if (probes_.empty()) return;
-  const Clock::time_point now = Clock::now();
-  step_begin_ = now;
   bool picked = false;
   for (auto& [id, p] : probes_) {
     p->sampling = false;
     picked = picked || (step - 1) % p->info.options.every == 0;
   }
   if (!picked) return;
-  fold_window();
+  budget_.fold();
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    overhead_.fraction = budget_.fraction();
+  }
   int64_t sampled = 0;
   int64_t skipped = 0;
   int64_t forced = 0;
   for (auto& [id, p] : probes_) {
     const ProbeOptions& o = p->info.options;
     if ((step - 1) % o.every != 0) continue;
-    const bool budgeted = within_budget(o, cost_, train_);
-    if (!takes(*p, step)) {
+    const SamplingBudget::Pick pick = budget_.pick(p->schedule, step, o.every, o.max_overhead);
+    if (pick == SamplingBudget::Pick::Skipped) {
       ++skipped;
       continue;
     }
-    if (p->last_sampled != 0 && !budgeted) ++forced;
+    if (pick == SamplingBudget::Pick::Forced) ++forced;
     p->sampling = true;
-    p->interval = p->last_sampled == 0 ? 0 : step - p->last_sampled;
-    p->last_sampled = step;
-    if (step - p->first_sampled < kFloorEarlySteps) ++p->early_sampled;
-    one_off_ = one_off_ || !p->sampled_ever;
-    p->sampled_ever = true;
     ++sampled;
     install_step_hooks(*p);
     if (o.activations && !p->attention.empty()) {
@@ -874,12 +758,12 @@ void Probes::begin_step(int64_t step) {
     overhead_.skipped += skipped;
     overhead_.forced += forced;
   }
-  step_cost_ += seconds_since(now);
+  budget_.add_cost(seconds_since(*budget_.step_begin()));
 }
 
 void Probes::before_optimizer_step() {
   if (!any_sampling_) return;
-  const CostTimer timer(step_cost_);
+  const CostTimer timer(budget_);
   NoGradGuard no_grad;
   for (auto& [id, p] : probes_) {
     if (!p->sampling) continue;
@@ -902,7 +786,7 @@ void Probes::end_step() {
   const bool sampled = any_sampling_;
   if (sampled) {
     any_sampling_ = false;
-    const CostTimer timer(step_cost_);
+    const CostTimer timer(budget_);
     for (auto& [id, p] : probes_) {
       if (!p->sampling) continue;
       for (size_t i = 0; i < p->params.size(); ++i) {
@@ -931,7 +815,7 @@ void Probes::end_step() {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     overhead_.kinds = kinds_;
   }
-  if (step_begin_) measure_step(Clock::now(), sampled);
+  budget_.end_step(sampled);
 }
 
 void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, const Tensor& value,
@@ -963,7 +847,7 @@ void Probes::record(Probe& probe, ProbeKind kind, const std::string& tensor, con
   sample.step = step_;
   sample.kind = kind;
   sample.tensor = tensor;
-  sample.interval = probe.interval;
+  sample.interval = probe.schedule.interval;
   sample.stats = std::move(v.stats);
   keep(series, step_, v.numel, std::move(v.kept));
   publish(std::move(sample));

@@ -35,18 +35,8 @@
 // - the floor: over a probe's first kFloorEarlySteps steps it samples at least a third of the
 //   steps `every` picks, and after them at least one step in every kFloorGap x `every`; a
 //   probe's first pick is always sampled (early steps are kept).
-// What the budget counts is what the probes cost the run: the time of a sampled step beyond
-// the recent unsampled ones (its hooks and summaries, placing and removing the step hooks, the
-// autograd nodes of the backward hooks, the caches the summaries evict), never less than the
-// probes' own timers saw and at most kOutlierFactor times that. A probe's first sample pays
-// one-off costs (the first allocations, the hooks placed for the first time): it is not
-// charged, and a later sample is charged at most kOutlierFactor times the cheapest recent
-// one, so that one slow sample (the process descheduled in it) does not silence the probes.
-// The training time is the rest of each step, from begin_step to end_step (time between
-// steps, a pause or an evaluation, counts for nothing); between two picked steps both are
-// scaled down to the CPU time the training thread got, so that steps the system descheduled
-// bank no credit. A step no probe picks costs two reads of the steady clock and nothing else:
-// the CPU clock (a system call of microseconds) is read once per picked step.
+// What the budget counts is what the probes cost the run, measured as sampling_budget.h says
+// (SamplingBudget: the rule the profiler shares).
 //
 // The cost compared is that of all the probes together, since the limit is on what probing
 // costs the run; a probe's own max_overhead says how much of it that probe tolerates, so a
@@ -81,6 +71,7 @@
 
 #include "engine/nn/module.h"
 #include "engine/train/attention_maps.h"
+#include "engine/train/sampling_budget.h"
 
 namespace nns::train {
 
@@ -110,13 +101,6 @@ enum class ProbeKind {
 constexpr int kProbeKinds = 5;
 // "activation", "grad_output", "grad_input", "param_grad", "attention".
 std::string probe_kind_name(ProbeKind kind);
-
-// The floor under the budget (see above).
-constexpr int64_t kFloorEarlySteps = 1000;
-constexpr int64_t kFloorGap = 10;
-// A sampled step's cost is at most this many times what the probes' timers saw in it, and at
-// most this many times the cheapest recent charged sample (see above).
-constexpr double kOutlierFactor = 3.0;
 
 // The probes' measured cost (any thread).
 struct ProbeOverhead {
@@ -279,12 +263,6 @@ class Probes {
   std::vector<uint8_t> spare_codes(Probe& probe, Series& series);
   // Adds a tensor summarized since `start` to its kind's cost.
   void count_kind(ProbeKind kind, std::chrono::steady_clock::time_point start);
-  // Whether the budget or the floor lets the probe sample `step`, which its `every` picks.
-  bool takes(Probe& probe, int64_t step) const;
-  // Adds the steps measured since the last picked step to the run's cost and training time.
-  void fold_window();
-  // Folds the step that began at step_begin_ into the window (see fold_window).
-  void measure_step(std::chrono::steady_clock::time_point now, bool sampled);
 
   nn::ModulePtr model_;
   std::map<ProbeId, std::unique_ptr<Probe>> probes_;
@@ -292,22 +270,9 @@ class Probes {
   int64_t step_ = 0;
   uint64_t rng_state_ = 0x9E3779B97F4A7C15ULL;
 
-  // The overhead budget (training thread, see above): when the current step began (none
-  // outside steps and without probes) and the probes' time in it; the steps since the last
-  // picked step (their wall time in steps, the probes' cost in them, the CPU clock when the
-  // window began); the run's charged cost and training time.
-  std::optional<std::chrono::steady_clock::time_point> step_begin_;
-  double step_cost_ = 0;
-  bool any_sampling_ = false;   // a probe samples the current step
-  bool one_off_ = false;        // ... and it is a probe's first sample: not charged
-  double unsampled_span_ = 0;   // running mean length of the steps no probe sampled
-  double cheapest_sample_ = 0;  // the cheapest recent charged sample (see measure_step)
-  double window_wall_ = 0;
-  double window_cost_ = 0;
-  std::optional<double> window_cpu_begin_;
-  double cost_ = 0;
-  double train_ = 0;
-  int64_t last_begun_ = 0;  // the step begun last (a smaller one: the run restarted)
+  // The overhead budget (training thread, see above) and whether a probe samples the step.
+  SamplingBudget budget_;
+  bool any_sampling_ = false;
   std::array<ProbeOverhead::KindCost, kProbeKinds> kinds_{};  // copied to overhead_
 
   mutable std::mutex queue_mutex_;

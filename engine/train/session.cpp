@@ -340,11 +340,30 @@ void TrainingSession::remove_probe(ProbeId id) {
   post([this, id] { probes_.remove(id); });
 }
 
+void TrainingSession::set_profiling(bool on, ProfilerOptions options) {
+  if (on) check_profiler_options(options);
+  post([this, on, options] {
+    std::unique_ptr<Profiler> profiler =
+        on ? std::make_unique<Profiler>(model_, config_.device, options) : nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::swap(profiler_, profiler);
+    }
+    // The one replaced goes here, on the worker: its hooks are on the worker's model.
+  });
+}
+
 // ---- Reading ------------------------------------------------------------------------------
 
 SessionStatus TrainingSession::status() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return status_;
+}
+
+std::optional<StepProfile> TrainingSession::profile() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!profiler_) return std::nullopt;
+  return profiler_->profile();
 }
 
 std::vector<StepMetrics> TrainingSession::take_step_metrics() {
@@ -470,14 +489,24 @@ void TrainingSession::begin_epoch() {
 
 void TrainingSession::run_step() {
   const auto start = Clock::now();
-  if (!epoch_batches_) begin_epoch();
-  const data::Batch host_batch = (*epoch_batches_)[batch_];
-  // On a GPU the batch moves there; the accuracy is counted from the host's targets.
-  const auto on_device = [&] {
-    return config_.device.is_cpu() ? host_batch
-                                   : data::Batch{host_batch.inputs.to(config_.device),
-                                                 host_batch.targets.to(config_.device)};
+  // The profiler's step takes in the batch's taking (its data row). Its calls are no-ops on the
+  // steps it does not sample.
+  const auto mark = [&](ProfilePhase phase) {
+    if (profiler_) profiler_->mark(phase);
   };
+  if (profiler_) {
+    try {
+      profiler_->begin_step(step_ + 1);
+      mark(ProfilePhase::Data);
+    } catch (const std::exception& e) {
+      return fail("profiling step " + std::to_string(step_ + 1) + " failed: " + e.what(), "");
+    }
+  }
+  if (!epoch_batches_) begin_epoch();
+  const data::Batch host_batch = device_batches_.host_batch(*epoch_batches_, batch_);
+  // On a GPU the batch moves there (its copy queued during the last step, see
+  // data/device_batches.h); the accuracy is counted from the host's targets.
+  const auto on_device = [&] { return device_batches_.on_device(); };
   const int64_t step = step_ + 1;
   double loss_value = 0;
   std::optional<Accuracy> accuracy;
@@ -485,6 +514,7 @@ void TrainingSession::run_step() {
   // weight, naming the first module where the value appeared.
   const auto fail_loss = [&] {
     probes_.end_step();
+    if (profiler_) profiler_->end_step();
     const std::string where = locate_non_finite_activation(on_device());
     fail("the loss is " + number_text(loss_value) + " at step " + std::to_string(step) +
              ": the first non-finite value (NaN or Inf) appeared in " +
@@ -495,6 +525,7 @@ void TrainingSession::run_step() {
   };
   const auto fail_gradient = [&] {
     probes_.end_step();
+    if (profiler_) profiler_->end_step();
     const std::string where = locate_non_finite_gradient(on_device());
     fail("a gradient is not finite (NaN or Inf) at step " + std::to_string(step) +
              ": it first appeared in " + where + "; lower the learning rate or clip gradients",
@@ -502,11 +533,13 @@ void TrainingSession::run_step() {
   };
   try {
     probes_.begin_step(step);
-    // A step no probe samples replays as a CUDA graph on a GPU (the whole step in one launch;
-    // its update is skipped on the device when the loss or a gradient is not finite).
+    // A step neither the probes nor the profiler sample replays as a CUDA graph on a GPU (the
+    // whole step in one launch; its update is skipped on the device when the loss or a gradient
+    // is not finite).
     std::optional<StepGraph::Result> replayed;
-    if (step_graph_ && !probes_.sampling()) {
-      replayed = step_graph_->step(host_batch.inputs, host_batch.targets);
+    if (step_graph_ && !probes_.sampling() && !(profiler_ && profiler_->sampling())) {
+      const data::Batch batch = on_device();
+      replayed = step_graph_->step(batch.inputs, batch.targets);
     }
     Tensor output;
     if (replayed) {
@@ -516,14 +549,20 @@ void TrainingSession::run_step() {
       if (replayed->found_inf.item() != 0.0) return fail_gradient();
     } else {
       const data::Batch batch = on_device();
+      mark(ProfilePhase::Optimizer);
       // On a GPU the gradients are zeroed in place: a CUDA graph captured before writes them.
       optimizer_->zero_grad(/*set_to_none=*/config_.device.is_cpu());
+      mark(ProfilePhase::Forward);
       output = (*model_)(batch.inputs);
+      mark(ProfilePhase::Loss);
       const auto [scores, labels] = loss_inputs(output, batch.targets);
       const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
       loss_value = loss.item();
       if (!std::isfinite(loss_value)) return fail_loss();
+      mark(ProfilePhase::Backward);
       loss.backward();
+      // The gradients' check and clipping are the optimizer's part of the step.
+      mark(ProfilePhase::Optimizer);
       bool finite = true;
       for (const optim::ParamGroup& group : optimizer_->param_groups()) {
         for (const Tensor& p : group.params) {
@@ -545,14 +584,19 @@ void TrainingSession::run_step() {
     }
     if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
     probes_.end_step();
+    if (profiler_) profiler_->end_step();
     if (parts_.train.task == data::TaskKind::Classification) {
       accuracy = score_predictions(output.detach().to(kCPU), host_batch.targets);
     }
   } catch (const std::exception& e) {
+    // The step's own error is the one to report.
     try {
       probes_.end_step();
     } catch (const std::exception&) {
-      // The step's own error is the one to report.
+    }
+    try {
+      if (profiler_) profiler_->end_step();
+    } catch (const std::exception&) {
     }
     fail(std::string("step ") + std::to_string(step) + " failed: " + e.what(), "");
     return;
@@ -870,6 +914,7 @@ void TrainingSession::apply_restore(const TrainingState& s) {
     model_->load_state_dict(s.model);
   }
   model_->train();
+  if (profiler_) profiler_->reset();
   scheduler_.reset();
   optimizer_ = std::move(optimizer);
   make_step_graph();
@@ -955,6 +1000,7 @@ void TrainingSession::apply_reset(uint64_t seed) {
     model_->load_state_dict(fresh->state_dict());
   }
   model_->train();
+  if (profiler_) profiler_->reset();
   scheduler_.reset();
   optimizer_ = parts_.make_optimizer(model_->parameters());
   make_step_graph();

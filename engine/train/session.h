@@ -12,12 +12,12 @@
 //   session->step();                        // one batch, then paused again
 //
 // Commands (start, pause, resume, step, stop, reset, set_lr, set_batch_size, evaluate,
-// add_probe, remove_probe, predict) return at once: they go into a queue that the worker
-// empties, in order, before its next step. Everything the worker produces is read through
-// copies taken under a mutex that the worker holds only to publish (never during a step):
-// the status, the per-step metrics (a bounded queue that drops the oldest), the per-epoch
-// history, probe samples and predictions. The model, loss and optimizer belong to the worker
-// while the session lives; read them only through these calls.
+// add_probe, remove_probe, set_profiling, predict) return at once: they go into a queue that
+// the worker empties, in order, before its next step. Everything the worker produces is read
+// through copies taken under a mutex that the worker holds only to publish (never during a
+// step): the status, the per-step metrics (a bounded queue that drops the oldest), the
+// per-epoch history, probe samples, the profile and predictions. The model, loss and optimizer
+// belong to the worker while the session lives; read them only through these calls.
 //
 // A run is reproducible: the session seeds the default generator with `seed` before it makes
 // the model (and again on reset), the data loader shuffles epoch e with epoch_seed(seed, e),
@@ -52,6 +52,7 @@
 
 #include "engine/data/dataloader.h"
 #include "engine/data/dataset.h"
+#include "engine/data/device_batches.h"
 #include "engine/nn/module.h"
 #include "engine/optim/lr_scheduler.h"
 #include "engine/optim/optimizer.h"
@@ -59,6 +60,7 @@
 #include "engine/train/attention_maps.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/probes.h"
+#include "engine/train/profiler.h"
 #include "engine/train/step_graph.h"
 
 namespace nns::graph {
@@ -260,6 +262,10 @@ class TrainingSession {
   // placed before the next step. The id is valid at once.
   ProbeId add_probe(const std::string& module_name, const ProbeOptions& options = {});
   void remove_probe(ProbeId id);
+  // on: a Profiler over the model from the next step on (a new one, with these options, if one
+  // was on; ValueError at once for bad options); off: it and its hooks are gone. reset() and
+  // restore() clear its profile (a new run).
+  void set_profiling(bool on, ProfilerOptions options = {});
   // Continues from a training state (a snapshot or a checkpoint): its weights (strict: every
   // key, the model's shapes), the optimizer's and scheduler's state, step, epoch and batch,
   // the batch size, the shuffling seed, the default generator's state and the epoch's sums,
@@ -294,6 +300,8 @@ class TrainingSession {
   std::optional<Prediction> take_prediction();
   // The oldest answered trace not taken yet.
   std::optional<SampleTrace> take_trace();
+  // Where the sampled steps' time went (profiler.h); nullopt while profiling is off.
+  std::optional<StepProfile> profile() const;
   // rebin, kept_steps and dropped are safe from any thread (see probes.h).
   const Probes& probes() const { return probes_; }
   // The model's module names (named_modules order), for a UI that offers probes.
@@ -357,10 +365,14 @@ class TrainingSession {
   std::unique_ptr<optim::LRScheduler> scheduler_;
   std::unique_ptr<data::DataLoader> loader_;
   std::optional<data::EpochBatches> epoch_batches_;
+  // How run_step's batches reach config_.device (on a GPU: a step ahead, asynchronously).
+  data::DeviceBatches device_batches_{config_.device};
   std::vector<std::string> module_names_;
   AttentionModules attention_modules_;  // the model's, for predictions
   Probes probes_;
   std::atomic<ProbeId> next_probe_id_{1};
+  // Set and replaced by the worker under mutex_ (profile() reads it from other threads).
+  std::unique_ptr<Profiler> profiler_;
 
   // Worker-only training state.
   int64_t step_ = 0;

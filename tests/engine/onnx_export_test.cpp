@@ -12,8 +12,10 @@
 
 #include "engine/graph/builder.h"
 #include "engine/onnx/onnx_export.h"
+#include "engine/onnx/onnx_import.h"
 #include "engine/onnx/tensor_proto.h"
 #include "engine/plugin/loader.h"
+#include "engine/serialize/serialize.h"
 #include "engine/tensor/factories.h"
 #include "engine/tensor/generator.h"
 #include "tests/engine/graph_test_models.h"
@@ -210,6 +212,64 @@ TEST(OnnxExport, LayerNormIsOneOperatorFromOpset17AndTorchsDecompositionBefore) 
   EXPECT_EQ(count(op_types(exported(plain, 13)), "Mul"), 0u);
 }
 
+float max_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  const std::vector<float> x = a.contiguous().to_vector<float>();
+  const std::vector<float> y = b.contiguous().to_vector<float>();
+  float d = x.size() == y.size() ? 0 : INFINITY;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+  return d;
+}
+
+// ReduceMean's node at `opset`: its axes as an attribute, or (from 18) a Constant input.
+std::vector<int64_t> reduce_mean_axes(const ::onnx::ModelProto& m) {
+  std::map<std::string, const ::onnx::TensorProto*> constants;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() == "Constant") constants[n.output(0)] = &n.attribute(0).t();
+    if (n.op_type() != "ReduceMean") continue;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "axes") return {a.ints().begin(), a.ints().end()};
+    }
+    EXPECT_EQ(n.input_size(), 2);
+    const ::onnx::TensorProto* axes = constants.at(n.input(1));
+    return {axes->int64_data().begin(), axes->int64_data().end()};
+  }
+  ADD_FAILURE() << "no ReduceMean";
+  return {};
+}
+
+TEST(OnnxExport, Opset18HasTheReductionsAxesAsAnInputAndImportsBack) {
+  Project p;
+  p.name = "MeanNet";
+  graph::Graph& g = p.graph;
+  const NodeId x = g.add_node("Input", "x", {{"shape", {5, 8}}});
+  const NodeId mean = g.add_node("Mean", "mean", {{"dim", {1}}, {"keepdim", false}});
+  const NodeId fc = g.add_node("Linear", "fc", {{"in_features", 8}, {"out_features", 3}});
+  const NodeId y = g.add_node("Output", "y");
+  test::chain(g, {x, mean, fc, y});
+  for (int64_t opset : {17, 18}) {
+    const std::string bytes = onnx::export_model(p, nullptr, opset);  // passes the checker
+    const ::onnx::ModelProto m = parse(bytes);
+    EXPECT_EQ(m.opset_import(0).version(), opset);
+    const ::onnx::NodeProto& reduce =
+        *std::find_if(m.graph().node().begin(), m.graph().node().end(),
+                      [](const auto& n) { return n.op_type() == "ReduceMean"; });
+    EXPECT_EQ(reduce.input_size(), opset == 18 ? 2 : 1);
+    EXPECT_EQ(reduce_mean_axes(m), std::vector<int64_t>{1});
+    // The import reads either form back as the Mean, with the same outputs.
+    const graph::ImportedProject back = onnx::import_model(bytes, "mean.onnx");
+    const graph::Node* imported = back.project.graph.find_by_name("mean");
+    ASSERT_TRUE(imported);
+    EXPECT_EQ(imported->type, "Mean");
+    EXPECT_EQ(imported->options.at("dim"), graph::Json::array({1}));
+    auto original = graph::build_initial_model(p);
+    auto again = graph::build_model(back.project);
+    serialize::load_into(*again, back.weights, /*strict=*/true);
+    const Tensor in = randn({4, 5, 8});
+    EXPECT_LT(max_diff((*again)(in), (*original)(in)), 1e-5f);
+  }
+}
+
 TEST(OnnxExport, EveryBuiltInLayerHasItsForm) {
   Project p;
   p.name = "Layers";
@@ -282,12 +342,15 @@ TEST(OnnxExport, ABadOpsetOrAPluginTypeIsRefusedAndNothingIsWritten) {
   fs::create_directories(dir);
   const std::string path = (dir / "model.onnx").string();
   const Project spirals = example("spirals.nns");
-  for (int64_t opset : {12, 18}) {
+  for (int64_t opset : {12, 19}) {
     try {
       onnx::write_model_file(spirals, path, nullptr, opset);
       FAIL() << "opset " << opset << " exported";
     } catch (const ValueError& e) {
-      EXPECT_NE(std::string(e.what()).find("opsets 13 to 17"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("opset " + std::to_string(opset) +
+                                           " is not supported (NN Studio writes opsets 13 to 18)"),
+                std::string::npos)
+          << e.what();
     }
     EXPECT_FALSE(fs::exists(path));
   }

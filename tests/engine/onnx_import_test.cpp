@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The ONNX import (engine/onnx/onnx_import.h) on the files torch.onnx.export wrote
-// (tests/fixtures/onnx/make_onnx_fixtures.py) and on hand-made hostile ones: the names, groups
-// and weights it makes, and what it refuses. That the imported model computes what torch
-// computed is torch.onnx_import's (tests/torch/onnx_import.py).
+// (tests/fixtures/onnx/make_onnx_fixtures.py), on files of opsets 18 to 21 as torch 2.x's
+// exporter writes them (make_opset_fixtures.py, with the outputs of the PyTorch modules they
+// stand for) and on hand-made hostile ones: the names, groups and weights it makes, and what it
+// refuses. That the imported model computes what torch computed is also torch.onnx_import's
+// and torch.onnx_opsets's (tests/torch/).
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "engine/graph/builder.h"
@@ -148,10 +151,15 @@ TEST(OnnxImport, RefusesWhatItCannotRead) {
     change(m);
     return import_error(m.SerializeAsString());
   };
-  EXPECT_NE(changed([](auto& m) {
-              m.mutable_opset_import(0)->set_version(12);
-            }).find("opset 12 is not supported (NN Studio reads and writes opsets 13 to 17)"),
-            std::string::npos);
+  for (int64_t opset : {12, 22}) {
+    EXPECT_NE(changed([opset](auto& m) { m.mutable_opset_import(0)->set_version(opset); })
+                  .find("opset " + std::to_string(opset) +
+                        " is not supported (NN Studio reads opsets 13 to 21)"),
+              std::string::npos);
+  }
+  for (int64_t opset : {18, 21}) {
+    EXPECT_EQ(changed([opset](auto& m) { m.mutable_opset_import(0)->set_version(opset); }), "");
+  }
   EXPECT_NE(changed([](auto& m) {
               m.mutable_graph()->mutable_initializer(0)->add_dims(2);
             }).find("tensor '0.weight' has"),
@@ -175,6 +183,139 @@ TEST(OnnxImport, RefusesWhatItCannotRead) {
   const std::string gaps =
       changed([](auto& m) { m.mutable_graph()->mutable_node(1)->set_name("/999999999/Relu"); });
   EXPECT_EQ(gaps, "");
+}
+
+// ---- Opsets 18 to 21: torch 2.x's exporter (tests/fixtures/onnx/make_opset_fixtures.py) -------
+
+// The imported fixture's model (with its weights) on the input the script stored gives the
+// output of the PyTorch module it stands for.
+void expect_module_output(const std::string& name, const graph::ImportedProject& m) {
+  const nn::StateDict io = serialize::load_state_dict_file(fixture("opset_fixtures.safetensors"));
+  auto model = graph::build_model(m.project);
+  serialize::load_into(*model, m.weights, /*strict=*/true);
+  model->eval();
+  const Tensor got = (*model)(*io.find(name + ".input"));
+  const Tensor want = *io.find(name + ".output");
+  ASSERT_EQ(got.shape(), want.shape()) << name;
+  const std::vector<float> a = got.contiguous().to_vector<float>();
+  const std::vector<float> b = want.contiguous().to_vector<float>();
+  for (size_t k = 0; k < a.size(); ++k)
+    ASSERT_NEAR(a[k], b[k], 1e-5 + 1e-4 * std::abs(b[k])) << name << " at " << k;
+}
+
+std::vector<const graph::Node*> nodes_of_type(const graph::Graph& g, const std::string& type) {
+  std::vector<const graph::Node*> out;
+  for (const graph::Node& n : g.nodes) {
+    if (n.type == type) out.push_back(&n);
+  }
+  return out;
+}
+
+TEST(OnnxImport, TheReductionsAxesInputsAndEmptyAxes) {
+  const graph::ImportedProject m = onnx::import_model_file(fixture("opset_reductions.onnx"));
+  // ReduceMean, ReduceSum and ReduceSumSquare over [2] / [-1] with keepdims: three Means; the
+  // sums times 6 (a Constant) and the squares of x * x first; the no-op ReduceMean nothing.
+  const auto means = nodes_of_type(m.project.graph, "Mean");
+  ASSERT_EQ(means.size(), 3u);
+  for (const graph::Node* n : means) EXPECT_EQ(n->options.at("keepdim"), true);
+  EXPECT_EQ(means[0]->options.at("dim"), graph::Json::array({2}));
+  EXPECT_EQ(means[2]->options.at("dim"), graph::Json::array({2}));  // -1 of a rank-3 input
+  const auto constants = nodes_of_type(m.project.graph, "Constant");
+  ASSERT_EQ(constants.size(), 2u);
+  EXPECT_EQ(constants[0]->options.at("value"), 6.0);
+  EXPECT_EQ(nodes_of_type(m.project.graph, "Mul").size(), 3u);
+  expect_module_output("opset_reductions", m);
+}
+
+TEST(OnnxImport, LayerNormalizationGeluAndTheirTorch2Decompositions) {
+  for (const char* name : {"opset_layernorm_gelu", "opset_decomposed"}) {
+    const graph::ImportedProject m = onnx::import_model_file(fixture(std::string(name) + ".onnx"));
+    const graph::Graph& g = m.project.graph;
+    std::vector<std::string> types;
+    for (const graph::Node& n : g.nodes) types.push_back(n.type);
+    EXPECT_EQ(types, (std::vector<std::string>{"Input", "Linear", "LayerNorm", "GELU", "Linear",
+                                               "GELU", "Output"}))
+        << name;
+    ASSERT_TRUE(g.find_by_name("act") && g.find_by_name("act2")) << name;
+    EXPECT_EQ(g.find_by_name("act")->options.at("approximate"), "none") << name;
+    EXPECT_EQ(g.find_by_name("act2")->options.at("approximate"), "tanh") << name;
+    EXPECT_EQ(g.find_by_name("norm")->options.at("normalized_shape"), graph::Json::array({8}));
+    expect_module_output(name, m);
+  }
+}
+
+TEST(OnnxImport, SplitByNumOutputsAndPadWithAxes) {
+  const graph::ImportedProject split = onnx::import_model_file(fixture("opset_split.onnx"));
+  std::vector<int64_t> lengths;
+  for (const graph::Node* n : nodes_of_type(split.project.graph, "Narrow"))
+    lengths.push_back(n->options.at("length"));
+  EXPECT_EQ(lengths, (std::vector<int64_t>{4, 4, 2}));  // 10 in 3: ceil(10 / 3), the last less
+  expect_module_output("opset_split", split);
+  const graph::ImportedProject pad = onnx::import_model_file(fixture("opset_pad.onnx"));
+  const graph::Node* conv = pad.project.graph.find_by_name("conv");
+  ASSERT_TRUE(conv);
+  EXPECT_EQ(conv->options.at("padding"), graph::Json::array({1, 1}));
+  expect_module_output("opset_pad", pad);
+}
+
+TEST(OnnxImport, Torch2MetadataScopesNameModulesWithoutWeights) {
+  const graph::ImportedProject m = onnx::import_model_file(fixture("opset_mlp.onnx"));
+  const graph::Graph& g = m.project.graph;
+  // Relu and Softmax have no initializers: their names are the scopes in the nodes' metadata
+  // (pkg.torch.onnx.name_scopes), so the Sequential's indices 1 and 3 come back.
+  ASSERT_TRUE(g.find_by_name("1") && g.find_by_name("3"));
+  EXPECT_EQ(g.find_by_name("1")->type, "ReLU");
+  EXPECT_EQ(g.find_by_name("3")->type, "Softmax");
+  expect_module_output("opset_mlp", m);
+}
+
+TEST(OnnxImport, ScaledDotProductAttentionBetweenProjectionsIsMultiheadAttention) {
+  const graph::ImportedProject m = onnx::import_model_file(fixture("opset_attention.onnx"));
+  const graph::Graph& g = m.project.graph;
+  const auto attention = nodes_of_type(g, "MultiheadAttention");
+  ASSERT_EQ(attention.size(), 2u);
+  for (const graph::Node* a : attention) {
+    EXPECT_EQ(a->name, "attn");
+    EXPECT_EQ(a->options.at("embed_dim"), 8);
+    EXPECT_EQ(a->options.at("num_heads"), 2);
+    EXPECT_EQ(a->options.at("batch_first"), true);
+  }
+  EXPECT_EQ(attention[0]->options.at("is_causal"), false);
+  EXPECT_EQ(attention[1]->options.at("is_causal"), true);  // the float's lowest as -inf
+  EXPECT_TRUE(nodes_of_type(g, "MatMul").empty());
+  EXPECT_TRUE(nodes_of_type(g, "Softmax").empty());
+  // in_proj_weight is the q, k and v projections' weights, one under the other.
+  ::onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(read_bytes(fixture("opset_attention.onnx"))));
+  std::map<std::string, Tensor> init;
+  for (const auto& t : proto.graph().initializer()) init[t.name()] = onnx::from_tensor_proto(t, "");
+  const Tensor* in_proj = m.weights.find("blk0.attn.in_proj_weight");
+  ASSERT_TRUE(in_proj);
+  EXPECT_EQ(in_proj->narrow(0, 8, 8).contiguous().to_vector<float>(),
+            init.at("blk0.attn.k.weight").contiguous().to_vector<float>());
+  const Tensor* fused = m.weights.find("blk1.attn.in_proj_weight");
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(fused->contiguous().to_vector<float>(),
+            init.at("blk1.attn.qkv.weight").contiguous().to_vector<float>());
+  expect_module_output("opset_attention", m);
+}
+
+TEST(OnnxImport, CrossAttentionTakesTheQueryFromItsOwnInput) {
+  const graph::ImportedProject m = onnx::import_model_file(fixture("opset_cross_attention.onnx"));
+  const graph::Graph& g = m.project.graph;
+  const auto attention = nodes_of_type(g, "MultiheadAttention");
+  ASSERT_EQ(attention.size(), 1u);
+  const graph::Node* narrow = g.find_by_name("narrow");
+  const graph::Node* x = g.find_by_name("x");
+  ASSERT_TRUE(narrow && x);
+  EXPECT_EQ(g.edge_into({attention[0]->id, "query"})->from.node, narrow->id);
+  EXPECT_EQ(g.edge_into({attention[0]->id, "key"})->from.node, x->id);
+  EXPECT_EQ(g.edge_into({attention[0]->id, "value"})->from.node, x->id);
+  // The query projection has no bias: its part of in_proj_bias is zeros (the same sums).
+  const Tensor* bias = m.weights.find("attn.in_proj_bias");
+  ASSERT_TRUE(bias);
+  EXPECT_EQ(bias->narrow(0, 0, 8).contiguous().to_vector<float>(), std::vector<float>(8, 0.0f));
+  expect_module_output("opset_cross_attention", m);
 }
 
 TEST(OnnxImport, ReadsItsOwnExportBack) {

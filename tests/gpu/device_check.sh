@@ -148,7 +148,7 @@ run_check() {
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/cuda_tests.txt" | tee -a "$out/summary.txt"
   if command -v compute-sanitizer >/dev/null; then
     step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$dir/bin/cuda_tests" \
-      --gtest_filter='CudaOps.CopiesConvertEveryDtype:CudaOps.ArgmaxAndComparisons:CudaTraining.TheCachingAllocatorReusesFreedBlocks:CudaTraining.EveryOptimizerStepsAsOnTheCpu:CudaGraphs.AReplayedStepEndsWhereTheEagerStepEnds:CudaGraphs.AStepWithANonFiniteGradientChangesNothing:CudaDropout.*:CudaProbes.*:CudaOps.LinearsBiasInTheProductsEpilogueMatchesTheCpu'
+      --gtest_filter='CudaOps.CopiesConvertEveryDtype:CudaOps.ArgmaxAndComparisons:CudaTraining.TheCachingAllocatorReusesFreedBlocks:CudaTraining.EveryOptimizerStepsAsOnTheCpu:CudaGraphs.AReplayedStepEndsWhereTheEagerStepEnds:CudaGraphs.AStepWithANonFiniteGradientChangesNothing:CudaDropout.*:CudaProbes.*:CudaOps.LinearsBiasInTheProductsEpilogueMatchesTheCpu:CudaPinnedCopies.*:CudaDeviceBatches.TheBatchesAreThoseOfTheSynchronousCopyAcrossEpochsAndResets'
     grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | tee -a "$out/summary.txt"
   else
     summary "memcheck: compute-sanitizer is not on the PATH"

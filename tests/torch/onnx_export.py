@@ -3,15 +3,17 @@
 """The ONNX files `nnstudio-cli export --format onnx` writes, checked by libonnx's Python side
 and run by PyTorch's kernels (ctest torch.onnx_export):
 
-For every example project and the test models, at opsets 17 and 13 (LayerNorm's two forms),
-with --weights (a trained state dict) and without (the project's initial weights), the file
-passes onnx.checker.check_model(full_check=True); its initializers are the state dict's
-entries (keys, shapes and values; the BatchNorm counters left out); its inputs and outputs
-have the batch as dim_param "N"; and a small interpreter of the operators the export writes,
-built on torch.nn.functional (there is no ONNX runtime here, and onnx 1.12 has no reference
-evaluator), gives on a batch of 5 what `nnstudio-cli forward --eval` gives, rtol 1e-4,
-atol 1e-5. That interpreter knows nothing of NN Studio's C++: it reads the ONNX operators'
-definitions.
+For every example project and the test models, at opsets 18 (ReduceMean's axes an input), 17
+and 13 (LayerNorm's two forms), with --weights (a trained state dict) and without (the
+project's initial weights), the file passes onnx.checker.check_model(full_check=True) (where
+the installed onnx knows the opset; onnx 1.12 knows up to 17, so an opset-18 file is checked as
+its copy at 17 with ReduceMean's axes an attribute, and the opset-18 form by itself); its
+initializers are the state dict's entries (keys, shapes and values; the BatchNorm counters
+left out); its inputs and outputs have the batch as dim_param "N"; and a small interpreter of
+the operators the export writes, built on torch.nn.functional (there is no ONNX runtime here,
+and onnx 1.12 has no reference evaluator), gives on a batch of 5 what `nnstudio-cli forward
+--eval` gives, rtol 1e-4, atol 1e-5. That interpreter knows nothing of NN Studio's C++: it
+reads the ONNX operators' definitions.
 
     /usr/bin/python3 tests/torch/onnx_export.py path/to/nnstudio-cli
 
@@ -118,8 +120,38 @@ def run_node(node, args, a):
         axis = a.get("axis", -1) % x.dim()
         bias = args[2] if len(args) > 2 else None
         return F.layer_norm(x, x.shape[axis:], args[1], bias, a.get("epsilon", 1e-5))
-    if op == "ReduceMean":
-        return x.mean(dim=tuple(a["axes"]), keepdim=bool(a.get("keepdims", 1)))
+    if op in ("ReduceMean", "ReduceSum", "ReduceSumSquare"):
+        # Axes an attribute up to opset 17 (ReduceSum 12), an input from 18 (ReduceSum 13).
+        axes = a["axes"] if "axes" in a else (args[1].tolist() if len(args) > 1 else [])
+        if not axes and a.get("noop_with_empty_axes", 0):
+            return x
+        axes = tuple(axes) if axes else tuple(range(x.dim()))
+        keep = bool(a.get("keepdims", 1))
+        if op == "ReduceMean":
+            return x.mean(dim=axes, keepdim=keep)
+        return (x * x if op == "ReduceSumSquare" else x).sum(dim=axes, keepdim=keep)
+    if op == "Gelu":
+        return F.gelu(x, approximate=a.get("approximate", b"none").decode())
+    if op == "Split":
+        axis = a.get("axis", 0)
+        if len(args) > 1:
+            sizes = args[1].tolist()
+        else:  # num_outputs (opset 18): equal parts, the last smaller
+            n = a["num_outputs"]
+            each = -(-x.shape[axis] // n)
+            sizes = [min(each, x.shape[axis] - k * each) for k in range(n)]
+        return tuple(torch.split(x, sizes, dim=axis))
+    if op == "Pad":
+        pads = args[1].tolist()
+        axes = args[3].tolist() if len(args) > 3 else list(range(x.dim()))
+        full = [0] * (2 * x.dim())
+        for k, axis in enumerate(axes):
+            full[axis % x.dim()], full[axis % x.dim() + x.dim()] = pads[k], pads[k + len(axes)]
+        torch_pads = []
+        for axis in reversed(range(x.dim())):
+            torch_pads += [full[axis], full[axis + x.dim()]]
+        value = float(args[2]) if len(args) > 2 else 0.0
+        return F.pad(x, torch_pads, value=value)
     if op == "MaxPool":
         return F.max_pool2d(x, tuple(a["kernel_shape"]), tuple(a.get("strides", [1, 1])),
                             pool_padding(a.get("pads", [0] * 4)), tuple(a.get("dilations", [1, 1])),
@@ -149,11 +181,14 @@ def run_node(node, args, a):
     if op == "Slice":
         y = x
         axes = args[3].tolist() if len(args) > 3 else range(len(args[1]))
-        for start, end, axis in zip(args[1].tolist(), args[2].tolist(), axes):
-            y = y.narrow(axis, start, min(end, y.shape[axis]) - start)
+        steps = args[4].tolist() if len(args) > 4 else [1] * len(args[1])
+        for start, end, axis, step in zip(args[1].tolist(), args[2].tolist(), axes, steps):
+            n = y.shape[axis]
+            start, end = (max(min(v, n), -n - 1) for v in (start, end))  # INT64_MAX: the end
+            y = y[(slice(None),) * (axis % y.dim()) + (slice(start, end, step),)]
         return y
     if op == "Shape":
-        return torch.tensor(x.shape, dtype=torch.int64)
+        return torch.tensor(x.shape, dtype=torch.int64)[a.get("start", 0):a.get("end", x.dim())]
     if op == "Expand":
         return x.expand(*torch.broadcast_shapes(x.shape, tuple(args[1].tolist())))
     raise NotImplementedError(f"the test's interpreter has no {op} ({node.name})")
@@ -165,7 +200,9 @@ def run_model(model, feeds):
     values.update(feeds)
     for node in model.graph.node:
         args = [values[name] for name in node.input if name]
-        values[node.output[0]] = run_node(node, args, attributes(node))
+        out = run_node(node, args, attributes(node))
+        for name, v in zip(node.output, out if isinstance(out, tuple) else (out,)):
+            values[name] = v
     return {out.name: values[out.name] for out in model.graph.output}
 
 
@@ -173,14 +210,57 @@ def run_model(model, feeds):
 
 
 
+def checkable(model):
+    """The model as this onnx's checker can read it: itself, or where its opset is newer than
+    onnx knows (Debian's onnx 1.12 knows 17), a copy at the newest opset onnx knows with
+    ReduceMean's axes (an input from opset 18) an attribute again; NN Studio writes no other
+    operator whose form changed at 18. check_reductions checks the opset-18 form itself."""
+    known = onnx.defs.onnx_opset_version()
+    if model.opset_import[0].version <= known:
+        return model, "onnx.checker with full_check"
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    copy.opset_import[0].version = known
+    constants = {n.output[0]: numpy_helper.to_array(n.attribute[0].t)
+                 for n in copy.graph.node if n.op_type == "Constant"}
+    for n in copy.graph.node:
+        if n.op_type == "ReduceMean" and len(n.input) == 2:
+            axes = constants[n.input[1]].tolist()
+            del n.input[1]
+            n.attribute.append(onnx.helper.make_attribute("axes", axes))
+    return copy, f"onnx.checker with full_check (onnx {onnx.__version__} knows opsets up to " \
+                 f"{known}: at {known}, ReduceMean's axes an attribute)"
+
+
+def check_reductions(model, what):
+    """The reductions' axes: an attribute up to opset 17, a constant 1-D int64 input from 18
+    (ReduceMean-18's form)."""
+    opset = model.opset_import[0].version
+    constants = {n.output[0]: numpy_helper.to_array(n.attribute[0].t)
+                 for n in model.graph.node if n.op_type == "Constant"}
+    for n in model.graph.node:
+        if not n.op_type.startswith("Reduce"):
+            continue
+        names = {a.name for a in n.attribute}
+        if opset >= 18:
+            axes = constants.get(n.input[1]) if len(n.input) == 2 else None
+            ok = (axes is not None and axes.dtype.name == "int64" and axes.ndim == 1
+                  and names <= {"keepdims", "noop_with_empty_axes"})
+        else:
+            ok = len(n.input) == 1 and "axes" in names
+        check(ok, f"{what}: {n.name} has its axes as opset {opset} has them")
+
+
 def check_file(path, what, state):
     """The file as ONNX's checker and the state dict see it; returns the model."""
     model = onnx.load(path)
+    checked, how = checkable(model)
     try:
-        onnx.checker.check_model(model, full_check=True)
-        check(True, f"{what}: passes onnx.checker with full_check")
+        onnx.checker.check_model(checked, full_check=True)
+        check(True, f"{what}: passes {how}")
     except Exception as e:  # noqa: BLE001: the checker's own exception types vary
-        check(False, f"{what}: passes onnx.checker with full_check ({e})")
+        check(False, f"{what}: passes {how} ({e})")
+    check_reductions(model, what)
     keys = [k for k in state if not k.endswith("num_batches_tracked")]
     names = [init.name for init in model.graph.initializer]
     check(names == keys, f"{what}: the initializers are the state dict's keys, in order")
@@ -205,7 +285,7 @@ def check_project(tmp, path):
     x = input_for(path)
     ours = engine_forward(tmp, path, state, x, "--eval")["output"]
     inputs = [n["name"] for n in project["graph"]["nodes"] if n["type"] == "Input"]
-    for opset in ("17", "13"):
+    for opset in ("18", "17", "13"):
         out = os.path.join(tmp, f"{name}_{opset}.onnx")
         cli("export", path, "--format", "onnx", "--out", out, "--weights", state, "--opset", opset)
         what = f"{name} (opset {opset}, trained)"
@@ -353,7 +433,7 @@ def check_chains(tmp):
         weights = os.path.join(tmp, name + ".safetensors")
         with open(weights, "wb") as f:
             f.write(safetensors_bytes(state))
-        for opset in ("17", "13"):
+        for opset in ("18", "17", "13"):
             out = os.path.join(tmp, f"{name}_{opset}.onnx")
             cli("export", path, "--format", "onnx", "--out", out, "--opset", opset,
                 "--weights", weights)
@@ -368,7 +448,8 @@ def check_chains(tmp):
 
 
 def check_forms(tmp):
-    """LayerNorm is one operator from opset 17 and torch.onnx's decomposition before."""
+    """LayerNorm is one operator from opset 17 and torch.onnx's decomposition before; the
+    reductions' axes are an input from opset 18 (the Functions chain's Mean)."""
     path = os.path.join(HERE, "export_models.nns")
     ops = {}
     for opset in ("17", "13"):
@@ -377,13 +458,24 @@ def check_forms(tmp):
         ops[opset] = [n.op_type for n in onnx.load(out).graph.node]
     check("LayerNormalization" in ops["17"] and "LayerNormalization" not in ops["13"]
           and "ReduceMean" in ops["13"], "LayerNorm's forms at opsets 17 and 13")
+    functions = chain_project(tmp, "Functions", *CHAINS["Functions"])
+    inputs = {}
+    for opset in ("18", "17"):
+        out = os.path.join(tmp, f"functions_{opset}.onnx")
+        cli("export", functions, "--format", "onnx", "--out", out, "--opset", opset, "--force")
+        mean = next(n for n in onnx.load(out).graph.node if n.op_type == "ReduceMean")
+        inputs[opset] = (len(mean.input), [a.name for a in mean.attribute])
+    check(inputs == {"18": (2, ["keepdims"]), "17": (1, ["axes", "keepdims"])},
+          f"ReduceMean's axes an input at opset 18, an attribute at 17 ({inputs})")
 
 
 def check_refusals(tmp):
     spirals = PROJECTS[0]
     out = os.path.join(tmp, "refused.onnx")
     message = cli("export", spirals, "--format", "onnx", "--out", out, "--opset", "12", code=2)
-    check("[13, 17]" in message and not os.path.exists(out), "opset 12 is refused")
+    check("[13, 18]" in message and not os.path.exists(out), "opset 12 is refused")
+    message = cli("export", spirals, "--format", "onnx", "--out", out, "--opset", "19", code=2)
+    check("[13, 18]" in message and not os.path.exists(out), "opset 19 is refused")
     message = cli("export", spirals, "--format", "pytorch", "--out", out, "--opset", "17", code=2)
     check("--opset" in message and not os.path.exists(out), "--opset with pytorch is refused")
     open(out, "w").write("mine")

@@ -10,7 +10,7 @@ imported weights have the PyTorch model's state-dict keys, shapes and values, an
 summary` prints the PyTorch module tree. An imported model trains and probes like a built one.
 A model with operators NN Studio has no node for is refused with those operators and their node
 names, a file that is not ONNX, truncated, with an initializer of the wrong size or an opset
-outside 13..17 is a clear error, and none of them writes a file. NN Studio's own ONNX export of
+outside 13..21 is a clear error, and none of them writes a file. NN Studio's own ONNX export of
 every example project comes back with the project's outputs, keys and values.
 
     /usr/bin/python3 tests/torch/onnx_import.py path/to/nnstudio-cli
@@ -427,13 +427,13 @@ def check_bad_input(tmp):
     onnx.save(m, bad)
     refused(["import", bad, out_nns], [f"tensor '{w.name}'", "bytes of data"],
             "an initializer of the wrong size is refused, naming it", tmp, written)
-    # Opsets outside 13..17.
-    for opset in (11, 18):
+    # Opsets outside 13..21.
+    for opset in (11, 22):
         m = onnx.load(good)
         m.opset_import[0].version = opset
         path = os.path.join(tmp, f"opset{opset}.onnx")
         onnx.save(m, path)
-        refused(["import", path, out_nns], [f"opset {opset} is not supported", "13 to 17"],
+        refused(["import", path, out_nns], [f"opset {opset} is not supported", "13 to 21"],
                 f"opset {opset} is refused, naming the supported range", tmp, written)
     # A dynamic size after the batch.
     node = helper.make_node("Relu", ["x"], ["y"], name="relu")

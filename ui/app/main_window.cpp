@@ -38,6 +38,10 @@
 #include "engine/graph/repeats.h"
 #include "engine/onnx/onnx_export.h"
 #include "engine/onnx/onnx_import.h"
+#include "engine/serialize/serialize.h"
+#include "engine/train/run_store.h"
+#include "ui/app/compare_dialog.h"
+#include "ui/app/compare_window.h"
 #include "ui/app/example_project.h"
 #include "ui/app/plugins_dialog.h"
 #include "ui/app/torch_import_dialog.h"
@@ -53,6 +57,7 @@
 #include "ui/panels/options_editor.h"
 #include "ui/panels/palette_widget.h"
 #include "ui/panels/problems_widget.h"
+#include "ui/panels/profile_panel.h"
 #include "ui/probes/node_health.h"
 #include "ui/probes/probe_panel.h"
 #include "ui/probes/sample_trace.h"
@@ -241,8 +246,13 @@ void MainWindow::createFileActions() {
       tr("Open an nn.Module from Python code (model.py:Net, torchvision.models:resnet18()) as a "
          "new project: its module tree, state-dict keys and weights, traced by torch.fx"));
   importOnnxAct_->setToolTip(
-      tr("Open an ONNX model (torch.onnx.export, opsets 13 to 17) as a new project with its "
+      tr("Open an ONNX model (torch.onnx.export, opsets 13 to 21) as a new project with its "
          "weights, under PyTorch's module names"));
+  compareAct_ = makeAction(tr("&Compare With…"), QKeySequence(), [this] { compareDialog(); });
+  compareAct_->setObjectName("compareAction");
+  compareAct_->setToolTip(
+      tr("Compare this model with another project, an ONNX model or a snapshot of its runs: what "
+         "was added, removed and changed, and how far outputs, gradients and weights are apart"));
   loadStateAct_ = makeAction(
       tr("&Load State Dict…"), QKeySequence(), [this] { loadStateDictDialog(); },
       s->standardIcon(QStyle::SP_ArrowDown));
@@ -377,6 +387,7 @@ void MainWindow::createMenus() {
   importMenu->addActions({importOnnxAct_, importPyTorchAct_});
   QMenu* exportMenu = file->addMenu(tr("&Export"));
   exportMenu->addActions({exportImageAct_, exportPyTorchAct_, exportOnnxAct_});
+  file->addAction(compareAct_);
   file->addSeparator();
   file->addActions({loadStateAct_, saveStateAct_, strictAct_});
   file->addSeparator();
@@ -538,6 +549,20 @@ void MainWindow::createDocks() {
   dock(tr("Runs"), "runsDock", runsPanel_, Qt::BottomDockWidgetArea);
   traceView_ = new TraceStepView(this);
   dock(tr("Traced Sample"), "traceDock", traceView_, Qt::BottomDockWidgetArea);
+  // View > Profile: measuring only while it can be seen (a hidden or covered tab costs the run
+  // nothing).
+  profilePanel_ = new ProfilePanel(training_, scene_, this);
+  QDockWidget* profileDock =
+      dock(tr("Profile"), "profileDock", profilePanel_, Qt::BottomDockWidgetArea);
+  connect(profileDock, &QDockWidget::visibilityChanged, profilePanel_, &ProfilePanel::setActive);
+  connect(profileDock->toggleViewAction(), &QAction::triggered, profileDock,
+          [profileDock](bool on) {
+            if (on) profileDock->raise();
+          });
+  connect(profilePanel_, &ProfilePanel::nodeActivated, this, [this](graph::NodeId node) {
+    document_->setSelection({node});
+    centerOnNode(node);
+  });
   connect(training_, &TrainingController::message, this, &MainWindow::appendLog);
 
   // Probes: health and the NaN highlight on the canvas, the probe panel in the inspector.
@@ -585,6 +610,12 @@ void MainWindow::applyDefaultLayout() {
   // Step Through's tensors: raised when it steps.
   tabifyDockWidget(bottomDock, traceDock);
   bottomDock->raise();
+  // The profile beside the curves, closed until View > Profile opens it: it measures only
+  // while shown.
+  QDockWidget* profileDock = find("profileDock");
+  tabifyDockWidget(curvesDock, profileDock);
+  profileDock->hide();
+  curvesDock->raise();
   // The canvas gets the room: side docks no wider than their controls need, a low bottom row
   // whose log is a narrow column (one problem is one row), the output picture near square.
   resizeDocks({trainDock, inspectorDock}, {290, 370}, Qt::Horizontal);
@@ -942,6 +973,73 @@ bool MainWindow::exportPyTorchTo(const QString& dir, bool replace) {
     QMessageBox::critical(this, tr("Could not export PyTorch code"), QString::fromUtf8(e.what()));
     return false;
   }
+}
+
+void MainWindow::compareDialog() {
+  CompareDialog dialog(training_->runStore(), document_->project().training.batch_size, this);
+  if (dialog.exec() == QDialog::Accepted) compareWith(dialog.source());
+}
+
+CompareWindow* MainWindow::compareWith(const CompareSource& source) {
+  CompareSide a, b;
+  a.project = document_->project();
+  a.weights = training_->stateDict();
+  const QString here = document_->filePath().isEmpty()
+                           ? tr("Untitled")
+                           : QFileInfo(document_->filePath()).fileName();
+  a.weightsName = tr("as trained now (step %1)").arg(training_->status().step);
+  a.name = QString("%1, %2").arg(here, a.weightsName);
+  a.baseDir = document_->baseDir();
+  try {
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    if (source.kind == CompareSource::Kind::Snapshot) {
+      train::RunStore* store = training_->runStore();
+      const std::optional<train::RunInfo> run = store ? store->run(source.run) : std::nullopt;
+      const std::optional<train::SnapshotInfo> snapshot =
+          run ? store->snapshot_at(source.run, source.step) : std::nullopt;
+      if (!snapshot) {
+        throw ValueError("run " + std::to_string(source.run) + " has no snapshot at step " +
+                         std::to_string(source.step));
+      }
+      // The run's own architecture, as it was when it started: an edit since is a difference.
+      b.project = graph::parse_project(run->project, "run " + std::to_string(source.run));
+      b.weights = store->load_weights(*snapshot);
+      b.weightsName = tr("run %1 at step %2").arg(source.run).arg(snapshot->step);
+      b.name = tr("%1, %2").arg(here, b.weightsName);
+      b.baseDir = a.baseDir;
+    } else {
+      const std::string path = source.path.toStdString();
+      if (source.path.endsWith(".onnx", Qt::CaseInsensitive)) {
+        graph::ImportedProject imported = onnx::import_model_file(path);
+        b.project = std::move(imported.project);
+        b.weights = std::move(imported.weights);
+        b.weightsName = tr("the ONNX model's");
+      } else {
+        b.project = graph::load_project(path);
+      }
+      if (!source.weights.isEmpty()) {
+        b.weights = serialize::load_state_dict_file(source.weights.toStdString());
+        b.weightsName = QFileInfo(source.weights).fileName();
+      }
+      b.name = QString("%1, %2").arg(
+          QFileInfo(source.path).fileName(),
+          b.weights ? tr("weights %1").arg(b.weightsName) : tr("initial weights"));
+      b.baseDir = QFileInfo(source.path).absolutePath();
+    }
+    QApplication::restoreOverrideCursor();
+  } catch (const std::exception& e) {
+    QApplication::restoreOverrideCursor();
+    appendLog(tr("Could not compare with %1: %2")
+                  .arg(source.kind == CompareSource::Kind::Snapshot
+                           ? tr("run %1 at step %2").arg(source.run).arg(source.step)
+                           : source.path,
+                       e.what()));
+    QMessageBox::critical(this, tr("Could not compare"), QString::fromUtf8(e.what()));
+    return nullptr;
+  }
+  auto* window = new CompareWindow(std::move(a), std::move(b), source.batch, this);
+  window->show();
+  return window;
 }
 
 void MainWindow::importOnnxDialog() {

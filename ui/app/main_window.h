@@ -35,12 +35,15 @@ class InspectorWidget;
 class PaletteWidget;
 class ProblemsWidget;
 class ProjectDocument;
+class CompareWindow;
+struct CompareSource;
 class CurvesWidget;
 class RunsPanel;
 class TraceStepView;
 class DecisionBoundaryWidget;
 class NodeHealthModel;
 class ProbePanel;
+class ProfilePanel;
 class TrainingController;
 class TrainingDock;
 
@@ -64,6 +67,8 @@ class MainWindow : public QMainWindow {
   NodeHealthModel* nodeHealth() const { return health_; }
   ProbePanel* probePanel() const { return probePanel_; }
   CurvesWidget* curves() const { return curves_; }
+  // View > Profile: where the step's time goes, per module.
+  ProfilePanel* profilePanel() const { return profilePanel_; }
   RunsPanel* runsPanel() const { return runsPanel_; }
   // Step Through Traced Sample's view of each node's tensors (a tab beside the log).
   TraceStepView* traceView() const { return traceView_; }
@@ -97,6 +102,10 @@ class MainWindow : public QMainWindow {
   // the code in a QProcess; the project it writes opens with its weights loaded. Returns the
   // dialog (it deletes itself when closed).
   TorchImportDialog* importPyTorchDialog();
+  // File > Compare With...: the model diff of this project (its weights as trained now) and
+  // `source`, in a window of its own (ui/app/compare_window.h). Shows the error and returns
+  // nullptr when B cannot be read.
+  CompareWindow* compareWith(const CompareSource& source);
 
   // This window's recovery file: autosave writes it while there is unsaved work and a clean
   // close removes it. Every window has its own, named by process id and a counter, and holds
@@ -170,6 +179,7 @@ class MainWindow : public QMainWindow {
   void exportPyTorchDialog();
   void exportOnnxDialog();
   void importOnnxDialog();
+  void compareDialog();
   // The plugins loaded at start and the files that failed, in the log and the status bar.
   void reportPlugins();
   void showContextMenu(QPoint screenPos);
@@ -187,6 +197,7 @@ class MainWindow : public QMainWindow {
   TrainingDock* trainingDock_;
   NodeHealthModel* health_;
   ProbePanel* probePanel_;
+  ProfilePanel* profilePanel_ = nullptr;
   CurvesWidget* curves_;
   RunsPanel* runsPanel_;
   TraceStepView* traceView_ = nullptr;
@@ -211,6 +222,7 @@ class MainWindow : public QMainWindow {
   QAction *newAct_, *openAct_, *saveAct_, *saveAsAct_, *exportImageAct_, *exportPyTorchAct_,
       *exportOnnxAct_, *importOnnxAct_, *loadStateAct_, *saveStateAct_, *strictAct_, *quitAct_;
   QAction* importPyTorchAct_ = nullptr;
+  QAction* compareAct_ = nullptr;  // File > Compare With
   QAction *undoAct_, *redoAct_, *copyAct_, *pasteAct_, *deleteAct_, *selectAllAct_;
   QAction *groupSeqAct_, *groupListAct_, *groupDictAct_, *ungroupAct_, *collapseAct_, *foldAct_,
       *renameAct_, *makeBlockAct_, *inlineBlockAct_;

@@ -397,18 +397,22 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
     body.addRoundedRect(QRectF(1, kHeader, box.width() - 2, box.height() - kHeader - 1), 5, 5);
     body.addRect(QRectF(1, kHeader, box.width() - 2, 6));
     painter->drawPath(body.simplified());
-    painter->setFont(bold);
-    painter->setPen(t.text);
     badgeWidth = boldFm.horizontalAdvance(badge->text) + 8;
-    painter->drawText(QRectF(8, box.height() - kRow, box.width() - 16, kRow),
-                      Qt::AlignVCenter | Qt::AlignRight, badge->text);
-    painter->setFont(font);
   }
   if (!summary().isEmpty()) {
     painter->setPen(t.dimText);
     painter->drawText(QRectF(8, y, box.width() - 16, kRow), Qt::AlignVCenter | Qt::AlignLeft,
                       fm.elidedText(summary(), Qt::ElideRight, box.width() - 16));
     y += kRow - 4;
+  }
+  if (badge) {
+    // On the shapes' row, whose text makes room for it: the row below is a probe's health
+    // strip when there is one.
+    painter->setFont(bold);
+    painter->setPen(t.text);
+    painter->drawText(QRectF(8, y, box.width() - 16, kRow), Qt::AlignVCenter | Qt::AlignRight,
+                      badge->text);
+    painter->setFont(font);
   }
   if (badge && !badge->bars.empty()) {
     // A traced sample's values as bars about a middle line, in place of the shapes: up
@@ -534,8 +538,16 @@ void NodeItem::paintFrame(QPainter* painter) {
   QPainterPath header;
   header.addRoundedRect(QRectF(0, 0, box.width(), graph::kFrameHeader), 8, 8);
   header.addRect(QRectF(0, graph::kFrameHeader / 2, box.width(), graph::kFrameHeader / 2));
+  // A badge (a diff's kind, a profile's share) tints the title band of an open group, which
+  // holds its figure at the right: the members inside carry their own.
+  const GraphScene::NodeBadge* badge = scene_.nodeBadge(id_);
+  QColor bandColour = t.groupHeader;
+  if (badge) {
+    bandColour = badge->colour;
+    bandColour.setAlpha(t.dark() ? 160 : 190);
+  }
   painter->setPen(Qt::NoPen);
-  painter->setBrush(t.groupHeader);
+  painter->setBrush(bandColour);
   painter->drawPath(header.simplified());
 
   QFont font = painter->font();
@@ -545,6 +557,12 @@ void NodeItem::paintFrame(QPainter* painter) {
   QRectF band(10, 0, box.width() - 20, graph::kFrameHeader);
   if (repeats_ > 1)
     band.setRight(band.right() - paintRepeatPill(painter, band.right(), graph::kFrameHeader) - 6);
+  if (badge) {
+    painter->setFont(bold);
+    painter->setPen(t.text);
+    painter->drawText(band, Qt::AlignVCenter | Qt::AlignRight, badge->text);
+    band.setRight(band.right() - QFontMetricsF(bold).horizontalAdvance(badge->text) - 8);
+  }
   QString right = typeName_;
   if (auto it = outShapes_.find("out"); it != outShapes_.end()) right += "  " + it->second;
   const QFontMetricsF fm(font);

@@ -27,6 +27,7 @@
 #include "ui/document/qt_strings.h"
 #include "ui/training/curves_widget.h"
 #include "ui/training/training_controller.h"
+#include "ui/widgets/canvas_theme.h"
 
 namespace nns::ui {
 namespace {
@@ -66,11 +67,7 @@ QColor RunsPanel::runColour(int64_t run) {
 
 QColor RunsPanel::changeColour(double relative) {
   // Log scale: 0.1% (and less) pale, 100% (and more) deep.
-  const double t = relative > 0 ? std::clamp((std::log10(relative) + 3) / 3, 0.0, 1.0) : 0.0;
-  const QColor pale(255, 243, 196), deep(214, 60, 32);
-  auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
-  return QColor(mix(pale.red(), deep.red()), mix(pale.green(), deep.green()),
-                mix(pale.blue(), deep.blue()));
+  return heatColour(relative > 0 ? (std::log10(relative) + 3) / 3 : 0.0);
 }
 
 RunsPanel::RunsPanel(TrainingController* controller, CurvesWidget* curves, GraphScene* scene,

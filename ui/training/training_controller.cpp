@@ -569,6 +569,7 @@ void TrainingController::rebuild() {
     if (fromFile) pending_.reset();
     applyFrozen();
     syncProbes();
+    if (profiling_) session_->set_profiling(true);
   } else if (learned && !fromFile) {
     // No session can be made (the data does not fit): what was learned waits for the next.
     pending_ = std::move(learned);
@@ -599,6 +600,17 @@ void TrainingController::applyFrozen() {
     param.requires_grad_(std::find(frozen.begin(), frozen.end(), name) == frozen.end());
   }
   built_->frozen = frozen;
+}
+
+void TrainingController::setProfiling(bool on) {
+  if (profiling_ == on) return;
+  profiling_ = on;
+  if (session_) session_->set_profiling(on);
+}
+
+std::optional<train::StepProfile> TrainingController::profile() const {
+  if (!profiling_ || !session_) return std::nullopt;
+  return session_->profile();
 }
 
 void TrainingController::syncProbes() {

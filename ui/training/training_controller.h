@@ -87,6 +87,7 @@
 
 #include "engine/graph/builder.h"
 #include "engine/graph/project.h"
+#include "engine/train/profiler.h"
 #include "engine/train/run_recorder.h"
 #include "engine/train/run_store.h"
 #include "engine/train/session.h"
@@ -203,6 +204,14 @@ class TrainingController : public QObject {
   // prediction carries); null otherwise. Reads the current session without remaking it, so a
   // burst of edits still makes one session (sessionReset says when another is made).
   QString attentionModuleOf(graph::NodeId node) const;
+
+  // View > Profile: while on, every session (this one and those made after an edit) measures
+  // where its steps' time goes (train::Profiler, sampled within the probes' budget); off, the
+  // profiler and its hooks are gone. profile() is the current session's figures so far
+  // (nullopt while off or without a session).
+  void setProfiling(bool on);
+  bool profiling() const { return profiling_; }
+  std::optional<train::StepProfile> profile() const;
 
   // The project's run store (null without one: an unsaved project, or one that could not be
   // opened: runStoreError() says why).
@@ -377,6 +386,7 @@ class TrainingController : public QObject {
   int64_t resetsSeen_ = 0;
   std::optional<train::Evaluation> evaluationSent_;
   bool evalMode_ = false;
+  bool profiling_ = false;  // setProfiling
   qint64 lastEvalMs_ = 0;
   std::map<train::ProbeId, graph::NodeId> probeNodes_;
   std::shared_ptr<train::RunStore> store_;

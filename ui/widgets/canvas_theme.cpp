@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "ui/widgets/canvas_theme.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace nns::ui {
 
 CanvasTheme CanvasTheme::fromPalette(const QPalette& palette) {
@@ -23,6 +26,14 @@ CanvasTheme CanvasTheme::fromPalette(const QPalette& palette) {
   t.matched = QColor(0x3c, 0xa8, 0x5a);
   t.warning = QColor(0xe0, 0x94, 0x2a);
   return t;
+}
+
+QColor heatColour(double t) {
+  t = std::clamp(t, 0.0, 1.0);
+  const QColor pale(255, 243, 196), deep(214, 60, 32);
+  auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
+  return QColor(mix(pale.red(), deep.red()), mix(pale.green(), deep.green()),
+                mix(pale.blue(), deep.blue()));
 }
 
 }  // namespace nns::ui

@@ -19,4 +19,8 @@ struct CanvasTheme {
   bool dark() const { return background.lightness() < 128; }
 };
 
+// A node's tint for "how much" (a change of weights, a share of the step's time, how far two
+// models diverge): pale yellow at 0, deep red at 1 (t is clamped to [0, 1]).
+QColor heatColour(double t);
+
 }  // namespace nns::ui

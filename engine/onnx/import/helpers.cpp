@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #include "engine/onnx/import/importer.h"
 
@@ -114,13 +115,90 @@ std::string module_of_initializer(const std::string& name) {
   return is_module_path(path) ? path : "";
 }
 
-// The module scope torch.onnx.export puts in a node's name, as a module path: each scope is a
+namespace {
+
+// The payloads of the length-delimited fields `number` of a message's bytes (protobuf's wire
+// format: a varint key, field number and wire type, then the value); empty when malformed.
+std::vector<std::string_view> length_delimited(std::string_view bytes, uint64_t number) {
+  std::vector<std::string_view> out;
+  size_t at = 0;
+  auto varint = [&](uint64_t& v) {
+    v = 0;
+    for (int shift = 0; at < bytes.size() && shift < 64; shift += 7) {
+      const auto b = static_cast<unsigned char>(bytes[at++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  while (at < bytes.size()) {
+    uint64_t key = 0, value = 0;
+    if (!varint(key)) return {};
+    const uint64_t type = key & 7;
+    if (type == 0) {
+      if (!varint(value)) return {};
+    } else if (type == 1 || type == 5) {
+      at += type == 1 ? 8 : 4;
+    } else if (type == 2) {
+      if (!varint(value) || value > bytes.size() - at) return {};
+      if (key >> 3 == number) out.push_back(bytes.substr(at, value));
+      at += value;
+    } else {
+      return {};  // groups, long deprecated, or not a message
+    }
+  }
+  return out;
+}
+
+// A node's metadata_props entry, or "". The field (NodeProto's 9, from ONNX 1.16) is newer
+// than Debian's libonnx, whose classes keep it as an unknown field: it is read from the node's
+// bytes, which hold it whatever the library knows.
+std::string node_metadata(const NodeProto& node, const std::string& key) {
+  constexpr uint64_t kMetadataProps = 9;
+  const std::string bytes = node.SerializeAsString();
+  for (std::string_view field : length_delimited(bytes, kMetadataProps)) {
+    ::onnx::StringStringEntryProto entry;
+    if (entry.ParseFromArray(field.data(), static_cast<int>(field.size())) && entry.key() == key)
+      return entry.value();
+  }
+  return "";
+}
+
+// The module torch 2.x's exporter (torch.export) records in a node's metadata: its
+// pkg.torch.onnx.name_scopes, the repr of a list of module paths from the model's "" to the
+// node's own name ("['', 'features', 'features.2', 'relu_3']" -> features.2); a second call's
+// "@1" dropped. None for a node of the model itself or without the entry.
+std::string scope_of_metadata(const NodeProto& node) {
+  const std::string scopes = node_metadata(node, "pkg.torch.onnx.name_scopes");
+  std::vector<std::string> items;
+  for (size_t at = 0; at < scopes.size(); ++at) {
+    const char quote = scopes[at];
+    if (quote != '\'' && quote != '"') continue;
+    const size_t end = scopes.find(quote, at + 1);
+    if (end == std::string::npos) return "";
+    items.push_back(scopes.substr(at + 1, end - at - 1));
+    at = end;
+  }
+  if (items.size() < 2) return "";
+  std::string path = items[items.size() - 2];
+  if (const size_t call = path.rfind('@');
+      call != std::string::npos && is_index(path.substr(call + 1)))
+    path.erase(call);
+  return is_module_path(path) ? path : "";
+}
+
+}  // namespace
+
+// The module scope an exporter records for a node, as a module path. torch.onnx.export (torch
+// 1.x, and torch 2.x's TorchScript exporter) puts it in the node's name: each scope is a
 // module's name in its parent, or already its path below the parent for a container's member
 // ("/features/features.2/Relu" -> features.2, "/layer1/layer1.0/relu/Relu" ->
-// layer1.0.relu); none for a top-level function ("/Add") or a name without scopes.
+// layer1.0.relu); torch 2.x's default exporter names nodes after torch.export's ("relu_3") and
+// keeps the scope in the node's metadata. None for a top-level function ("/Add") or a node
+// without scopes.
 std::string scope_of_node(const NodeProto& node) {
   const std::string& name = node.name();
-  if (name.empty() || name[0] != '/') return "";
+  if (name.empty() || name[0] != '/') return scope_of_metadata(node);
   const std::vector<std::string> parts = split(name.substr(1), '/');
   std::string path;
   for (size_t k = 0; k + 1 < parts.size(); ++k) {

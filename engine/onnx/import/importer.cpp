@@ -43,7 +43,7 @@ void Importer::check_model() {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
   if (opset < 0) fail("the model imports no opset of the default ONNX domain");
-  check_opset(opset, source_);
+  check_import_opset(opset, source_);
   for (const NodeProto& n : graph_.node()) {
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail("node '" + n.name() + "' is the operator " + n.op_type() + " of the domain '" +
@@ -67,6 +67,7 @@ void Importer::read_values() {
   }
   for (int i = 0; i < graph_.node_size(); ++i) {
     const NodeProto& n = graph_.node(i);
+    scopes_.push_back(scope_of_node(n));
     check_arity(i);
     for (const std::string& in : n.input()) {
       if (in.empty()) continue;
@@ -134,6 +135,9 @@ void Importer::check_arity(int i) const {
                                                     {"Constant", 0},
                                                     {"Pad", 2},
                                                     {"ReduceMean", 1},
+                                                    {"ReduceSum", 1},
+                                                    {"ReduceSumSquare", 1},
+                                                    {"Gelu", 1},
                                                     {"Sub", 2},
                                                     {"Pow", 2},
                                                     {"Sqrt", 1},
@@ -392,7 +396,7 @@ std::string Importer::constant_unit(const std::string& name) {
   Unit u;
   const bool initializer = initializers_.contains(name);
   const int p = producer_of(name);
-  u.scope = p >= 0 ? scope_of_node(node(p)) : "";
+  u.scope = p >= 0 ? scope(p) : "";
   // A number in the code (x / 2, x - 1) is a Constant node, not a tensor of the state dict.
   if (!initializer && t.numel() == 1 && t.dim() <= 1 && is_floating_point(t.dtype())) {
     u.type = "Constant";
@@ -441,7 +445,7 @@ void Importer::add_unit(Unit u) {
 Unit Importer::unit_for(int i, std::string type) const {
   Unit u;
   u.type = std::move(type);
-  u.scope = scope_of_node(node(i));
+  u.scope = scope(i);
   u.label = label(i);
   u.output = node(i).output(0);
   return u;

@@ -3,10 +3,10 @@
 // The ONNX importer (engine/onnx/onnx_import.h), one op family per file of this folder:
 // importer.cpp reads and checks the model, makes a unit per node and dispatches each node to
 // its operator's converter; patterns.cpp finds the decompositions that stand for one layer
-// (layer_norm, GELU, SiLU, attention, MatMul + Add); layers.cpp holds the operator table and
-// converts the layers and functions; shapes.cpp the sizes torch computes from shapes and the
-// views and slices that read them; project.cpp names the units and makes the project and its
-// weights. Internal to the engine.
+// (layer_norm, GELU, SiLU, MatMul + Add), attention.cpp those of attention; layers.cpp holds the
+// operator table and converts the layers and functions; shapes.cpp the sizes torch computes from
+// shapes and the views and slices that read them; project.cpp names the units and makes the project
+// and its weights. Internal to the engine.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -77,6 +77,7 @@ struct Unit {
   std::vector<std::pair<std::string, Tensor>> state;
   std::vector<std::string> sources;
   std::string scope;      // the ONNX node's module scope, if any
+  std::string module;     // its module path, when a pattern knows it (Pattern::module)
   std::string label;      // the ONNX node, for messages: "Conv '/conv1/Conv'"
   bool constant = false;  // a Buffer of a Constant node's value (not an initializer)
   // A custom block instance (type is a block of kWeightBlocks), not a NodeType.
@@ -96,6 +97,11 @@ struct Pattern {
   std::string output;
   // entry -> constant; an entry ending in ^T takes the constant transposed.
   std::vector<std::pair<std::string, std::string>> state;
+  // Entries made here (attention's in_proj_weight from three projections), and the
+  // initializers they come from.
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::vector<std::string> sources;
+  std::string module;  // the module path, when the initializers' own names do not give it
   std::vector<int> nodes;
 };
 
@@ -131,6 +137,8 @@ class Importer {
   int only_consumer(const std::string& value) const;
   bool is_graph_output(const std::string& value) const;
   const NodeProto& node(int i) const { return graph_.node(i); }
+  // The module scope of node i (scope_of_node), read once.
+  const std::string& scope(int i) const { return scopes_.at(i); }
   std::optional<double> scalar(const std::string& value) const;
   std::optional<std::pair<std::string, std::string>> split_constant(const NodeProto& n) const;
   int producer_of(const std::string& value) const;
@@ -139,13 +147,42 @@ class Importer {
     return v && std::abs(*v - want) <= 1e-4 * std::max(1.0, std::abs(want));
   }
 
+  // ---- Attention (attention.cpp) ---------------------------------------------------------------
+
+  std::optional<Pattern> match_attention(int softmax);
+  static bool is_causal_mask(const Tensor& mask);
+  bool is_size(const std::string& value) const;
+  // torch 2.x's scaled_dot_product_attention between projections.
+  struct Projection {
+    std::string x, weight, bias;  // x @ weight (+ bias), the weight [in, out]: constants
+    int64_t part = 0, parts = 1;  // the block of its columns a Split takes (q of qkv)
+  };
+  struct Heads {
+    Projection projection;
+    int64_t heads = 0, head_dim = 0;
+  };
+  std::optional<Pattern> match_sdpa(int softmax);
+  std::string unscaled(std::string value, double& scale, std::vector<int>& nodes) const;
+  std::optional<std::string> untransposed_key(const std::string& kt, std::vector<int>& nodes) const;
+  std::optional<Heads> heads_of(const std::string& value, std::vector<int>& nodes) const;
+  std::optional<Projection> projection_of(const std::string& value, std::vector<int>& nodes) const;
+  std::optional<std::pair<std::string, Projection>> merged_heads(const std::string& value,
+                                                                 int64_t e,
+                                                                 std::vector<int>& nodes) const;
+  std::vector<int64_t> constant_tail(const std::string& sizes) const;
+  void take_size_nodes(std::vector<int>& nodes) const;
+  bool read_only_by(const NodeProto& n, const std::set<int>& in) const;
+  bool closed(const std::vector<int>& nodes, const std::string& output) const;
+  Pattern sdpa_pattern(const std::array<Projection, 3>& qkv, const Projection& out, int64_t heads,
+                       int64_t e, bool causal, const std::string& output,
+                       const std::vector<int>& nodes) const;
+  static std::string common_module(const std::vector<std::string>& paths);
+
   // ---- Patterns: layer_norm's and GELU's decompositions, MatMul + Add (patterns.cpp) -----------
 
   void match_patterns();
   std::optional<Pattern> match_hardswish(int hard_sigmoid);
   static bool is_torch_hardsigmoid(const NodeProto& n);
-  std::optional<Pattern> match_attention(int softmax);
-  static bool is_causal_mask(const Tensor& mask);
   std::optional<Pattern> match_layer_norm(int mean1);
   std::optional<Pattern> match_silu(int sigmoid);
   std::optional<Pattern> match_gelu(int erf);
@@ -187,7 +224,9 @@ class Importer {
   void convert_elu(int i);
   void convert_prelu(int i);
   void convert_softmax(int i);
-  void convert_reduce_mean(int i);
+  std::optional<std::vector<int64_t>> reduction_axes(int i) const;
+  void convert_reduce(int i);
+  void convert_gelu(int i);
   void convert_binary(int i);
   void convert_concat(int i);
   void convert_dropout(int i);
@@ -201,6 +240,8 @@ class Importer {
   void convert_embedding(int i);
   void convert_identity(int i);
   void convert_pad(int i);
+  std::vector<int64_t> pads_of_every_axis(int i, const std::vector<int64_t>& given,
+                                          size_t rank) const;
   std::string take_padding(const std::string& value, std::vector<int64_t>& pads);
 
   // ---- Shapes, views and slices (shapes.cpp) ---------------------------------------------------
@@ -259,6 +300,7 @@ class Importer {
   std::set<std::string> initializers_;
   std::set<std::string> known_;  // values nodes or inputs make
   std::map<std::string, int> producer_;
+  std::vector<std::string> scopes_;  // by node
   std::map<std::string, std::vector<int>> consumers_;
   std::map<std::string, std::string> aliases_;
   std::map<std::string, std::string> folded_;  // a folded transpose or reshape -> its initializer

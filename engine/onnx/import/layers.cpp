@@ -51,8 +51,11 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
       {"PRelu", &Importer::convert_prelu},
       {"Softmax", &Importer::convert_softmax},
       {"LogSoftmax", &Importer::convert_softmax},
+      {"Gelu", &Importer::convert_gelu},
       // Functions on tensors.
-      {"ReduceMean", &Importer::convert_reduce_mean},
+      {"ReduceMean", &Importer::convert_reduce},
+      {"ReduceSum", &Importer::convert_reduce},
+      {"ReduceSumSquare", &Importer::convert_reduce},
       {"Add", &Importer::convert_binary},
       {"Sub", &Importer::convert_binary},
       {"Mul", &Importer::convert_binary},
@@ -191,25 +194,77 @@ void Importer::convert_softmax(int i) {
 
 // ---- Functions on tensors -----------------------------------------------------------------------
 
-// ReduceMean as Mean over the dims after the batch.
-void Importer::convert_reduce_mean(int i) {
+// The axes a reduction names: its attribute (up to opset 17; ReduceSum's up to 12) or its
+// second input (from 18; ReduceSum's from 13); empty for none, nullopt for computed ones.
+std::optional<std::vector<int64_t>> Importer::reduction_axes(int i) const {
+  if (auto attr = attr_ints(node(i), "axes")) return attr;
+  if (input(i, 1).empty()) return std::vector<int64_t>{};
+  auto c = constants_.find(resolve(input(i, 1)));
+  if (c == constants_.end() || c->second.dtype() != kInt64) return std::nullopt;
+  const Tensor t = c->second.contiguous();
+  return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+}
+
+// ReduceMean as a Mean over dims after the batch. ReduceSum and ReduceSumSquare as that Mean
+// (of x * x for the squares) times the number of entries it averages: NN Studio has no sum
+// node, and the product is the sum.
+void Importer::convert_reduce(int i) {
   const NodeProto& n = node(i);
-  // Axes as an attribute up to opset 17, as an input from 18.
-  std::vector<int64_t> axes = attr_ints(n, "axes").value_or(std::vector<int64_t>{});
-  if (!input(i, 1).empty()) {
-    const std::optional<std::vector<int64_t>> a = int_values(input(i, 1));
-    if (!a) unsupported_form(i, "its axes are computed; NN Studio needs them fixed");
-    axes = *a;
+  const std::optional<std::vector<int64_t>> given = reduction_axes(i);
+  if (!given) unsupported_form(i, "its axes are computed; NN Studio needs them fixed");
+  std::vector<int64_t> axes = *given;
+  if (axes.empty()) {
+    // No axes reduce every dim, or (noop_with_empty_axes, opset 18; ReduceSum's 13) none.
+    if (attr_int(n, "noop_with_empty_axes", 0) != 0) {
+      aliases_[n.output(0)] = input(i, 0);
+      return;
+    }
+    unsupported_form(i, "it reduces over every dim, the batch's too");
   }
-  const size_t rank = shape_of(input(i, 0)).size();
-  if (axes.empty()) unsupported_form(i, "it averages over every dim, the batch's too");
+  const SymShape x = shape_of(input(i, 0));
+  int64_t count = 1;
   for (int64_t& a : axes) {
-    a = axis_dim(i, a, rank);
-    if (a == 0) unsupported_form(i, "it averages over the batch (dim 0)");
+    a = axis_dim(i, a, x.size());
+    if (a == 0) unsupported_form(i, "it reduces over the batch (dim 0)");
+    count *= x[a];
   }
-  Unit u = unit_for(i, "Mean");
+  if (std::set<int64_t>(axes.begin(), axes.end()).size() != axes.size())
+    unsupported_form(i, "it names an axis twice");
+  const std::string& op = n.op_type();
+  std::string value = input(i, 0);
+  if (op == "ReduceSumSquare") {
+    Unit square = unit_for(i, "Mul");
+    square.inputs = {value, value};
+    square.options = {{"inputs", 2}};
+    square.output = n.output(0) + "#square";
+    value = square.output;
+    add_unit(std::move(square));
+  }
+  Unit mean = unit_for(i, "Mean");
+  mean.inputs = {value};
+  mean.options = {{"dim", json_list(axes)}, {"keepdim", attr_int(n, "keepdims", 1) != 0}};
+  if (op == "ReduceMean") {
+    add_unit(std::move(mean));
+    return;
+  }
+  mean.output = n.output(0) + "#mean";
+  const std::string count_value = n.output(0) + "#count";
+  constants_.emplace(count_value, scalar_tensor(static_cast<double>(count)));
+  Unit times = unit_for(i, "Mul");
+  times.inputs = {mean.output, count_value};
+  times.options = {{"inputs", 2}};
+  add_unit(std::move(mean));
+  add_unit(std::move(times));
+}
+
+// Gelu (opset 20) as GELU, exact or with its tanh approximation.
+void Importer::convert_gelu(int i) {
+  const std::string approximate = attr_string(node(i), "approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    unsupported_form(i, "approximate '" + approximate + "' (GELU's are none and tanh)");
+  Unit u = unit_for(i, "GELU");
   u.inputs = {input(i, 0)};
-  u.options = {{"dim", json_list(axes)}, {"keepdim", attr_int(n, "keepdims", 1) != 0}};
+  u.options = {{"approximate", approximate}};
   add_unit(std::move(u));
 }
 
@@ -456,13 +511,12 @@ void Importer::convert_pad(int i) {
     unsupported_form(i, "only constant padding has a node (in a Conv's or pool's padding)");
   if (n.input_size() > 2 && !n.input(2).empty() && !near(scalar(resolve(n.input(2))), 0))
     unsupported_form(i, "only zero padding has a node");
-  if (n.input_size() > 3 && !n.input(3).empty()) unsupported_form(i, "padding some axes only");
   if (n.input_size() < 2 || !constants_.contains(resolve(n.input(1))))
     unsupported_form(i, "its pads are computed; NN Studio needs them fixed");
   const Tensor p = constant(n.input(1)).to(kInt64).contiguous();
-  const std::vector<int64_t> pads(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
+  const std::vector<int64_t> given(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
   const size_t rank = shape_of(n.input(0)).size();
-  if (pads.size() != 2 * rank) unsupported_form(i, "its pads do not fit its input's rank");
+  const std::vector<int64_t> pads = pads_of_every_axis(i, given, rank);
   if (std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; })) {
     aliases_[n.output(0)] = n.input(0);
     return;
@@ -483,6 +537,28 @@ void Importer::convert_pad(int i) {
                               "; a Pad has a node only as a Conv's or AveragePool's padding");
   }
   zero_pads_[n.output(0)] = {n.input(0), spatial};
+}
+
+// A Pad's pads for every axis: as given, or (its axes input, opset 18) spread over the axes it
+// names, the others unpadded.
+std::vector<int64_t> Importer::pads_of_every_axis(int i, const std::vector<int64_t>& given,
+                                                  size_t rank) const {
+  if (input(i, 3).empty()) {
+    if (given.size() != 2 * rank) unsupported_form(i, "its pads do not fit its input's rank");
+    return given;
+  }
+  const std::optional<std::vector<int64_t>> axes = int_values(input(i, 3));
+  if (!axes) unsupported_form(i, "its axes are computed; NN Studio needs them fixed");
+  if (given.size() != 2 * axes->size()) unsupported_form(i, "its pads do not fit its axes");
+  std::vector<int64_t> pads(2 * rank, 0);
+  std::set<int64_t> seen;
+  for (size_t k = 0; k < axes->size(); ++k) {
+    const int64_t a = axis_dim(i, (*axes)[k], rank);
+    if (!seen.insert(a).second) unsupported_form(i, "it names an axis twice");
+    pads[a] = given[k];
+    pads[a + rank] = given[k + axes->size()];
+  }
+  return pads;
 }
 
 // The value a Conv or pool reads, with a zero Pad before it folded into its own pads.

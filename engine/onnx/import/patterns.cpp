@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Patterns: the decompositions torch.onnx.export writes for one layer or function (layer_norm,
-// GELU, SiLU, hardswish, nn.MultiheadAttention, x @ W + b), each found whole and made one unit.
+// GELU, SiLU, hardswish, x @ W + b; attention's are attention.cpp's), each found whole and made
+// one unit.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -18,6 +19,7 @@ void Importer::match_patterns() {
       std::optional<Pattern> p;
       if (attention) {
         if (op == "Softmax") p = match_attention(i);
+        if (op == "Softmax" && !p) p = match_sdpa(i);
       } else if (op == "ReduceMean") {
         p = match_layer_norm(i);
       } else if (op == "Erf") {
@@ -53,160 +55,13 @@ bool Importer::is_torch_hardsigmoid(const NodeProto& n) {
   return near(attr_float(n, "alpha", 0.2), 1.0 / 6) && near(attr_float(n, "beta", 0.5), 0.5);
 }
 
-// nn.MultiheadAttention's forward as torch.onnx.export writes it (self-attention, as
-// nn.TransformerEncoderLayer and torchvision's VisionTransformer call it): every node in the
-// module's scope around one Softmax, reading one value and making one. The in-projection is a
-// MatMul by [E, 3E] (+ [3E]), the out-projection a Gemm or MatMul by [E, E] (+ [E]); the
-// query's scale 1/sqrt(head_dim) gives the heads. It moves the batch inside (to dim 1 and into
-// the heads), which no node by node import can keep: it comes back as the layer.
-std::optional<Pattern> Importer::match_attention(int softmax) {
-  const std::string scope = scope_of_node(node(softmax));
-  if (scope.empty()) return std::nullopt;
-  static const std::set<std::string> parts = {
-      "Transpose", "Shape", "Gather", "Div",     "Cast",      "MatMul", "Add",
-      "Mul",       "Slice", "Split",  "Squeeze", "Unsqueeze", "Concat", "Reshape",
-      "Softmax",   "Gemm",  "Sqrt",   "Dropout", "Identity"};
-  std::vector<int> region;
-  std::set<std::string> made;
-  for (int j = 0; j < graph_.node_size(); ++j) {
-    if (done_.contains(j) || scope_of_node(node(j)) != scope) continue;
-    if (!parts.contains(node(j).op_type())) return std::nullopt;
-    if (node(j).op_type() == "Softmax" && j != softmax) return std::nullopt;
-    region.push_back(j);
-    for (const std::string& o : node(j).output()) made.insert(o);
-  }
-  // What the region reads from outside (not constants) and what is read of it outside.
-  std::vector<std::string> reads;
-  for (int j : region) {
-    for (const std::string& v : node(j).input()) {
-      if (v.empty() || made.contains(v) || constants_.contains(v)) continue;
-      if (std::find(reads.begin(), reads.end(), v) == reads.end()) reads.push_back(v);
-    }
-  }
-  std::vector<std::string> outputs;
-  for (const std::string& v : made) {
-    bool outside = is_graph_output(v);
-    for (int c : consumers_[v])
-      outside = outside || !std::binary_search(region.begin(), region.end(), c);
-    if (outside) outputs.push_back(v);
-  }
-  if (reads.size() != 1 || outputs.size() != 1) return std::nullopt;
-  const std::string x = reads[0];
-  // The projections and the scale.
-  std::string in_w, in_b, out_w, out_b;
-  bool out_transposed = false;
-  std::vector<double> scales;
-  std::vector<std::string> float_adds;  // constants added (biases; anything else is a mask)
-  for (int j : region) {
-    const NodeProto& n = node(j);
-    const std::string& op = n.op_type();
-    const auto c = split_constant(n);
-    const bool float_constant = c && constants_.at(c->second).dtype() != kInt64;
-    if (op == "MatMul" && c) {
-      const Shape& w = constants_.at(c->second).shape();
-      if (w.size() != 2) return std::nullopt;
-      if (w[1] == 3 * w[0] && in_w.empty()) {
-        in_w = c->second;
-      } else if (w[1] == w[0] && out_w.empty()) {
-        out_w = c->second;
-        out_transposed = true;
-      } else {
-        return std::nullopt;
-      }
-    } else if (op == "Gemm") {
-      if (n.input_size() < 2 || !constants_.contains(n.input(1)) || !out_w.empty() ||
-          attr_int(n, "transA", 0) != 0 || attr_float(n, "alpha", 1) != 1 ||
-          attr_float(n, "beta", 1) != 1)
-        return std::nullopt;
-      out_w = n.input(1);
-      out_transposed = attr_int(n, "transB", 0) == 0;
-      if (n.input_size() > 2 && !n.input(2).empty()) {
-        if (!constants_.contains(n.input(2))) return std::nullopt;
-        out_b = n.input(2);
-      }
-    } else if (op == "Add" && float_constant) {
-      float_adds.push_back(c->second);
-    } else if ((op == "Div" || op == "Mul") && float_constant) {
-      const std::optional<double> v = scalar(c->second);
-      if (!v || *v <= 0) return std::nullopt;
-      scales.push_back(op == "Div" ? 1 / *v : *v);
-    }
-  }
-  if (in_w.empty() || out_w.empty()) return std::nullopt;
-  const int64_t e = constants_.at(in_w).shape()[0];
-  if (constants_.at(out_w).shape() != Shape{e, e}) return std::nullopt;
-  bool causal = false;
-  for (const std::string& b : float_adds) {
-    const int64_t numel = constants_.at(b).numel();
-    if (constants_.at(b).dim() == 2 && is_causal_mask(constants_.at(b)) && !causal) {
-      causal = true;
-    } else if (numel == 3 * e && in_b.empty()) {
-      in_b = b;
-    } else if (numel == e && out_b.empty() && out_transposed) {
-      out_b = b;
-    } else {
-      return std::nullopt;  // a mask, or another term: not nn.MultiheadAttention's forward
-    }
-  }
-  if (in_b.empty() != out_b.empty()) return std::nullopt;
-  // q * s (torch 1.13), or q * sqrt(s) and k * sqrt(s) (scaled_dot_product_attention's).
-  double scale = 0;
-  if (scales.size() == 1) scale = scales[0];
-  if (scales.size() == 2 && near(scales[0], scales[1])) scale = scales[0] * scales[1];
-  if (scale <= 0) return std::nullopt;
-  const double head_dim = 1 / (scale * scale);
-  const int64_t hd = std::llround(head_dim);
-  if (hd < 1 || std::abs(head_dim - static_cast<double>(hd)) > 1e-3 * head_dim || e % hd != 0)
-    return std::nullopt;
-  // batch_first: the module moves [N, L, E] to [L, N, E] before anything else.
-  bool batch_first = true;
-  for (int c : consumers_[x]) {
-    if (!std::binary_search(region.begin(), region.end(), c)) continue;  // a residual's Add
-    if (node(c).op_type() != "Transpose" ||
-        attr_ints(node(c), "perm") != std::vector<int64_t>{1, 0, 2})
-      batch_first = false;
-  }
-  Pattern p;
-  p.type = "MultiheadAttention";
-  p.inputs = {x, x, x};
-  p.ports = {"query", "key", "value"};
-  p.output = outputs[0];
-  p.nodes = region;
-  p.options = {{"embed_dim", e},
-               {"num_heads", e / hd},
-               {"bias", !in_b.empty()},
-               {"batch_first", batch_first},
-               {"is_causal", causal}};
-  p.state = {{"in_proj_weight^T", in_w}};
-  if (!in_b.empty()) p.state.emplace_back("in_proj_bias", in_b);
-  p.state.emplace_back(out_transposed ? "out_proj.weight^T" : "out_proj.weight", out_w);
-  if (!out_b.empty()) p.state.emplace_back("out_proj.bias", out_b);
-  return p;
-}
-
-// [L, L] with 0 on and below the diagonal and -inf above: each query sees the keys up to its
-// own position.
-bool Importer::is_causal_mask(const Tensor& mask) {
-  if (mask.dim() != 2 || mask.shape()[0] != mask.shape()[1]) return false;
-  const Tensor m = mask.to(kFloat64).contiguous();
-  const double* v = m.data_ptr<double>();
-  const int64_t len = mask.shape()[0];
-  for (int64_t i = 0; i < len; ++i) {
-    for (int64_t j = 0; j < len; ++j) {
-      const double x = v[i * len + j];
-      if (j <= i ? x != 0 : !(std::isinf(x) && x < 0)) return false;
-    }
-  }
-  return true;
-}
-
 // x - mean(x), / sqrt(mean((x - mean)^2) + eps), * weight, + bias: torch's layer_norm at
 // opsets below 17.
 std::optional<Pattern> Importer::match_layer_norm(int mean1) {
   const NodeProto& m1 = node(mean1);
   const std::string x = m1.input(0);
-  const auto axes = attr_ints(m1, "axes");
-  if (!axes || attr_int(m1, "keepdims", 1) != 1) return std::nullopt;
+  const auto axes = reduction_axes(mean1);
+  if (!axes || axes->empty() || attr_int(m1, "keepdims", 1) != 1) return std::nullopt;
   // Both x - mean and the variance's mean read x or the difference: find Sub(x, mean).
   int sub = -1;
   for (int c : consumers_[m1.output(0)]) {
@@ -223,7 +78,8 @@ std::optional<Pattern> Importer::match_layer_norm(int mean1) {
   }
   if (pow < 0 || div < 0 || consumers_[d].size() != 2) return std::nullopt;
   const int mean2 = only_consumer(node(pow).output(0));
-  if (mean2 < 0 || node(mean2).op_type() != "ReduceMean" || attr_ints(node(mean2), "axes") != axes)
+  if (mean2 < 0 || node(mean2).op_type() != "ReduceMean" || reduction_axes(mean2) != axes ||
+      attr_int(node(mean2), "keepdims", 1) != 1)
     return std::nullopt;
   const int add = only_consumer(node(mean2).output(0));
   if (add < 0 || node(add).op_type() != "Add") return std::nullopt;
@@ -335,7 +191,8 @@ std::optional<std::vector<int>> Importer::match_cube(const std::string& value,
 }
 
 // GELU's end from its erf or tanh node (the last of `nodes`): + 1, times x, times 0.5, as
-// (x * (1 + e)) * 0.5 or (x * 0.5) * (1 + e).
+// (x * (1 + e)) * 0.5, (x * 0.5) * (1 + e) or, as torch 2.x's exporter writes it,
+// x * (0.5 * (1 + e)).
 std::optional<Pattern> Importer::gelu_tail(const std::string& x, std::vector<int> nodes,
                                            const std::string& approximate) {
   const int add = only_consumer(node(nodes.back()).output(0));
@@ -351,6 +208,16 @@ std::optional<Pattern> Importer::gelu_tail(const std::string& x, std::vector<int
   p.options = {{"approximate", approximate}};
   p.inputs = {x};
   nodes.insert(nodes.end(), {add, mul});
+  if (near(scalar(other), 0.5)) {
+    const int times = only_consumer(m.output(0));
+    if (times < 0 || node(times).op_type() != "Mul") return std::nullopt;
+    const NodeProto& t = node(times);
+    if ((t.input(0) == m.output(0) ? t.input(1) : t.input(0)) != x) return std::nullopt;
+    nodes.push_back(times);
+    p.nodes = nodes;
+    p.output = t.output(0);
+    return p;
+  }
   if (other == x) {
     const int half = only_consumer(m.output(0));
     if (half < 0 || node(half).op_type() != "Mul") return std::nullopt;
@@ -412,6 +279,9 @@ void Importer::add_pattern(int last, const Pattern& p) {
   u.ports = p.ports;
   u.output = p.output;
   u.options = p.options;
+  u.module = p.module;
+  for (const auto& [entry, t] : p.tensors) u.state.emplace_back(entry, t);
+  u.sources.insert(u.sources.end(), p.sources.begin(), p.sources.end());
   for (const auto& [entry, init] : p.state) {
     Tensor t = constant(init);
     if (entry.ends_with("^T")) {

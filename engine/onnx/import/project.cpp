@@ -100,7 +100,7 @@ void Importer::name_units() {
     }
     // The module an initializer names: its key less the entry it fills ("a.out_proj.weight"
     // for MultiheadAttention's "out_proj.weight" -> "a"), else less its last part.
-    std::string path;
+    std::string path = u.module;
     for (size_t s = 0; s < u.sources.size() && path.empty(); ++s) {
       const std::string& source = u.sources[s];
       const std::string entry = s < u.state.size() ? "." + u.state[s].first : std::string();

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "engine/train/sampling_budget.h"
+
+#include <algorithm>
+
+#include <time.h>
+
+namespace nns::train {
+namespace {
+
+// The CPU seconds the calling thread (the one that trains) has used: the steps' share of it,
+// against their wall time, is the time they really ran (see fold). Not the process's: a thread
+// pool spinning between products, or the window's thread, would hide the time the system took
+// away. A system call of some microseconds (no vDSO for CPU clocks), so it is read once per
+// picked step, not per step.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+}  // namespace
+
+void SamplingBudget::begin_step(int64_t step, bool measured) {
+  if (step <= last_begun_) {
+    cost_ = train_ = 0;
+    window_wall_ = window_cost_ = 0;
+    window_cpu_begin_.reset();
+  }
+  last_begun_ = step;
+  one_off_ = false;
+  step_cost_ = 0;
+  step_begin_.reset();
+  if (measured) step_begin_ = Clock::now();
+}
+
+void SamplingBudget::end_step(bool sampled) {
+  if (!step_begin_) return;
+  const double span = std::chrono::duration<double>(Clock::now() - *step_begin_).count();
+  step_begin_.reset();
+  // A sampled step also pays for what no timer inside the tool sees: the two autograd nodes a
+  // full backward hook adds around its module, and the caches the summaries evict. So its
+  // cost is its excess over the recent unsampled steps (a running mean of their length), never
+  // less than what the timers saw, and at most kOutlierFactor times that (the excess of one
+  // step is noisy: a step the system descheduled is not the tool's doing).
+  const double seen = step_cost_;
+  double cost = seen;
+  step_cost_ = 0;
+  if (!sampled) {
+    unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
+  } else {
+    if (unsampled_span_ > 0) {
+      cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));
+    }
+    cost = std::min(cost, span);
+    // A sampler's first sample: its one-off costs are not what the next samples will cost,
+    // and the step's training part cannot be told from them. It counts for nothing.
+    if (one_off_) return;
+    // The cheapest recent sample is what a sample costs when nothing else takes the CPU
+    // from it (preemption only ever adds); it rises 5% a sample to follow a real change.
+    if (cheapest_sample_ > 0) cost = std::min(cost, kOutlierFactor * cheapest_sample_);
+    cheapest_sample_ = cheapest_sample_ > 0 ? std::min(cost, 1.05 * cheapest_sample_) : cost;
+  }
+  window_wall_ += span;
+  window_cost_ += cost;
+}
+
+void SamplingBudget::fold() {
+  const double cpu = thread_cpu_seconds();
+  if (window_cpu_begin_) {
+    // While the machine runs other processes the steps' wall time grows but the training
+    // thread's CPU time does not: the window's time is scaled down to the CPU time it got,
+    // training and tool alike, so that steps the system descheduled bank nothing that would
+    // let the tool run free afterwards (a sample descheduled on its own is bounded above).
+    // The thread's CPU time also counts work between steps (an evaluation), so the scale is
+    // at most 1.
+    const double ran = std::max(0.0, cpu - *window_cpu_begin_);
+    const double scale = window_wall_ > ran ? ran / window_wall_ : 1.0;
+    cost_ += window_cost_ * scale;
+    train_ += std::max(0.0, window_wall_ - window_cost_) * scale;
+  }
+  window_cpu_begin_ = cpu;
+  window_wall_ = 0;
+  window_cost_ = 0;
+}
+
+bool SamplingBudget::takes(Schedule& s, int64_t step, int64_t every, double max_overhead) const {
+  // The first pick of a run (a step at or before the last sampled one: the run was reset).
+  if (s.last_sampled == 0 || step <= s.last_sampled) {
+    s.last_sampled = 0;
+    s.first_sampled = step;
+    s.early_picked = 1;
+    s.early_sampled = 0;
+    return true;
+  }
+  const bool early = step - s.first_sampled < kFloorEarlySteps;
+  if (early) ++s.early_picked;
+  if (within(max_overhead)) return true;
+  // The floor: a third of the picks early on, and no gap of kFloorGap picks after.
+  return (early && 3 * s.early_sampled < s.early_picked) ||
+         step - s.last_sampled >= kFloorGap * every;
+}
+
+SamplingBudget::Pick SamplingBudget::pick(Schedule& s, int64_t step, int64_t every,
+                                          double max_overhead) {
+  const bool budgeted = within(max_overhead);
+  if (!takes(s, step, every, max_overhead)) return Pick::Skipped;
+  const bool forced = s.last_sampled != 0 && !budgeted;
+  s.interval = s.last_sampled == 0 ? 0 : step - s.last_sampled;
+  s.last_sampled = step;
+  if (step - s.first_sampled < kFloorEarlySteps) ++s.early_sampled;
+  one_off_ = one_off_ || !s.sampled_ever;
+  s.sampled_ever = true;
+  return forced ? Pick::Forced : Pick::Sampled;
+}
+
+}  // namespace nns::train

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// The overhead budget of a tool that samples training steps (the probes, probes.h; the
+// profiler, profiler.h): of the steps a sampler's `every` picks (1, 1 + every, ...), which it
+// samples, so that the tool costs at most max_overhead of the training time on average over
+// the run, and never fewer than a floor that keeps its history readable however fast the
+// model is (the rules are in probes.h, whose terms this file uses).
+//
+//   SamplingBudget budget;
+//   SamplingBudget::Schedule schedule;  // one per sampler
+//   for (int64_t step = 1; ...; ++step) {
+//     budget.begin_step(step, /*measured=*/true);
+//     bool sampled = false;
+//     if ((step - 1) % every == 0) {
+//       budget.fold();
+//       sampled = budget.pick(schedule, step, every, max_overhead) !=
+//       SamplingBudget::Pick::Skipped;
+//     }
+//     { const CostTimer timer(budget); ... the tool's own work ... }
+//     ... the step ...
+//     budget.end_step(sampled);
+//   }
+//
+// What the budget counts is what the tool costs the run: the time of a sampled step beyond the
+// recent unsampled ones (its hooks and summaries, placing and removing the step hooks, the
+// autograd nodes of the backward hooks, the caches the summaries evict), never less than the
+// tool's own timers (CostTimer) saw and at most kOutlierFactor times that. A sampler's first
+// sample pays one-off costs (the first allocations, the hooks placed for the first time): it is
+// not charged, and a later sample is charged at most kOutlierFactor times the cheapest recent
+// one, so that one slow sample (the process descheduled in it) does not silence the tool. The
+// training time is the rest of each step, from begin_step to end_step (time between steps, a
+// pause or an evaluation, counts for nothing); between two picked steps both are scaled down to
+// the CPU time the training thread got, so that steps the system descheduled bank no credit. A
+// step no sampler picks costs two reads of the steady clock and nothing else: the CPU clock (a
+// system call of microseconds) is read once per picked step.
+//
+// Threads: the training thread's; its owner publishes fraction() to other threads.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+namespace nns::train {
+
+// The floor under the budget (see probes.h).
+constexpr int64_t kFloorEarlySteps = 1000;
+constexpr int64_t kFloorGap = 10;
+// A sampled step's cost is at most this many times what the tool's timers saw in it, and at
+// most this many times the cheapest recent charged sample (see above).
+constexpr double kOutlierFactor = 3.0;
+
+class SamplingBudget {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // One sampler's place in the run, for the floor and its samples' intervals.
+  struct Schedule {
+    bool sampled_ever = false;  // its first sample (one-off costs) is behind it
+    int64_t last_sampled = 0;   // the step it last sampled in this run (0: none yet)
+    int64_t first_sampled = 0;  // its first sampled step in this run
+    int64_t early_picked = 0;   // steps `every` picked within kFloorEarlySteps of first_sampled
+    int64_t early_sampled = 0;  // ... and of those, the sampled ones
+    int64_t interval = 0;       // steps between its last two samples (0 after its first)
+  };
+  // What pick() decided: Forced is sampled by the floor although the budget was spent.
+  enum class Pick { Skipped, Sampled, Forced };
+
+  // A step begins. measured: whether it counts (the tool has samplers; a step of a tool without
+  // any is not measured). A step at or before the last one begun starts a new run (a reset
+  // session counts from 1 again), measured afresh.
+  void begin_step(int64_t step, bool measured);
+  // When a sampler's `every` picks the step begun, before pick(): brings the run's cost and
+  // training time up to date with the steps since the last picked one.
+  void fold();
+  // Whether the sampler samples the step begun, which its `every` picks; updates its schedule.
+  Pick pick(Schedule& schedule, int64_t step, int64_t every, double max_overhead);
+  // The tool's own time in the step begun (CostTimer adds it).
+  void add_cost(double seconds) { step_cost_ += seconds; }
+  // The step begun ends; sampled: whether a sampler sampled it.
+  void end_step(bool sampled);
+
+  // When the step begun began (nullopt: it is not measured).
+  std::optional<Clock::time_point> step_begin() const { return step_begin_; }
+  // The tool's charged cost / the training time, over the run so far (as of the last fold).
+  double fraction() const { return train_ > 0 ? cost_ / train_ : 0; }
+  // Whether the cost so far is within max_overhead of the training time (0: no budget).
+  bool within(double max_overhead) const {
+    return max_overhead == 0 || cost_ <= max_overhead * train_;
+  }
+
+ private:
+  bool takes(Schedule& schedule, int64_t step, int64_t every, double max_overhead) const;
+
+  // The step begun (none outside steps and when not measured) and the tool's time in it; the
+  // steps since the last picked step (their wall time, the tool's cost in them, the CPU clock
+  // when the window began); the run's charged cost and training time.
+  std::optional<Clock::time_point> step_begin_;
+  double step_cost_ = 0;
+  bool one_off_ = false;        // a sampler's first sample is in the step: not charged
+  double unsampled_span_ = 0;   // running mean length of the unsampled steps
+  double cheapest_sample_ = 0;  // the cheapest recent charged sample (see end_step)
+  double window_wall_ = 0;
+  double window_cost_ = 0;
+  std::optional<double> window_cpu_begin_;
+  double cost_ = 0;
+  double train_ = 0;
+  int64_t last_begun_ = 0;  // the step begun last (a smaller one: the run restarted)
+};
+
+// Adds the seconds of its scope to the step's cost: the tool's own time.
+class CostTimer {
+ public:
+  explicit CostTimer(SamplingBudget& budget) : budget_(budget) {}
+  ~CostTimer() {
+    budget_.add_cost(std::chrono::duration<double>(SamplingBudget::Clock::now() - start_).count());
+  }
+  CostTimer(const CostTimer&) = delete;
+  CostTimer& operator=(const CostTimer&) = delete;
+
+ private:
+  SamplingBudget& budget_;
+  SamplingBudget::Clock::time_point start_ = SamplingBudget::Clock::now();
+};
+
+}  // namespace nns::train
