@@ -19,6 +19,8 @@
 
 #include "engine/graph/diff.h"
 #include "engine/graph/project.h"
+#include "engine/train/run_store.h"
+#include "engine/train/session.h"
 #include "ui/app/compare_dialog.h"
 #include "ui/app/compare_window.h"
 #include "ui/app/example_project.h"
@@ -116,6 +118,57 @@ TEST(CompareUi, TwoProjectsShowTheirDifferencesOnTheCanvasAndInTheTable) {
   EXPECT_FALSE(compare->numbers()->modules.empty());
   EXPECT_TRUE(compare->summary()->text().contains("loss"));
   saveShot(compare, "compare_window.png");
+}
+
+// Fine-tuning: the first two layers frozen, the run trained on; the model now against the run's
+// first snapshot has the same structure, and the layers that moved lead the table, the frozen
+// ones not in it (their weights and outputs are equal on both sides).
+TEST(CompareUi, AFineTunedModelAgainstItsStartListsTheLayersThatMovedFirst) {
+  QTemporaryDir tmp;
+  const QString path = tmp.filePath("spirals.nns");
+  graph::Project project = spiralsExample();
+  project.frozen_parameters = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+  project.training.epochs = 2;
+  graph::save_project(project, path.toStdString());
+  MainWindow window;
+  ASSERT_TRUE(window.openFile(path));
+  window.show();
+  TrainingController* controller = window.training();
+  controller->start();
+  ASSERT_TRUE(test::waitFor([&] { return controller->status().state == train::RunState::Stopped; },
+                            120000));
+  ASSERT_TRUE(test::waitFor([&] {
+    const auto run = controller->runStore()->run(1);
+    return run && run->finished;
+  }));
+  const std::vector<train::SnapshotInfo> snapshots = controller->runStore()->snapshots(1);
+  ASSERT_GE(snapshots.size(), 2u);
+
+  CompareSource source;
+  source.kind = CompareSource::Kind::Snapshot;
+  source.run = 1;
+  source.step = snapshots.front().step;
+  CompareWindow* compare = window.compareWith(source);
+  ASSERT_NE(compare, nullptr);
+  EXPECT_TRUE(compare->diff().differences().empty());
+  ASSERT_TRUE(test::waitFor([&] { return compare->numbersReady(); }, 120000));
+  ASSERT_EQ(compare->numbers()->error, "");
+  QTableWidget* table = compare->table();
+  ASSERT_GE(table->rowCount(), 1);
+  // fc3 trained: it leads, its weights moved; fc1 and fc2 did not and are not listed.
+  EXPECT_EQ(table->item(0, CompareWindow::Change)->text(), "weights");
+  EXPECT_TRUE(table->item(0, CompareWindow::ModuleA)->text().startsWith("fc3"))
+      << table->item(0, CompareWindow::ModuleA)->text().toStdString();
+  for (int row = 0; row < table->rowCount(); ++row) {
+    const QString module = table->item(row, CompareWindow::ModuleA)->text();
+    EXPECT_FALSE(module.startsWith("fc1") || module.startsWith("fc2") || module.startsWith("relu"))
+        << module.toStdString();
+  }
+  const graph::Node* fc3 = window.document()->project().graph.find_by_name("fc3");
+  ASSERT_NE(compare->scene()->nodeBadge(fc3->id), nullptr);
+  EXPECT_TRUE(compare->scene()->nodeBadge(fc3->id)->text.startsWith("Δw"));
+  saveShot(compare, "compare_fine_tuned.png");
+  window.document()->undoStack()->setClean();
 }
 
 TEST(CompareUi, AProjectAgainstItselfHasNoDifferences) {
