@@ -10,20 +10,10 @@ extern const AllocatorKernels allocator_kernels;      // copy.cu
 extern const CopyKernels copy_kernels;                // copy.cu
 extern const ElementwiseKernels elementwise_kernels;  // elementwise.cu
 extern const ReductionKernels reduction_kernels;      // reduction.cu
-extern const LinalgKernels linalg_kernels;            // events.cpp
-void* backend_event_create(int device);
-void backend_event_record(void* event);
-float backend_event_elapsed_ms(void* start, void* end);
-void backend_event_synchronize(void* event);
-void backend_event_destroy(void* event);
-void* backend_host_alloc_pinned(size_t nbytes);
-void backend_host_free_pinned(void* p);
-void backend_copy_host_to_device_async(void* dst, const void* src, size_t nbytes, void* done);
-void backend_compute_wait_event(void* event);
-// linalg.cu
-extern const IndexingKernels indexing_kernels;    // indexing.cu
-extern const NNKernels nn_kernels;                // nn.cu
-extern const OptimizerKernels optimizer_kernels;  // optimizer.cu
+extern const LinalgKernels linalg_kernels;            // linalg.cu
+extern const IndexingKernels indexing_kernels;        // indexing.cu
+extern const NNKernels nn_kernels;                    // nn.cu
+extern const OptimizerKernels optimizer_kernels;      // optimizer.cu
 
 // runtime.cpp
 int backend_device_count(char* reason, size_t reason_size);

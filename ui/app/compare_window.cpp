@@ -2,7 +2,6 @@
 #include "ui/app/compare_window.h"
 
 #include <QDockWidget>
-#include <QHeaderView>
 #include <QLabel>
 #include <QTableWidget>
 #include <QTimer>
@@ -18,6 +17,7 @@
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
 #include "ui/widgets/canvas_theme.h"
+#include "ui/widgets/row_table.h"
 
 namespace nns::ui {
 namespace {
@@ -67,7 +67,9 @@ CompareWindow::CompareWindow(CompareSide a, CompareSide b, int64_t batch, QWidge
       batch_(batch),
       document_(new ProjectDocument(this)),
       summary_(new QLabel(this)),
-      table_(new QTableWidget(0, Columns, this)),
+      table_(makeRowTable({tr("Change"), tr("A"), tr("B"), tr("What differs"), tr("Output cosine"),
+                           tr("Weight change"), tr("Output norm A → B"), tr("Gradient norm A → B")},
+                          this)),
       poll_(new QTimer(this)) {
   setAttribute(Qt::WA_DeleteOnClose);
   setObjectName("compareWindow");
@@ -88,15 +90,6 @@ CompareWindow::CompareWindow(CompareSide a, CompareSide b, int64_t batch, QWidge
   layout->addWidget(view_, 1);
   setCentralWidget(central);
 
-  table_->setHorizontalHeaderLabels({tr("Change"), tr("A"), tr("B"), tr("What differs"),
-                                     tr("Output cosine"), tr("Weight change"),
-                                     tr("Output norm A → B"), tr("Gradient norm A → B")});
-  table_->verticalHeader()->hide();
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
   connect(table_, &QTableWidget::cellClicked, this, [this](int row, int) { showRow(row); });
   auto* dock = new QDockWidget(tr("Differences"), this);
   dock->setObjectName("differencesDock");

@@ -16,6 +16,7 @@
 #include "ui/document/qt_strings.h"
 #include "ui/training/training_controller.h"
 #include "ui/widgets/canvas_theme.h"
+#include "ui/widgets/row_table.h"
 
 namespace nns::ui {
 namespace {
@@ -48,12 +49,12 @@ ProfilePanel::ProfilePanel(TrainingController* controller, GraphScene* scene, QW
       controller_(controller),
       scene_(scene),
       summary_(new QLabel(this)),
-      table_(new QTableWidget(0, Columns, this)),
+      table_(makeRowTable({tr("Module"), tr("Type"), tr("Forward ms"), tr("Backward ms"),
+                           tr("Self ms"), tr("Share"), tr("Calls"), tr("Output memory")},
+                          this)),
       timer_(new QTimer(this)) {
   summary_->setWordWrap(true);
   summary_->setTextFormat(Qt::PlainText);
-  table_->setHorizontalHeaderLabels({tr("Module"), tr("Type"), tr("Forward ms"), tr("Backward ms"),
-                                     tr("Self ms"), tr("Share"), tr("Calls"), tr("Output memory")});
   table_->horizontalHeaderItem(Forward)->setToolTip(
       tr("Forward time per step, with the module's children"));
   table_->horizontalHeaderItem(Backward)->setToolTip(
@@ -63,12 +64,6 @@ ProfilePanel::ProfilePanel(TrainingController* controller, GraphScene* scene, QW
          "up to the step"));
   table_->horizontalHeaderItem(Share)->setToolTip(tr("Self time as a share of the step"));
   table_->horizontalHeaderItem(Memory)->setToolTip(tr("The bytes of its outputs per step"));
-  table_->verticalHeader()->hide();
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
   table_->setSortingEnabled(true);
   table_->sortByColumn(Self, Qt::DescendingOrder);
   connect(table_, &QTableWidget::cellClicked, this, [this](int row, int) {
