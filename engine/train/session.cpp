@@ -606,8 +606,13 @@ void TrainingSession::run_step() {
     status_.graph_replays = step_graph_->replays();
     status_.graphs_off = step_graph_->disabled_reason();
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const int64_t samples = host_batch.inputs.size(0);
+  record_step(step, loss_value, accuracy, host_batch.inputs.size(0),
+              std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+void TrainingSession::record_step(int64_t step, double loss_value,
+                                  const std::optional<Accuracy>& accuracy, int64_t samples,
+                                  double seconds) {
   step_ = step;
   ++batch_;
   epoch_loss_sum_ += loss_value * static_cast<double>(samples);

@@ -339,6 +339,10 @@ class TrainingSession {
   void worker_loop();
   // One training step; false when the run failed in it.
   void run_step();
+  // A step taken: its figures into the epoch's sums, the rate and the metrics the readers and
+  // the observer see; the epoch's end, the step limit and a snapshot when they are due.
+  void record_step(int64_t step, double loss_value, const std::optional<Accuracy>& accuracy,
+                   int64_t samples, double seconds);
   void begin_epoch();
   void end_epoch();
   // Drops the oldest epochs beyond history_limit_ (mutex_ held).
