@@ -18,14 +18,22 @@
 #                                      the archive and writes its logs under $OUT (default
 #                                      ./gpu-logs), at most 8 minutes: nvidia-smi, cuda_tests,
 #                                      compute-sanitizer memcheck on a short subset, every
-#                                      example with --device cuda (and cpu), bench_train
-#                                      --device cuda against PyTorch, and the compatibility
-#                                      checks. summary.txt collects the key lines.
+#                                      example with --device cuda (and cpu), `profile
+#                                      --device cuda` of tests/cli/profile_wide.nns (its timer
+#                                      must be CUDA events), `diff` of tests/cli/diff_a.nns and
+#                                      diff_b.nns, bench_train --device cuda against PyTorch,
+#                                      and the compatibility checks. summary.txt collects the
+#                                      key lines.
 #   tests/gpu/device_check.sh compat   the compatibility checks alone (no GPU needed): every
 #                                      example's ONNX export under onnxruntime, the exported
 #                                      model.py under PyTorch (strict load of weights.pt with
 #                                      weights_only=True, equal output and gradients), train.py
-#                                      under the real torchrun --nproc_per_node 2.
+#                                      under the real torchrun --nproc_per_node 2, and torch
+#                                      2.x's own ONNX files (its default, dynamo exporter: small
+#                                      models, torchvision's and transformers') imported and
+#                                      compared with torch (tests/gpu/torch2_onnx_check.py,
+#                                      issue 44: at most about 150 s; its JSON and the refused
+#                                      files under $OUT/torch2_onnx.json and torch2_onnx/).
 #
 # On the device machine (one call):
 #   run(command="tests/gpu/device_check.sh run", carry=["build/gpu-bundle.tar.xz"])
@@ -120,6 +128,12 @@ compat() {
     2>/dev/null && dev=cuda
   step torchrun 120 tests/gpu/torchrun_check.sh "$cli" "$dev"
   grep -E '^(ok|FAIL)' "$out/torchrun.txt" | tee -a "$out/summary.txt"
+  # Issue 44: the files of torch 2.x's default ONNX exporter. The script starts no model past
+  # 150 s (NNS_TORCH2_SECONDS); refusals and differences are findings (exit 0), 77 is a skip.
+  step torch2_onnx 210 env NNS_TORCH2_OUT="$out" "$py" tests/gpu/torch2_onnx_check.py "$cli"
+  grep -E '^(skip|REFUSED|DIFFER|EXPORT-FAILED|ERROR|not-run)' "$out/torch2_onnx.txt" |
+    cut -c1-300 | head -30 | tee -a "$out/summary.txt"
+  grep -E '^torch2 onnx:' "$out/torch2_onnx.txt" | tee -a "$out/summary.txt"
 }
 
 run_check() {
@@ -165,6 +179,21 @@ run_check() {
         "$(grep -E '^CUDA graphs' "$out/example_${name}_$dev.txt" | tail -1)"
     done
   done
+  # The profiler on the GPU: timed with CUDA events, and how much of the step it accounts for.
+  step profile_cuda 60 "$cli" profile tests/cli/profile_wide.nns --device cuda --steps 20
+  step profile_cuda_json 60 "$cli" profile tests/cli/profile_wide.nns --device cuda --steps 20 \
+    --json
+  local timer accounted
+  timer=$(grep -oE '"timer": *"[^"]*"' "$out/profile_cuda_json.txt" | head -1 |
+    sed -E 's/.*: *"([^"]*)"/\1/')
+  accounted=$(grep -E '^accounted:' "$out/profile_cuda.txt" | head -1)
+  if [[ $timer == "CUDA events" ]]; then timer="ok   timer: CUDA events"
+  else timer="FAIL timer: ${timer:-none} (not CUDA events)"; fi
+  summary "  profile cuda: $timer, ${accounted:-no accounted line}"
+  # A model diff (CPU) on that machine's build.
+  step diff 60 "$cli" diff tests/cli/diff_a.nns tests/cli/diff_b.nns
+  summary "  diff: $(grep -E '^Differences' "$out/diff.txt" | head -1)" \
+    "$(grep -E '^Loss A' "$out/diff.txt" | head -1)" "$(grep -E 'error' "$out/diff.txt" | head -1)"
   if [[ -x $dir/bin/bench_train ]]; then
     step bench_train 120 "$dir/bin/bench_train" --device cuda --seconds 1
     cat "$out/bench_train.txt" >>"$out/summary.txt"
@@ -177,5 +206,5 @@ case ${1:-} in
   pack) pack ;;
   run) run_check ;;
   compat) compat "${2:-$root/build/test/app/nnstudio-cli}" ;;
-  *) sed -n '2,30p' "$0"; exit 2 ;;
+  *) sed -n '2,39p' "$0"; exit 2 ;;
 esac

@@ -261,6 +261,47 @@ TEST(ProfileUi, ShownItProfilesTheRunAndTintsTheNodesClosedItMeasuresNothing) {
   EXPECT_FALSE(window.scene()->hasNodeBadges());
 }
 
+// A collapsed group is one box: its figure is its module's time, which holds its members'.
+TEST(ProfileUi, ACollapsedGroupShowsItsMembersSum) {
+  MainWindow window;
+  window.resize(1600, 1000);
+  ASSERT_TRUE(window.openFile(kSource + "/tests/cli/diff_a.nns"));
+  const graph::Node* block = window.document()->project().graph.find_by_name("block");
+  ASSERT_NE(block, nullptr);
+  const graph::NodeId group = block->id;
+  window.document()->setCollapsed(group, true);
+  window.show();
+  test::settle();
+  window.findChild<QDockWidget*>("profileDock")->toggleViewAction()->trigger();
+  ASSERT_TRUE(test::waitFor([&] { return window.profilePanel()->isActive(); }));
+  TrainingController* controller = window.training();
+  controller->start();
+  ASSERT_TRUE(test::waitFor(
+      [&] {
+        const auto p = controller->profile();
+        return p && p->steps >= 5;
+      },
+      60000));
+  controller->pause();
+  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
+  window.profilePanel()->refresh();
+  const train::StepProfile p = *controller->profile();
+  const auto total = [&](const std::string& module) {
+    for (const train::ModuleProfile& m : p.modules) {
+      if (m.module == module) return m.forward_seconds + m.backward_seconds;
+    }
+    ADD_FAILURE() << module << " not profiled";
+    return 0.0;
+  };
+  // The group's time holds its members' and little more (the Sequential's own call).
+  const double members = total("block.0") + total("block.1");
+  EXPECT_GE(total("block"), members);
+  const GraphScene::NodeBadge* badge = window.scene()->nodeBadge(group);
+  ASSERT_NE(badge, nullptr);
+  const QString expected = QString::number(100 * total("block") / p.step_seconds, 'f', 1) + "%";
+  EXPECT_EQ(badge->text, expected);
+}
+
 TEST(ProfileUi, TheWideLayerIsOnTopAndTheHottestNode) {
   MainWindow window;
   window.resize(1600, 1000);
