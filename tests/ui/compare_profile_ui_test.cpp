@@ -7,10 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <QAction>
+#include <QDialogButtonBox>
 #include <QDockWidget>
+#include <QFile>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRadioButton>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -169,6 +174,35 @@ TEST(CompareUi, AFineTunedModelAgainstItsStartListsTheLayersThatMovedFirst) {
   EXPECT_TRUE(compare->scene()->nodeBadge(fc3->id)->text.startsWith("Δw"));
   saveShot(compare, "compare_fine_tuned.png");
   window.document()->undoStack()->setClean();
+}
+
+// The dialog: a file (a project's weights beside it filled in, as an import writes them) or,
+// where the project has recorded runs, a snapshot; Compare waits for a file that is there.
+TEST(CompareUi, TheDialogOffersAFileWithItsWeightsOrASnapshot) {
+  QTemporaryDir tmp;
+  const QString project = tmp.filePath("imported.nns");
+  ASSERT_TRUE(QFile::copy(kSource + "/tests/cli/diff_b.nns", project));
+  QFile weights(tmp.filePath("imported.safetensors"));
+  ASSERT_TRUE(weights.open(QIODevice::WriteOnly));
+  weights.close();
+  CompareDialog dialog(nullptr, 48);
+  auto* compare = dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+  EXPECT_FALSE(compare->isEnabled());  // nothing chosen yet
+  auto* snapshot = dialog.findChild<QRadioButton*>("compareSnapshot");
+  ASSERT_NE(snapshot, nullptr);
+  EXPECT_FALSE(snapshot->isEnabled());  // no runs to offer
+  auto* path = dialog.findChild<QLineEdit*>("comparePath");
+  ASSERT_NE(path, nullptr);
+  path->setText(project);
+  EXPECT_TRUE(compare->isEnabled());
+  const CompareSource source = dialog.source();
+  EXPECT_EQ(source.kind, CompareSource::Kind::File);
+  EXPECT_EQ(source.path, project);
+  EXPECT_EQ(source.weights, tmp.filePath("imported.safetensors"));
+  EXPECT_EQ(source.batch, 48);
+  dialog.show();
+  test::settle();
+  saveShot(&dialog, "compare_dialog.png");
 }
 
 TEST(CompareUi, AProjectAgainstItselfHasNoDifferences) {

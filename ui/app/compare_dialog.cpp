@@ -32,6 +32,9 @@ CompareDialog::CompareDialog(train::RunStore* store, int64_t batch, QWidget* par
       batch_(new QSpinBox(this)) {
   setWindowTitle(tr("Compare With"));
   setObjectName("compareDialog");
+  path_->setObjectName("comparePath");
+  weights_->setObjectName("compareWeights");
+  snapshotChoice_->setObjectName("compareSnapshot");
   path_->setPlaceholderText(tr("model.nns or model.onnx"));
   weights_->setPlaceholderText(tr("optional: .pt, .pth or .safetensors"));
   weights_->setToolTip(
