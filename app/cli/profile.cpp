@@ -21,8 +21,9 @@
 namespace nns::cli {
 namespace {
 
-// Not profiled: the first steps make the allocations, caches and (on a GPU) the kernels' first
-// loads that every later step reuses, and would be what the profile shows.
+// Measured but not recorded (train::ProfilerOptions::warmup): the first steps make the
+// allocations, caches and (on a GPU) the kernels' first loads that every later step reuses, and
+// would be what the profile shows.
 constexpr int64_t kWarmUpSteps = 2;
 
 std::string milliseconds(double seconds) {
@@ -135,20 +136,19 @@ int run_profile(const Options& o) {
   project.probes.clear();
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   std::unique_ptr<train::TrainingSession> session = train::make_session(project, base_dir);
-  run_steps(*session, kWarmUpSteps);
   train::ProfilerOptions options;
   options.every = 1;
   options.max_overhead = 0;
-  options.warmup = 0;  // the warm-up steps above were that
+  options.warmup = kWarmUpSteps;
   session->set_profiling(true, options);
-  run_steps(*session, steps);
+  run_steps(*session, kWarmUpSteps + steps);
   const train::StepProfile profile = session->profile().value();
   if (o.flag("json")) {
     std::cout << profile_json(profile).dump(1) << "\n";
     return 0;
   }
   std::printf(
-      "%s on %s, timed with the %s: %lld steps after %lld warm-up steps (not profiled: "
+      "%s on %s, timed with the %s: %lld steps after %lld warm-up steps (not recorded: "
       "they make the first allocations)\n",
       project.name.c_str(), profile.device.c_str(), profile.timer.c_str(),
       static_cast<long long>(profile.steps), static_cast<long long>(kWarmUpSteps));

@@ -49,6 +49,27 @@ void saveShot(QWidget* widget, const QString& name) {
   }
 }
 
+// View > Profile opened, the run started, and paused once the profile holds `steps` sampled
+// steps (and the panel has read them).
+bool profileSteps(MainWindow& window, int64_t steps) {
+  if (!window.profilePanel()->isActive()) {
+    window.findChild<QDockWidget*>("profileDock")->toggleViewAction()->trigger();
+  }
+  if (!test::waitFor([&] { return window.profilePanel()->isActive(); })) return false;
+  TrainingController* controller = window.training();
+  controller->start();
+  const bool sampled = test::waitFor(
+      [&] {
+        const auto p = controller->profile();
+        return p && p->steps >= steps;
+      },
+      60000);
+  controller->pause();
+  if (!sampled || !test::waitFor([&] { return !controller->isRunning(); })) return false;
+  window.profilePanel()->refresh();
+  return true;
+}
+
 TEST(CompareUi, TwoProjectsShowTheirDifferencesOnTheCanvasAndInTheTable) {
   MainWindow window;
   window.resize(1400, 900);
@@ -306,19 +327,8 @@ TEST(ProfileUi, ACollapsedGroupShowsItsMembersSum) {
   window.document()->setCollapsed(group, true);
   window.show();
   test::settle();
-  window.findChild<QDockWidget*>("profileDock")->toggleViewAction()->trigger();
-  ASSERT_TRUE(test::waitFor([&] { return window.profilePanel()->isActive(); }));
+  ASSERT_TRUE(profileSteps(window, 5));
   TrainingController* controller = window.training();
-  controller->start();
-  ASSERT_TRUE(test::waitFor(
-      [&] {
-        const auto p = controller->profile();
-        return p && p->steps >= 5;
-      },
-      60000));
-  controller->pause();
-  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
-  window.profilePanel()->refresh();
   const train::StepProfile p = *controller->profile();
   const auto total = [&](const std::string& module) {
     for (const train::ModuleProfile& m : p.modules) {
@@ -342,20 +352,7 @@ TEST(ProfileUi, TheWideLayerIsOnTopAndTheHottestNode) {
   ASSERT_TRUE(window.openFile(kSource + "/tests/cli/profile_wide.nns"));
   window.show();
   test::settle();
-  auto* dock = window.findChild<QDockWidget*>("profileDock");
-  dock->toggleViewAction()->trigger();
-  ASSERT_TRUE(test::waitFor([&] { return window.profilePanel()->isActive(); }));
-  TrainingController* controller = window.training();
-  controller->start();
-  ASSERT_TRUE(test::waitFor(
-      [&] {
-        const auto p = controller->profile();
-        return p && p->steps >= 5;
-      },
-      60000));
-  controller->pause();
-  ASSERT_TRUE(test::waitFor([&] { return !controller->isRunning(); }));
-  window.profilePanel()->refresh();
+  ASSERT_TRUE(profileSteps(window, 5));
   QTableWidget* table = window.profilePanel()->table();
   // The wide Linear (16 -> 2048, or 2048 -> 16) is the top row; its node the deepest red.
   const QString top = table->item(0, ProfilePanel::Module)->text();
