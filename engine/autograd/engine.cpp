@@ -176,7 +176,7 @@ std::vector<Tensor> run(const std::vector<Tensor>& outputs, const variable_list&
     for (size_t i = 0; i < inputs.size(); ++i) {
       const std::shared_ptr<TensorHookTable>* hooks = node->hooks_for_output(i);
       if (!hooks || !inputs[i].defined()) continue;
-      for (auto& [id, hook] : (*hooks)->snapshot()) {
+      for (const auto& [id, hook] : *(*hooks)->snapshot()) {
         Tensor replaced = hook(inputs[i]);
         if (!replaced.defined()) continue;
         if (replaced.sizes() != inputs[i].sizes()) {

@@ -46,31 +46,39 @@ class RemovableHandle {
   uint64_t id_ = 0;
 };
 
-// Hooks kept in registration order; `prepend` puts a hook before the others.
+// Hooks kept in registration order; `prepend` puts a hook before the others. The entries are an
+// immutable list that add and remove replace: snapshot() shares it, so that a hook may remove
+// hooks (itself included) while the table is walked, and a call of a module with hooks (a
+// probe's, on every step) costs a reference count, not a copy of the list.
 template <class Fn>
 class HookTable : public HookTableBase, public std::enable_shared_from_this<HookTable<Fn>> {
  public:
+  using Entries = std::vector<std::pair<uint64_t, Fn>>;
+
   RemovableHandle add(Fn fn, bool prepend = false) {
     uint64_t id = next_id_++;
+    auto entries = std::make_shared<Entries>(*entries_);
     if (prepend) {
-      entries_.insert(entries_.begin(), {id, std::move(fn)});
+      entries->insert(entries->begin(), {id, std::move(fn)});
     } else {
-      entries_.push_back({id, std::move(fn)});
+      entries->push_back({id, std::move(fn)});
     }
+    entries_ = std::move(entries);
     return RemovableHandle(this->weak_from_this(), id);
   }
   void remove(uint64_t id) override {
-    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+    auto entries = std::make_shared<Entries>(*entries_);
+    entries->erase(std::remove_if(entries->begin(), entries->end(),
                                   [id](const auto& e) { return e.first == id; }),
-                   entries_.end());
+                   entries->end());
+    entries_ = std::move(entries);
   }
-  bool empty() const { return entries_.empty(); }
-  size_t size() const { return entries_.size(); }
-  // A copy, so that a hook may remove hooks (itself included) while the table is walked.
-  std::vector<std::pair<uint64_t, Fn>> snapshot() const { return entries_; }
+  bool empty() const { return entries_->empty(); }
+  size_t size() const { return entries_->size(); }
+  std::shared_ptr<const Entries> snapshot() const { return entries_; }
 
  private:
-  std::vector<std::pair<uint64_t, Fn>> entries_;
+  std::shared_ptr<const Entries> entries_ = std::make_shared<const Entries>();
   uint64_t next_id_ = 0;
 };
 

@@ -288,7 +288,7 @@ std::vector<Tensor> Module::call_with_hooks(const std::vector<Tensor>& inputs) {
   const std::vector<Tensor>* args = &inputs;
   for (auto* table : {global.forward_pre.get(), forward_pre_hooks_.get()}) {
     if (table->empty()) continue;
-    for (auto& [id, hook] : table->snapshot()) {
+    for (const auto& [id, hook] : *table->snapshot()) {
       if (std::optional<std::vector<Tensor>> r = hook(*this, *args)) {
         replaced = std::move(*r);
         args = &replaced;
@@ -302,10 +302,10 @@ std::vector<Tensor> Module::call_with_hooks(const std::vector<Tensor>& inputs) {
     bw = std::make_shared<BackwardHookState>();
     bw->module = self_ptr(*this);
     for (auto* table : {global.backward.get(), backward_hooks_.get()}) {
-      for (auto& [id, hook] : table->snapshot()) bw->hooks.push_back(hook);
+      for (const auto& [id, hook] : *table->snapshot()) bw->hooks.push_back(hook);
     }
     for (auto* table : {global.backward_pre.get(), backward_pre_hooks_.get()}) {
-      for (auto& [id, hook] : table->snapshot()) bw->pre_hooks.push_back(hook);
+      for (const auto& [id, hook] : *table->snapshot()) bw->pre_hooks.push_back(hook);
     }
     bw->n_inputs = args->size();
     std::vector<Tensor> wrapped = wrap(*args, bw, /*output_side=*/false);
@@ -316,31 +316,31 @@ std::vector<Tensor> Module::call_with_hooks(const std::vector<Tensor>& inputs) {
     args = &replaced;
   }
 
-  std::vector<std::pair<uint64_t, ForwardHookEntry>> hooks;
-  if (!global.forward->empty()) hooks = global.forward->snapshot();
-  if (!forward_hooks_->empty()) {
-    if (hooks.empty()) {
-      hooks = forward_hooks_->snapshot();
-    } else {
-      for (auto& entry : forward_hooks_->snapshot()) hooks.push_back(std::move(entry));
-    }
-  }
-
+  // The global forward hooks run before the module's own.
+  const std::shared_ptr<const HookTable<ForwardHookEntry>::Entries> tables[] = {
+      global.forward->snapshot(), forward_hooks_->snapshot()};
   std::vector<Tensor> result;
+  size_t table = 0;
   size_t next_hook = 0;
   try {
     result = forward(*args);
-    for (; next_hook < hooks.size(); ++next_hook) {
-      if (auto r = hooks[next_hook].second.fn(*this, *args, result)) result = std::move(*r);
+    for (; table < 2; ++table, next_hook = 0) {
+      const auto& hooks = *tables[table];
+      for (; next_hook < hooks.size(); ++next_hook) {
+        if (auto r = hooks[next_hook].second.fn(*this, *args, result)) result = std::move(*r);
+      }
     }
   } catch (...) {
     // always_call hooks that have not run yet still run (with no outputs); their own errors
     // are dropped so that the original one reaches the caller.
-    for (size_t i = next_hook; i < hooks.size(); ++i) {
-      if (!hooks[i].second.always_call) continue;
-      try {
-        hooks[i].second.fn(*this, *args, {});
-      } catch (...) {
+    for (; table < 2; ++table, next_hook = 0) {
+      const auto& hooks = *tables[table];
+      for (; next_hook < hooks.size(); ++next_hook) {
+        if (!hooks[next_hook].second.always_call) continue;
+        try {
+          hooks[next_hook].second.fn(*this, *args, {});
+        } catch (...) {
+        }
       }
     }
     throw;
@@ -678,7 +678,7 @@ void Module::collect_state(StateDict& out, const std::string& prefix, bool keep_
   for (const auto& item : children_) {
     if (item.value()) item.value()->collect_state(out, prefix + item.key() + ".", keep_vars);
   }
-  for (auto& [id, hook] : state_dict_hooks_->snapshot()) hook(*this, out, prefix);
+  for (const auto& [id, hook] : *state_dict_hooks_->snapshot()) hook(*this, out, prefix);
 }
 
 StateDict Module::state_dict(const std::string& prefix, bool keep_vars) {
@@ -708,7 +708,7 @@ IncompatibleKeys Module::load_state_dict(const StateDict& state_dict, bool stric
   // entries, then its children's; nothing is written until everything has been checked.
   std::function<void(Module&, const std::string&)> load = [&](Module& m,
                                                               const std::string& prefix) {
-    for (auto& [id, hook] : m.load_pre_hooks_->snapshot()) hook(m, ctx.state, prefix);
+    for (const auto& [id, hook] : *m.load_pre_hooks_->snapshot()) hook(m, ctx.state, prefix);
     std::unordered_set<std::string> local;
     auto check = [&](const std::string& name, const Tensor& current, bool is_parameter) {
       if (!current.defined()) return;
@@ -753,7 +753,7 @@ IncompatibleKeys Module::load_state_dict(const StateDict& state_dict, bool stric
     for (const auto& item : m.children_) {
       if (item.value()) load(*item.value(), prefix + item.key() + ".");
     }
-    for (auto& [id, hook] : m.load_post_hooks_->snapshot()) hook(m, ctx.keys);
+    for (const auto& [id, hook] : *m.load_post_hooks_->snapshot()) hook(m, ctx.keys);
   };
   load(*this, "");
 

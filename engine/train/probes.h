@@ -30,8 +30,9 @@
 // overhead budget, the way a sampling profiler bounds its cost, and never below a floor that
 // keeps its history readable however fast the model is:
 // - the budget: a picked step is skipped while the probes' cost so far in the run is above
-//   max_overhead x the training time so far, so that the budget holds on average over the run
-//   (a costly sample is paid back by the steps after it, never by starving the probe);
+//   kBudgetAim x max_overhead x the training time so far, so that the budget holds on average
+//   over the run (a costly sample is paid back by the steps after it, never by starving the
+//   probe) with room for what varies between runs;
 // - the floor: over a probe's first kFloorEarlySteps steps it samples at least a third of the
 //   steps `every` picks, and after them at least one step in every kFloorGap x `every`; a
 //   probe's first pick is always sampled (early steps are kept).

@@ -26,6 +26,7 @@ void SamplingBudget::begin_step(int64_t step, bool measured) {
     cost_ = train_ = 0;
     window_wall_ = window_cost_ = 0;
     window_cpu_begin_.reset();
+    after_sample_ = 0;
   }
   last_begun_ = step;
   one_off_ = false;
@@ -38,31 +39,43 @@ void SamplingBudget::end_step(bool sampled) {
   if (!step_begin_) return;
   const double span = std::chrono::duration<double>(Clock::now() - *step_begin_).count();
   step_begin_.reset();
-  // A sampled step also pays for what no timer inside the tool sees: the two autograd nodes a
-  // full backward hook adds around its module, and the caches the summaries evict. So its
-  // cost is its excess over the recent unsampled steps (a running mean of their length), never
-  // less than what the timers saw, and at most kOutlierFactor times that (the excess of one
-  // step is noisy: a step the system descheduled is not the tool's doing).
   const double seen = step_cost_;
-  double cost = seen;
   step_cost_ = 0;
-  if (!sampled) {
-    unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
-  } else {
-    if (unsampled_span_ > 0) {
-      cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));
-    }
-    cost = std::min(cost, span);
-    // A sampler's first sample: its one-off costs are not what the next samples will cost,
-    // and the step's training part cannot be told from them. It counts for nothing.
-    if (one_off_) return;
-    // The cheapest recent sample is what a sample costs when nothing else takes the CPU
-    // from it (preemption only ever adds); it rises 5% a sample to follow a real change.
-    if (cheapest_sample_ > 0) cost = std::min(cost, kOutlierFactor * cheapest_sample_);
-    cheapest_sample_ = cheapest_sample_ > 0 ? std::min(cost, 1.05 * cheapest_sample_) : cost;
-  }
   window_wall_ += span;
-  window_cost_ += cost;
+  window_cost_ += sampled ? sample_charge(span, seen) : unsampled_charge(span, seen);
+}
+
+double SamplingBudget::unsampled_charge(double span, double seen) {
+  const double after = after_sample_;
+  after_sample_ = 0;
+  // The step after a sample runs on the caches the summaries evicted: its excess over the
+  // unsampled steps is the sample's too. It is not an unsampled step's length either.
+  if (after > 0 && unsampled_span_ > 0) {
+    return seen + std::clamp(span - unsampled_span_, 0.0, after);
+  }
+  unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
+  return seen;
+}
+
+double SamplingBudget::sample_charge(double span, double seen) {
+  after_sample_ = 0;
+  // A sampled step also pays for what no timer inside the tool sees: the two autograd nodes a
+  // full backward hook adds around its module. So its cost is its excess over the recent
+  // unsampled steps (a running mean of their length), never less than what the timers saw,
+  // and at most kOutlierFactor times that (the excess of one step is noisy: a step the system
+  // descheduled is not the tool's doing).
+  if (one_off_) return std::min(seen, span);  // see the header: charged once, as timed
+  double cost = seen;
+  if (unsampled_span_ > 0) {
+    cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));
+  }
+  cost = std::min(cost, span);
+  // The cheapest recent sample is what a sample costs when nothing else takes the CPU
+  // from it (preemption only ever adds); it rises 5% a sample to follow a real change.
+  if (cheapest_sample_ > 0) cost = std::min(cost, kOutlierFactor * cheapest_sample_);
+  cheapest_sample_ = cheapest_sample_ > 0 ? std::min(cost, 1.05 * cheapest_sample_) : cost;
+  after_sample_ = cost;
+  return cost;
 }
 
 void SamplingBudget::fold() {

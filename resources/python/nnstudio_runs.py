@@ -49,6 +49,7 @@ WRITE_EVERY_SECONDS = _RECORDER["write_every_seconds"]  # a watcher sees the run
 FLOOR_EARLY_STEPS = _RECORDER["floor_early_steps"]
 FLOOR_GAP = _RECORDER["floor_gap"]
 OUTLIER_FACTOR = _RECORDER["outlier_factor"]
+BUDGET_AIM = _RECORDER["budget_aim"]
 _STEP = struct.Struct(_SPEC["records"]["step"]["format"])
 _PROBE = struct.Struct(_SPEC["records"]["probe"]["format"])
 assert _STEP.size == _SPEC["records"]["step"]["size"]
@@ -284,7 +285,8 @@ class Recorder:
         # As the engine's probes (engine/train/probes.h): a picked step is skipped while the
         # probes have cost more than this fraction of the training time so far, never below the
         # floor (a third of the picks over the first FLOOR_EARLY_STEPS steps, then no gap of
-        # FLOOR_GAP picks); the first sample's one-off costs are not charged.
+        # FLOOR_GAP picks), aiming at BUDGET_AIM of it; the first sample is charged what its
+        # timers saw, once.
         self.max_overhead = max_overhead
         self._spent = 0.0        # the probes' charged seconds in this run
         self._trained = 0.0      # the training seconds in this run (the loop's, less the probes')
@@ -292,6 +294,7 @@ class Recorder:
         self._last_end = None    # perf_counter() when the last step() returned
         self._window = [0.0, 0.0, time.thread_time()]  # loop seconds, probe seconds, CPU clock
         self._unsampled = 0.0    # running mean length of an unsampled step
+        self._after_sample = 0.0  # the charge of the sample in the step before (0: none)
         self._cheapest = 0.0     # the cheapest recent charged sample
         self._sampled_ever = False
         self._first, self._early_picked, self._early_sampled = 1, 1, 1
@@ -347,7 +350,7 @@ class Recorder:
         early = s - self._first < FLOOR_EARLY_STEPS
         if early:
             self._early_picked += 1
-        if self.max_overhead == 0 or self._spent <= self.max_overhead * self._trained:
+        if self.max_overhead == 0 or self._spent <= BUDGET_AIM * self.max_overhead * self._trained:
             return True
         last = self._last_sample if self._last_sample is not None else 0
         return ((early and 3 * self._early_sampled < self._early_picked)
@@ -365,30 +368,37 @@ class Recorder:
         self._window = [0.0, 0.0, cpu]
 
     def _measure(self, sampled, ended):
-        """Folds the step that ended at `ended` (when the loop called step()) into the window:
-        a sampled step costs its excess over the recent unsampled steps, never less than the
-        probes' timers saw and at most OUTLIER_FACTOR times that. A step whose start is unknown (the first, the first after an
-        epoch's evaluation) adds its probes' timers only."""
-        cost, self._step_timer = self._step_timer, 0.0
+        """Folds the step that ended at `ended` (when the loop called step()) into the window,
+        charged as the engine charges it (engine/train/sampling_budget.h): a sampled step its
+        excess over the recent unsampled steps, never less than the probes' timers saw and at
+        most OUTLIER_FACTOR times that; the step after it its own excess, at most the sample's
+        charge; the first sample what its timers saw. A step whose start is unknown (the first,
+        the first after an epoch's evaluation) adds its probes' timers only."""
+        seen, self._step_timer = self._step_timer, 0.0
+        after, self._after_sample = self._after_sample, 0.0
         if self._last_end is None:
-            self._window[1] += cost if self._sampled_ever else 0.0
+            self._window[1] += seen
             self._sampled_ever = self._sampled_ever or sampled
             return
         span = ended - self._last_end
+        cost = seen
         if not sampled:
-            self._unsampled = 0.9 * self._unsampled + 0.1 * span if self._unsampled else span
+            if after and self._unsampled:
+                cost += min(max(0.0, span - self._unsampled), after)
+            else:
+                self._unsampled = 0.9 * self._unsampled + 0.1 * span if self._unsampled else span
+        elif not self._sampled_ever:
+            self._sampled_ever = True
+            cost = min(seen, span)
         else:
             if self._unsampled:
-                cost = min(max(cost, span - self._unsampled), OUTLIER_FACTOR * cost)
+                cost = min(max(seen, span - self._unsampled), OUTLIER_FACTOR * seen)
             cost = min(cost, span)
-            if not self._sampled_ever:
-                self._sampled_ever = True
-                self._window[0] += max(0.0, span - cost)  # one-off costs: not charged
-                return
             # The cheapest recent sample is what one costs undisturbed; it rises 5% a sample.
             if self._cheapest:
                 cost = min(cost, OUTLIER_FACTOR * self._cheapest)
             self._cheapest = min(cost, 1.05 * self._cheapest) if self._cheapest else cost
+            self._after_sample = cost
         self._window[0] += span
         self._window[1] += cost
 

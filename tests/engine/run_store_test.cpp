@@ -564,6 +564,7 @@ TEST(RunStoreSchema, TheSchemaFileHoldsTheEnginesConstantsAndLayouts) {
   EXPECT_EQ(recorder.at("floor_early_steps").get<int64_t>(), kFloorEarlySteps);
   EXPECT_EQ(recorder.at("floor_gap").get<int64_t>(), kFloorGap);
   EXPECT_EQ(recorder.at("outlier_factor").get<double>(), kOutlierFactor);
+  EXPECT_EQ(recorder.at("budget_aim").get<double>(), kBudgetAim);
   // The records' sizes are the engine's (static_asserts in run_store.cpp).
   EXPECT_EQ(schema.at("records").at("step").at("size").get<int>(), 48);
   EXPECT_EQ(schema.at("records").at("probe").at("size").get<int>(), 128);
