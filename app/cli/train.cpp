@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -125,8 +126,26 @@ struct TrainRequest {
   bool quiet = false;
   bool record = true;
   train::SnapshotSchedule snapshots;
-  double probe_budget = 0;  // --probe's max_overhead
+  double probe_budget = 0;    // --probe's max_overhead
+  std::string graphs_off_by;  // what turned CUDA graphs off, for the summary ("": nothing)
 };
+
+// --cuda-graphs on|off; without it, NNSTUDIO_CUDA_GRAPHS=0 (the switch before there was an
+// option, still read here for scripts that set it), else the project's training.cuda_graphs.
+void choose_cuda_graphs(const Options& o, TrainRequest& r) {
+  bool& on = r.project.training.cuda_graphs;
+  const char* env = std::getenv("NNSTUDIO_CUDA_GRAPHS");
+  if (o.has("cuda-graphs")) {
+    on = o.choice("cuda-graphs", {"on", "off"}) == "on";
+    r.graphs_off_by = "--cuda-graphs off";
+  } else if (env != nullptr && std::string(env) == "0") {
+    on = false;
+    r.graphs_off_by = "NNSTUDIO_CUDA_GRAPHS=0";
+  } else {
+    r.graphs_off_by = "the project's training.cuda_graphs";
+  }
+  if (on) r.graphs_off_by.clear();
+}
 
 TrainRequest parse_request(const Options& o) {
   TrainRequest r;
@@ -141,6 +160,7 @@ TrainRequest parse_request(const Options& o) {
   if (o.has("momentum")) t.optimizer_options["momentum"] = o.real("momentum", 0, 1);
   if (o.has("weight-decay")) t.optimizer_options["weight_decay"] = o.real("weight-decay", 0, 1e6);
   if (o.has("device")) t.device = o.text("device");
+  choose_cuda_graphs(o, r);
   // Checked before anything is read or recorded: a GPU this machine lacks is one line naming
   // CUDA and the reason (no backend library, no driver, no GPU).
   train::training_device(t.device);
@@ -430,7 +450,9 @@ void print_costs(const TrainRequest& r, const train::SessionStatus& st, int64_t 
         static_cast<long long>(probed.forced), static_cast<long long>(probed.skipped));
   }
   if (!train::training_device(r.project.training.device).is_cpu()) {
-    if (st.graphs_off.empty()) {
+    if (!r.graphs_off_by.empty()) {
+      std::printf("CUDA graphs: off (%s)\n", r.graphs_off_by.c_str());
+    } else if (st.graphs_off.empty()) {
       std::printf("CUDA graphs: %lld steps replayed\n", static_cast<long long>(st.graph_replays));
     } else {
       std::printf("CUDA graphs: off (%s)\n", st.graphs_off.c_str());
@@ -542,6 +564,9 @@ Command train_command() {
           {"seed", "N", "", "seed of the initial weights and the shuffling"},
           {"device", "DEVICE", "",
            "train on cpu, cuda or cuda:N (default: the project's; see nnstudio-cli devices)"},
+          {"cuda-graphs", "on|off", "",
+           "on a GPU, replay the training steps as CUDA graphs (default: the project's, on; "
+           "without this option NNSTUDIO_CUDA_GRAPHS=0 in the environment turns them off)"},
           {"probe", "MODULES", "",
            "comma-separated module names to probe; their last "
            "summaries are printed at the end"},

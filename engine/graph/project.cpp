@@ -384,6 +384,7 @@ Project parse_project(std::string_view json_text, const std::string& source) {
     } catch (const ValueError&) {
       t.fail(t.at("device"), "expected \"cpu\", \"cuda\" or \"cuda:N\", got \"" + ts.device + "\"");
     }
+    ts.cuda_graphs = t.boolean("cuda_graphs", true);
     ts.extra = t.extra();
   }
   const Json& frozen = r.array("frozen_parameters");
@@ -475,6 +476,8 @@ std::string project_to_json(const Project& p) {
   tj["clip_grad_norm"] = t.clip_grad_norm;
   // Written only for a GPU, so that a CPU project's file reads as before.
   if (t.device != "cpu") tj["device"] = t.device;
+  // Likewise only when off.
+  if (!t.cuda_graphs) tj["cuda_graphs"] = false;
   merge_extra(tj, t.extra);
   j["training"] = std::move(tj);
   // Written only when set, so that a project without frozen parameters reads as before.

@@ -65,6 +65,8 @@ struct TrainingSettings {
   // Where the model trains: "cpu", "cuda" or "cuda:N" (nns::Device::parse). A project that
   // asks for a GPU the machine lacks still opens; training it says why it cannot start.
   std::string device = "cpu";
+  // On a GPU, steps replay as CUDA graphs (train::SessionConfig::cuda_graphs).
+  bool cuda_graphs = true;
   Json extra = Json::object();
   bool operator==(const TrainingSettings&) const = default;
 };

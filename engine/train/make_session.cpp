@@ -147,6 +147,7 @@ std::unique_ptr<TrainingSession> make_session(const graph::Project& project,
   config.seed = static_cast<uint64_t>(t.seed);
   config.clip_grad_norm = t.clip_grad_norm;
   config.device = training_device(t.device);
+  config.cuda_graphs = t.cuda_graphs;
   config.scheduler_per_step = same_name(t.scheduler, "OneCycleLR");
 
   SessionParts parts;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <future>
 #include <limits>
 #include <map>
@@ -12,7 +11,6 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/cpu/flush_denormal.h"
-#include "engine/nn/clip_grad.h"
 #include "engine/ops/ops.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/generator.h"
@@ -26,6 +24,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kRateWindowSeconds = 0.5;
 
 using Clock = std::chrono::steady_clock;
+
+// SessionStatus::graphs_off on a GPU when SessionConfig::cuda_graphs is off.
+const char* const kGraphsTurnedOff = "turned off in the training settings";
 
 bool any_bad(const std::vector<Tensor>& tensors) {
   for (const Tensor& t : tensors) {
@@ -97,7 +98,7 @@ TrainingSession::TrainingSession(SessionParts parts, const SessionConfig& config
       model_(seeded_model(parts_, config_)),
       probes_(model_) {
   optimizer_ = parts_.make_optimizer(model_->parameters());
-  make_step_graph();
+  make_train_step();
   if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
   make_loader();
   for (auto& [name, m] : model_->named_modules()) module_names_.push_back(name);
@@ -489,125 +490,90 @@ void TrainingSession::begin_epoch() {
 
 void TrainingSession::run_step() {
   const auto start = Clock::now();
-  // The profiler's step takes in the batch's taking (its data row). Its calls are no-ops on the
-  // steps it does not sample.
-  const auto mark = [&](ProfilePhase phase) {
-    if (profiler_) profiler_->mark(phase);
-  };
   if (profiler_) {
+    // The profiler's step takes in the batch's taking (its data row). Its calls are no-ops on
+    // the steps it does not sample.
     try {
       profiler_->begin_step(step_ + 1);
-      mark(ProfilePhase::Data);
+      profiler_->mark(ProfilePhase::Data);
     } catch (const std::exception& e) {
       return fail("profiling step " + std::to_string(step_ + 1) + " failed: " + e.what(), "");
     }
   }
   if (!epoch_batches_) begin_epoch();
   const data::Batch host_batch = device_batches_.host_batch(*epoch_batches_, batch_);
-  // On a GPU the batch moves there (its copy queued during the last step, see
-  // data/device_batches.h); the accuracy is counted from the host's targets.
-  const auto on_device = [&] { return device_batches_.on_device(); };
   const int64_t step = step_ + 1;
   double loss_value = 0;
   std::optional<Accuracy> accuracy;
-  // A step whose loss or gradients are not finite fails the run before the optimizer changes a
-  // weight, naming the first module where the value appeared.
-  const auto fail_loss = [&] {
+  try {
+    probes_.begin_step(step);
+    // On a GPU the batch moves there (its copy queued during the last step, see
+    // data/device_batches.h); the accuracy is counted from the host's targets.
+    const data::Batch batch = device_batches_.on_device();
+    const StepResult result = take_step(batch);
+    loss_value = result.loss.item();
+    if (!std::isfinite(loss_value) || result.found_inf.item() != 0.0) {
+      return fail_non_finite(step, loss_value, batch);
+    }
+    if (step_graph_) step_graph_->warmed_up();
+    if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
     probes_.end_step();
     if (profiler_) profiler_->end_step();
-    const std::string where = locate_non_finite_activation(on_device());
+    if (parts_.train.task == data::TaskKind::Classification) {
+      accuracy = score_predictions(result.output.to(kCPU), host_batch.targets);
+    }
+  } catch (const std::exception& e) {
+    // The step's own error is the one to report.
+    end_failed_step();
+    fail(std::string("step ") + std::to_string(step) + " failed: " + e.what(), "");
+    return;
+  }
+  if (config_.device.is_cuda()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_.graph_replays = step_graph_ ? step_graph_->replays() : 0;
+    status_.graphs_off = step_graph_ ? step_graph_->disabled_reason() : kGraphsTurnedOff;
+  }
+  record_step(step, loss_value, accuracy, host_batch.inputs.size(0),
+              std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+StepResult TrainingSession::take_step(const data::Batch& batch) {
+  if (step_graph_ && !probes_.sampling() && !(profiler_ && profiler_->sampling())) {
+    if (std::optional<StepResult> replayed = step_graph_->step(batch.inputs, batch.targets)) {
+      return *replayed;
+    }
+  }
+  return train_step(*train_step_, batch.inputs, batch.targets);
+}
+
+void TrainingSession::fail_non_finite(int64_t step, double loss_value, const data::Batch& batch) {
+  end_failed_step();
+  if (!std::isfinite(loss_value)) {
+    const std::string where = locate_non_finite_activation(batch);
     fail("the loss is " + number_text(loss_value) + " at step " + std::to_string(step) +
              ": the first non-finite value (NaN or Inf) appeared in " +
              (where.empty() ? "the loss (" + parts_.loss->name() + ")"
                             : describe_module(where, *model_->get_submodule(where))) +
              "; lower the learning rate, normalize the inputs or clip gradients",
          where);
-  };
-  const auto fail_gradient = [&] {
-    probes_.end_step();
-    if (profiler_) profiler_->end_step();
-    const std::string where = locate_non_finite_gradient(on_device());
-    fail("a gradient is not finite (NaN or Inf) at step " + std::to_string(step) +
-             ": it first appeared in " + where + "; lower the learning rate or clip gradients",
-         failed_module_);
-  };
-  try {
-    probes_.begin_step(step);
-    // A step neither the probes nor the profiler sample replays as a CUDA graph on a GPU (the
-    // whole step in one launch; its update is skipped on the device when the loss or a gradient
-    // is not finite).
-    std::optional<StepGraph::Result> replayed;
-    if (step_graph_ && !probes_.sampling() && !(profiler_ && profiler_->sampling())) {
-      const data::Batch batch = on_device();
-      replayed = step_graph_->step(batch.inputs, batch.targets);
-    }
-    Tensor output;
-    if (replayed) {
-      output = replayed->output;
-      loss_value = replayed->loss.item();
-      if (!std::isfinite(loss_value)) return fail_loss();
-      if (replayed->found_inf.item() != 0.0) return fail_gradient();
-    } else {
-      const data::Batch batch = on_device();
-      mark(ProfilePhase::Optimizer);
-      // On a GPU the gradients are zeroed in place: a CUDA graph captured before writes them.
-      optimizer_->zero_grad(/*set_to_none=*/config_.device.is_cpu());
-      mark(ProfilePhase::Forward);
-      output = (*model_)(batch.inputs);
-      mark(ProfilePhase::Loss);
-      const auto [scores, labels] = loss_inputs(output, batch.targets);
-      const Tensor loss = (*parts_.loss)({scores, labels}).at(0);
-      loss_value = loss.item();
-      if (!std::isfinite(loss_value)) return fail_loss();
-      mark(ProfilePhase::Backward);
-      loss.backward();
-      // The gradients' check and clipping are the optimizer's part of the step.
-      mark(ProfilePhase::Optimizer);
-      bool finite = true;
-      for (const optim::ParamGroup& group : optimizer_->param_groups()) {
-        for (const Tensor& p : group.params) {
-          const Tensor g = p.grad();
-          if (g.defined() && any_non_finite(g)) finite = false;
-        }
-      }
-      if (!finite) return fail_gradient();
-      if (config_.clip_grad_norm > 0) {
-        std::vector<Tensor> params;
-        for (const optim::ParamGroup& group : optimizer_->param_groups()) {
-          params.insert(params.end(), group.params.begin(), group.params.end());
-        }
-        nn::clip_grad_norm_(params, config_.clip_grad_norm);
-      }
-      probes_.before_optimizer_step();
-      optimizer_->step();
-      if (step_graph_) step_graph_->warmed_up();
-    }
-    if (scheduler_ && config_.scheduler_per_step) scheduler_->step();
-    probes_.end_step();
-    if (profiler_) profiler_->end_step();
-    if (parts_.train.task == data::TaskKind::Classification) {
-      accuracy = score_predictions(output.detach().to(kCPU), host_batch.targets);
-    }
-  } catch (const std::exception& e) {
-    // The step's own error is the one to report.
-    try {
-      probes_.end_step();
-    } catch (const std::exception&) {
-    }
-    try {
-      if (profiler_) profiler_->end_step();
-    } catch (const std::exception&) {
-    }
-    fail(std::string("step ") + std::to_string(step) + " failed: " + e.what(), "");
     return;
   }
-  if (step_graph_) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    status_.graph_replays = step_graph_->replays();
-    status_.graphs_off = step_graph_->disabled_reason();
+  const std::string where = locate_non_finite_gradient(batch);
+  fail("a gradient is not finite (NaN or Inf) at step " + std::to_string(step) +
+           ": it first appeared in " + where + "; lower the learning rate or clip gradients",
+       failed_module_);
+}
+
+void TrainingSession::end_failed_step() {
+  // Neither may hide the failure that ends the step.
+  try {
+    probes_.end_step();
+  } catch (const std::exception&) {
   }
-  record_step(step, loss_value, accuracy, host_batch.inputs.size(0),
-              std::chrono::duration<double>(Clock::now() - start).count());
+  try {
+    if (profiler_) profiler_->end_step();
+  } catch (const std::exception&) {
+  }
 }
 
 void TrainingSession::record_step(int64_t step, double loss_value,
@@ -922,7 +888,7 @@ void TrainingSession::apply_restore(const TrainingState& s) {
   if (profiler_) profiler_->reset();
   scheduler_.reset();
   optimizer_ = std::move(optimizer);
-  make_step_graph();
+  make_train_step();
   scheduler_ = std::move(scheduler);
   if (!s.generator.empty()) {
     Generator& g = default_generator();
@@ -977,23 +943,28 @@ void TrainingSession::apply_restore(const TrainingState& s) {
   history_dropped_ = 0;
 }
 
-void TrainingSession::make_step_graph() {
+void TrainingSession::make_train_step() {
+  TrainStep step{*model_, *optimizer_,
+                 [this](const Tensor& output, const Tensor& targets) {
+                   const auto [scores, labels] = loss_inputs(output, targets);
+                   return (*parts_.loss)({scores, labels}).at(0);
+                 },
+                 config_.clip_grad_norm};
+  // On a GPU the gradients are zeroed in place: a CUDA graph captured before writes them.
+  step.set_to_none = config_.device.is_cpu();
+  step.mark = [this](ProfilePhase phase) {
+    if (profiler_) profiler_->mark(phase);
+  };
+  step.before_optimizer_step = [this] { probes_.before_optimizer_step(); };
+  train_step_.emplace(std::move(step));
   step_graph_.reset();
   if (!config_.device.is_cuda()) return;
-  const char* env = std::getenv("NNSTUDIO_CUDA_GRAPHS");
-  if (!config_.cuda_graphs || (env != nullptr && std::string(env) == "0")) {
+  if (!config_.cuda_graphs) {
     std::lock_guard<std::mutex> lock(mutex_);
-    status_.graphs_off = config_.cuda_graphs ? "turned off by NNSTUDIO_CUDA_GRAPHS=0"
-                                             : "turned off in the session's settings";
+    status_.graphs_off = kGraphsTurnedOff;
     return;
   }
-  step_graph_ = std::make_unique<StepGraph>(
-      *model_, *optimizer_,
-      [this](const Tensor& output, const Tensor& targets) {
-        const auto [scores, labels] = loss_inputs(output, targets);
-        return (*parts_.loss)({scores, labels}).at(0);
-      },
-      config_.clip_grad_norm, config_.device);
+  step_graph_ = std::make_unique<StepGraph>(*train_step_, config_.device);
 }
 
 void TrainingSession::apply_reset(uint64_t seed) {
@@ -1008,7 +979,7 @@ void TrainingSession::apply_reset(uint64_t seed) {
   if (profiler_) profiler_->reset();
   scheduler_.reset();
   optimizer_ = parts_.make_optimizer(model_->parameters());
-  make_step_graph();
+  make_train_step();
   if (parts_.make_scheduler) scheduler_ = parts_.make_scheduler(*optimizer_);
   if (pending_batch_size_ > 0) {
     config_.batch_size = pending_batch_size_;

@@ -180,7 +180,8 @@ struct SessionConfig {
   // Where the model and each batch live during the run (make_session checks that it exists).
   Device device = kCPU;
   // On a GPU, every step the probes do not sample after the first runs as a CUDA graph
-  // (train::StepGraph): captured once per batch shape, then replayed.
+  // (train::StepGraph): captured once per batch shape, then replayed. Off, every step runs
+  // eagerly (SessionStatus::graphs_off says so).
   bool cuda_graphs = true;
   bool scheduler_per_step = false;
   size_t metrics_capacity = 100000;  // step metrics kept for take_step_metrics()
@@ -337,8 +338,16 @@ class TrainingSession {
   using Command = std::function<void()>;
   void post(Command command);
   void worker_loop();
-  // One training step; false when the run failed in it.
+  // One training step: the batch, train_step or its graph, the checks and the step's figures.
   void run_step();
+  // The step on the device: a CUDA graph's replay where one may run it (a step neither the
+  // probes nor the profiler sample), else train_step eagerly.
+  StepResult take_step(const data::Batch& batch);
+  // A step whose loss or gradients were not finite: the run fails (no weight changed), naming
+  // the first module where the value appeared.
+  void fail_non_finite(int64_t step, double loss_value, const data::Batch& batch);
+  // The probes' and the profiler's step ends with the step's failure.
+  void end_failed_step();
   // A step taken: its figures into the epoch's sums, the rate and the metrics the readers and
   // the observer see; the epoch's end, the step limit and a snapshot when they are due.
   void record_step(int64_t step, double loss_value, const std::optional<Accuracy>& accuracy,
@@ -355,8 +364,8 @@ class TrainingSession {
   void apply_restore(const TrainingState& state);
   // A new data loader for the configured batch size and seed.
   void make_loader();
-  // The CUDA graphs of the steps for the current model and optimizer (none on the CPU).
-  void make_step_graph();
+  // The step for the current model and optimizer, and its CUDA graphs (none on the CPU).
+  void make_train_step();
   void offer_snapshot(bool forced);
   void publish_step(const StepMetrics& metrics);
   double current_lr() const;
@@ -365,6 +374,7 @@ class TrainingSession {
   SessionParts parts_;
   nn::ModulePtr model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::optional<TrainStep> train_step_;    // over model_ and optimizer_
   std::unique_ptr<StepGraph> step_graph_;  // on a GPU with SessionConfig::cuda_graphs
   std::unique_ptr<optim::LRScheduler> scheduler_;
   std::unique_ptr<data::DataLoader> loader_;

@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// A training step on a GPU as a CUDA graph (engine/backend/cuda_graph.h): zero_grad, forward,
-// the loss, backward, the non-finite check, gradient clipping and the optimizer's update,
-// captured once for a batch shape and replayed for every later batch of that shape, so a small
-// model's step costs one launch instead of hundreds.
+// A training step on a GPU as a CUDA graph (engine/backend/cuda_graph.h): train_step
+// (train_step.h) run under capture once for a batch shape, and replayed for every later batch
+// of that shape, so a small model's step costs one launch instead of hundreds.
 //
-//   train::StepGraph graphs(*model, *optimizer, loss, clip_grad_norm, device);
+//   train::StepGraph graphs({*model, *optimizer, loss, clip_grad_norm}, device);
 //   // the first step runs eagerly (it makes the gradients and the optimizer's state), then:
 //   graphs.warmed_up();
 //   if (auto r = graphs.step(inputs, targets)) { r->loss.item(); ... } else { eager step }
 //
 // The gradients and the optimizer's state stay where the capture found them: a step that runs
 // eagerly in between (a step the probes sample) must zero the gradients in place
-// (zero_grad(false)). Where any of them, a parameter or a buffer was replaced since the capture
-// (a state restored, gradients dropped), the graphs are captured again. A step that cannot be a
-// graph (it reads a value back to the host) turns graphs off for good, with the reason.
-#include <functional>
+// (TrainStep::set_to_none false). Where any of them, a parameter or a buffer was replaced since
+// the capture (a state restored, gradients dropped), the graphs are captured again. A step that
+// cannot be a graph (it reads a value back to the host) turns graphs off for good, with the
+// reason. The step's host calls (TrainStep::mark, before_optimizer_step) run at the capture
+// only: ask for a graph only for steps where they do nothing.
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,31 +23,20 @@
 #include <vector>
 
 #include "engine/backend/cuda_graph.h"
-#include "engine/nn/module.h"
-#include "engine/optim/optimizer.h"
+#include "engine/train/train_step.h"
 
 namespace nns::train {
 
 class StepGraph {
  public:
-  // The step's loss from the model's output and the batch's targets (a scalar tensor).
-  using LossFn = std::function<Tensor(const Tensor& output, const Tensor& targets)>;
+  // The graphs always zero the gradients in place, whatever step.set_to_none says.
+  StepGraph(TrainStep step, Device device);
 
-  StepGraph(nn::Module& model, optim::Optimizer& optimizer, LossFn loss, double clip_grad_norm,
-            Device device);
-
-  // What a step left on the device, valid until the next step.
-  struct Result {
-    Tensor output;     // the model's output, detached
-    Tensor loss;       // one element
-    Tensor found_inf;  // float32, 1 when the loss or a gradient was not finite (then no
-                       // parameter or optimizer state changed)
-  };
   // One step with this batch (on the CPU or the device): captured the first time its shapes
   // come, replayed after. nullopt when the step is to run eagerly instead (before warmed_up(),
   // or with graphs off: disabled_reason()); nothing has changed then.
-  std::optional<Result> step(const Tensor& inputs, const Tensor& targets);
-  // An eager step ran (with zero_grad(false)): the gradients and the state exist.
+  std::optional<StepResult> step(const Tensor& inputs, const Tensor& targets);
+  // An eager step ran (with set_to_none false): the gradients and the state exist.
   void warmed_up() { warm_ = true; }
   // Drops every graph and its memory.
   void clear();
@@ -63,7 +52,7 @@ class StepGraph {
   struct Captured {
     std::unique_ptr<cuda::Graph> graph;
     Tensor inputs, targets;  // the batch is copied into these before each replay
-    Result result;
+    StepResult result;
   };
   using ShapeKey = std::vector<int64_t>;
 
@@ -73,10 +62,7 @@ class StepGraph {
   std::vector<Tensor> graph_tensors() const;
   bool unchanged_since_capture() const;
 
-  nn::Module& model_;
-  optim::Optimizer& optimizer_;
-  LossFn loss_;
-  double clip_grad_norm_;
+  TrainStep step_;
   Device device_;
   bool warm_ = false;
   std::string disabled_;

@@ -306,7 +306,7 @@ int device_main(const nns::Device device, double seconds, bool torch) {
   std::printf("%-11s %11s %11s %11s %9s %7s %10s   (%s)\n", "model", "graph", "eager", "torch",
               "eng/torch", "kernels", "host/launch", device.str().c_str());
   const auto row = [&](const char* name, nns::nn::Module& net, nns::optim::Optimizer& opt,
-                       const nns::train::StepGraph::LossFn& loss,
+                       const nns::train::TrainStep::LossFn& loss,
                        const std::vector<nns::Tensor>& xs, const std::vector<nns::Tensor>& ys) {
     const auto eager = [&](int64_t i) {
       const size_t b = static_cast<size_t>(i % kBatches);
@@ -315,7 +315,7 @@ int device_main(const nns::Device device, double seconds, bool torch) {
       opt.step();
     };
     const double eager_rate = windowed(eager);
-    nns::train::StepGraph graphs(net, opt, loss, 0.0, device);
+    nns::train::StepGraph graphs({net, opt, loss}, device);
     graphs.warmed_up();
     const double graph_rate = windowed([&](int64_t i) {
       const size_t b = static_cast<size_t>(i % kBatches);

@@ -23,6 +23,7 @@ env = dict(os.environ, NNSTUDIO_RUNS_DIR=work)
 cases = [
     (["--probe-budget", "2"], 2, "--probe-budget"),
     (["--snapshot-every", "0"], 2, "--snapshot-every"),
+    (["--cuda-graphs", "maybe"], 2, "--cuda-graphs expects one of on, off, got 'maybe'"),
     (["--probe", "fc9"], 1, "no module named 'fc9'"),
 ]
 for options, code, message in cases:

@@ -3,7 +3,8 @@
 // ends where the same steps run eagerly end, for every optimizer, with dropout drawing the
 // same masks; a new batch shape or a replaced optimizer state is captured again; a step whose
 // gradients are not finite changes nothing; the session replays the steps the probes do not
-// sample and samples the others eagerly; Philox masks repeat for a seed. Skips without a GPU.
+// sample and samples the others eagerly, and none with graphs off; Philox masks repeat for a
+// seed. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -80,8 +81,13 @@ TEST(CudaGraphs, AReplayedStepEndsWhereTheEagerStepEnds) {
     manual_seed(11);  // the dropout masks' keys
     for (size_t i = 0; i < data.inputs.size(); ++i) eager_step(*eager_model, *eager_opt, i);
     manual_seed(11);
-    train::StepGraph graphs(*graph_model, *graph_opt, cross_entropy_loss, 0.0, test::kCuda0);
-    eager_step(*graph_model, *graph_opt, 0);
+    // The warm-up runs the very function the graph captures, eagerly.
+    const train::TrainStep step{*graph_model, *graph_opt, cross_entropy_loss, 0.0,
+                                /*set_to_none=*/false};
+    train::StepGraph graphs(step, test::kCuda0);
+    const train::StepResult warm_up =
+        train::train_step(step, data.inputs[0].to(test::kCuda0), data.targets[0].to(test::kCuda0));
+    EXPECT_EQ(warm_up.found_inf.item(), 0.0);
     graphs.warmed_up();
     for (size_t i = 1; i < data.inputs.size(); ++i) {
       const auto r = graphs.step(data.inputs[i], data.targets[i]);
@@ -108,7 +114,7 @@ TEST(CudaGraphs, ANewShapeOrAReplacedStateIsCapturedAgain) {
   const nn::ModulePtr model = mlp();
   model->to(test::kCuda0);
   auto opt = optim::make_optimizer("Adam", {optim::ParamGroup(model->parameters())}, {});
-  train::StepGraph graphs(*model, *opt, cross_entropy_loss, 1.0, test::kCuda0);
+  train::StepGraph graphs({*model, *opt, cross_entropy_loss, 1.0}, test::kCuda0);
   EXPECT_FALSE(graphs.step(randn({8, 6}), randint(0, 3, {8})).has_value())
       << "a graph before any eager step";
   opt->zero_grad(false);
@@ -140,7 +146,7 @@ TEST(CudaGraphs, AStepWithANonFiniteGradientChangesNothing) {
     const nn::ModulePtr model = mlp();
     model->to(test::kCuda0);
     auto opt = optim::make_optimizer(name, {optim::ParamGroup(model->parameters())}, options);
-    train::StepGraph graphs(*model, *opt, cross_entropy_loss, 0.0, test::kCuda0);
+    train::StepGraph graphs({*model, *opt, cross_entropy_loss, 0.0}, test::kCuda0);
     opt->zero_grad(false);
     cross_entropy_loss((*model)(randn({16, 6}).to(test::kCuda0)),
                        randint(0, 3, {16}).to(test::kCuda0))
@@ -212,6 +218,24 @@ TEST(CudaGraphs, TheSessionReplaysWhatNoProbeSamplesAndSamplesTheRestEagerly) {
     EXPECT_EQ((s.step - 1) % 5, 0) << "a sample at step " << s.step;
     EXPECT_GT(s.stats.numel, 0);
   }
+}
+
+// training.cuda_graphs off (nnstudio-cli train --cuda-graphs off, the dock's check box): every
+// step runs eagerly, and the status says why.
+TEST(CudaGraphs, TheSessionRunsEveryStepEagerlyWithGraphsOff) {
+  NNS_SKIP_WITHOUT_CUDA();
+  graph::Project p =
+      graph::load_project(NNS_PATH(NNS_SOURCE_DIR) + "/resources/examples/spirals.nns");
+  p.training.device = "cuda";
+  p.training.cuda_graphs = false;
+  auto session = train::make_session(p, NNS_PATH(NNS_SOURCE_DIR) + "/resources/examples");
+  session->step(20);
+  ASSERT_TRUE(session->wait_idle(std::chrono::seconds(60)));
+  const train::SessionStatus st = session->status();
+  ASSERT_EQ(st.error, "");
+  EXPECT_EQ(st.step, 20);
+  EXPECT_EQ(st.graph_replays, 0);
+  EXPECT_EQ(st.graphs_off, "turned off in the training settings");
 }
 
 // A probe on a GPU model reads the reservoir's values where they are (only those come back) and

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The project file (.nns): round trips, stable output, fields of newer versions kept, newer
-// major versions refused, errors with the JSON path, atomic save; the example projects in
-// resources/examples; and docs/project-format.md, whose node type reference is generated from
-// the registry (run with NNS_UPDATE_DOCS=1 to rewrite it) and whose every example parses.
+// major versions refused, errors with the JSON path, atomic save, a setting written only when
+// it is not the default; the example projects in resources/examples; and
+// docs/project-format.md, whose node type reference is generated from the registry (run with
+// NNS_UPDATE_DOCS=1 to rewrite it) and whose every example parses.
 // NNS_UPDATE_EXAMPLES=1 rewrites the example projects in the saver's layout.
 #include <gtest/gtest.h>
 
@@ -92,6 +93,21 @@ TEST(ProjectFileTest, UnknownFieldsAreKeptAndWrittenBack) {
   EXPECT_NE(written.find(R"("color": "red")"), std::string::npos);
   EXPECT_NE(written.find(R"("layout": {"zoom": 1.5})"), std::string::npos);
   EXPECT_EQ(parse_project(written), p);
+}
+
+// training.cuda_graphs (issue 41): on unless a file says false, which is all it writes.
+TEST(ProjectFileTest, CudaGraphsAreOnUnlessTheFileTurnsThemOff) {
+  EXPECT_TRUE(parse_project(file_with("")).training.cuda_graphs);
+  EXPECT_TRUE(parse_project(file_with(R"(, "training": {"device": "cuda"})")).training.cuda_graphs);
+  Project p = full_project();
+  EXPECT_EQ(project_to_json(p).find("cuda_graphs"), std::string::npos);
+  p.training.cuda_graphs = false;
+  const std::string text = project_to_json(p);
+  EXPECT_NE(text.find("\"cuda_graphs\": false"), std::string::npos) << text;
+  EXPECT_EQ(parse_project(text), p);
+  EXPECT_TRUE(parse_project(text).training.extra.empty());
+  EXPECT_EQ(parse_error(file_with(R"(, "training": {"cuda_graphs": "off"})")),
+            "p.nns: training.cuda_graphs: expected true or false, got \"off\"");
 }
 
 TEST(ProjectFileTest, NewerMajorVersionIsRefused) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The training dock's Device choice (issue 27): the CPU and each CUDA GPU by name; on a
 // machine without a usable GPU (every build machine) it is disabled and says why, in the
-// words of nns::cuda::unavailable_reason().
+// words of nns::cuda::unavailable_reason(). The CUDA graphs box under it (issue 41) is the
+// project's training.cuda_graphs, enabled only for a GPU.
 #include <gtest/gtest.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
 #include <QUndoStack>
@@ -57,6 +59,46 @@ TEST(DeviceChoice, AProjectForAGpuThisMachineLacksKeepsItsSetting) {
   EXPECT_EQ(dock.deviceBox()->currentData().toString(), "cuda:3");
   EXPECT_TRUE(dock.deviceBox()->currentText().contains("not on this machine"));
   EXPECT_EQ(doc.project().training.device, "cuda:3");
+}
+
+TEST(DeviceChoice, TheCudaGraphsBoxIsDisabledOnTheCpu) {
+  ProjectDocument doc;
+  TrainingController controller(&doc);
+  TrainingDock dock(&controller);
+  QCheckBox* box = dock.cudaGraphsBox();
+  ASSERT_NE(box, nullptr);
+  EXPECT_EQ(box->text(), "CUDA graphs");
+  EXPECT_EQ(doc.project().training.device, "cpu");
+  EXPECT_TRUE(box->isChecked());
+  EXPECT_FALSE(box->isEnabled());
+  EXPECT_TRUE(box->toolTip().contains("on a GPU")) << box->toolTip().toStdString();
+}
+
+// A GPU project (cuda:3: one this machine may lack keeps its setting) turns it on or off as an
+// undoable edit, and a project saved with it off opens with the box clear.
+TEST(DeviceChoice, TheCudaGraphsBoxIsTheProjectsSettingOnAGpu) {
+  ProjectDocument doc;
+  graph::Project p = doc.project();
+  p.training.device = "cuda:3";
+  doc.setProject(p, QString());
+  TrainingController controller(&doc);
+  TrainingDock dock(&controller);
+  QCheckBox* box = dock.cudaGraphsBox();
+  EXPECT_TRUE(box->isEnabled());
+  EXPECT_TRUE(box->isChecked());
+  box->setChecked(false);
+  EXPECT_FALSE(doc.project().training.cuda_graphs);
+  doc.undoStack()->undo();
+  EXPECT_TRUE(doc.project().training.cuda_graphs);
+  EXPECT_TRUE(box->isChecked());
+
+  p.training.cuda_graphs = false;
+  doc.setProject(graph::parse_project(graph::project_to_json(p)), QString());
+  EXPECT_FALSE(box->isChecked());
+  EXPECT_TRUE(box->isEnabled());
+  p.training.device = "cpu";
+  doc.setProject(p, QString());
+  EXPECT_FALSE(box->isEnabled());
 }
 
 }  // namespace

@@ -417,6 +417,7 @@ QGroupBox* TrainingDock::buildTrainingSection() {
   trainForm_->addRow(tr("Batch size"), batch_);
   trainForm_->addRow(tr("Weight decay"), weightDecay_);
   trainForm_->addRow(tr("Device"), device_);
+  trainForm_->addRow(QString(), cudaGraphs_);
   trainForm_->addRow(deviceNote_);
   trainBox->setLayout(trainForm_);
   return trainBox;
@@ -434,6 +435,8 @@ void TrainingDock::createDeviceChoice() {
                          .arg(static_cast<double>(p.total_memory) / (1 << 30), 0, 'f', 1),
                      QStringLiteral("cuda:%1").arg(p.index));
   }
+  cudaGraphs_ = new QCheckBox(tr("CUDA graphs"));
+  cudaGraphs_->setObjectName("cudaGraphs");
   deviceNote_ = new QLabel;
   deviceNote_->setWordWrap(true);
   if (device_->count() == 1) {
@@ -584,6 +587,10 @@ void TrainingDock::connectTrainingControls() {
   connect(device_, &QComboBox::currentIndexChanged, this, [this](int index) {
     const std::string device = device_->itemData(index).toString().toStdString();
     editTraining(tr("Set device"), [&](graph::TrainingSettings& t) { t.device = device; });
+  });
+  connect(cudaGraphs_, &QCheckBox::toggled, this, [this](bool on) {
+    editTraining(on ? tr("Turn CUDA graphs on") : tr("Turn CUDA graphs off"),
+                 [on](graph::TrainingSettings& t) { t.cuda_graphs = on; });
   });
 }
 
@@ -1106,15 +1113,7 @@ void TrainingDock::readProject() {
                                  : tr("The fraction of the data held out to test on"));
   regenerate_->setEnabled(d.name != kFiles.toStdString());
   {
-    const QSignalBlocker b1(testSplit_), b2(loss_), b3(optimizer_), b4(batch_), b5(weightDecay_),
-        b6(device_);
-    // A project made on a machine with a GPU this one lacks keeps its setting, shown as such.
-    int device = device_->findData(qs(t.device));
-    if (device < 0) {
-      device_->addItem(tr("%1 (not on this machine)").arg(qs(t.device)), qs(t.device));
-      device = device_->count() - 1;
-    }
-    device_->setCurrentIndex(device);
+    const QSignalBlocker b1(testSplit_), b2(loss_), b3(optimizer_), b4(batch_), b5(weightDecay_);
     testSplit_->setValue(d.test_fraction);
     loss_->setCurrentText(qs(t.loss));
     optimizer_->setCurrentText(qs(t.optimizer));
@@ -1126,7 +1125,26 @@ void TrainingDock::readProject() {
                                                      : QString());
     }
   }
+  showDeviceChoice(t);
   showTrainingOptions(t);
+}
+
+void TrainingDock::showDeviceChoice(const graph::TrainingSettings& t) {
+  const QSignalBlocker b1(device_), b2(cudaGraphs_);
+  // A project made on a machine with a GPU this one lacks keeps its setting, shown as such.
+  int device = device_->findData(qs(t.device));
+  if (device < 0) {
+    device_->addItem(tr("%1 (not on this machine)").arg(qs(t.device)), qs(t.device));
+    device = device_->count() - 1;
+  }
+  device_->setCurrentIndex(device);
+  const bool gpu = qs(t.device).startsWith(QLatin1String("cuda"));
+  cudaGraphs_->setChecked(t.cuda_graphs);
+  cudaGraphs_->setEnabled(gpu);
+  cudaGraphs_->setToolTip(
+      gpu ? tr("Replay each training step the probes do not sample as a CUDA graph: one launch "
+               "instead of hundreds. Off, every step runs eagerly.")
+          : tr("CUDA graphs replay the training steps on a GPU: choose one as the device"));
 }
 
 void TrainingDock::showStatus(const train::SessionStatus& s) {

@@ -73,6 +73,9 @@ class TrainingDock : public QWidget {
   // it, where this machine has no usable GPU (the project's training.device).
   QComboBox* deviceBox() const { return device_; }
   QLabel* deviceNote() const { return deviceNote_; }
+  // The project's training.cuda_graphs: whether a GPU replays the steps as CUDA graphs; enabled
+  // only while the device is a GPU.
+  QCheckBox* cudaGraphsBox() const { return cudaGraphs_; }
   QLabel* counters() const { return counters_; }
   // The line under the learning rate that says why an input was refused ("" when none).
   QLabel* inputMessage() const { return inputMessage_; }
@@ -100,8 +103,11 @@ class TrainingDock : public QWidget {
   // group box. Laid out in this order, they also give the tab order.
   QGroupBox* buildDataSection();
   QGroupBox* buildTrainingSection();
-  // The device combo box and the note under it that says why there is no GPU.
+  // The device combo box, the CUDA graphs check box and the note under them that says why
+  // there is no GPU.
   void createDeviceChoice();
+  // The project's device and CUDA graphs setting in them.
+  void showDeviceChoice(const graph::TrainingSettings& t);
   // Start, Pause, Step and Reset with their shortcuts: the Run section's buttons, the window's
   // Train menu and its toolbar all show these actions.
   void createRunActions();
@@ -171,6 +177,7 @@ class TrainingDock : public QWidget {
   QSpinBox* batch_;
   QDoubleSpinBox* weightDecay_;
   QComboBox* device_;
+  QCheckBox* cudaGraphs_;
   QLabel* deviceNote_;
   QLabel* inputMessage_;
   QAction* startAct_;
