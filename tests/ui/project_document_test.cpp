@@ -11,6 +11,8 @@
 #include <stdexcept>
 
 #include "engine/graph/node_types.h"
+#include "engine/tensor/factories.h"
+#include "engine/tensor/generator.h"
 #include "support/generated_projects.h"
 #include "ui/app/example_project.h"
 #include "ui/canvas/edge_item.h"
@@ -256,6 +258,19 @@ TEST(ProjectDocument, EditsBuildTheArchitectureAgain) {
   ASSERT_TRUE(model) << c.doc.modelError().toStdString();
   EXPECT_EQ(model->get_parameter("linear.weight").shape(), (Shape{8, 2}));
   EXPECT_EQ(model->get_parameter("linear1.weight").shape(), (Shape{2, 8}));
+}
+
+// The architecture is the structure only: building it runs no initializer, so it draws no
+// random numbers (and a large model's weights stay untouched virtual memory).
+TEST(ProjectDocument, TheArchitectureIsBuiltWithoutInitializingItsWeights) {
+  Chain c;
+  c.doc.setNodeOptions(c.fc1, {{"in_features", 2}, {"out_features", 512}, {"bias", true}});
+  manual_seed(7);
+  const Tensor expected = rand({4});
+  manual_seed(7);
+  ASSERT_TRUE(c.doc.model()) << c.doc.modelError().toStdString();
+  EXPECT_EQ(c.doc.model()->get_parameter("linear.weight").shape(), (Shape{512, 2}));
+  EXPECT_EQ(rand({4}).to_vector<float>(), expected.to_vector<float>());
 }
 
 TEST(ProjectDocument, FreezingIsUndoableAndSavedWithTheProject) {

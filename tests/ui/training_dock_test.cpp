@@ -30,6 +30,7 @@
 #include "engine/graph/builder.h"
 #include "engine/serialize/serialize.h"
 #include "engine/tensor/factories.h"
+#include "engine/tensor/generator.h"
 #include "engine/train/losses.h"
 #include "engine/train/optimizers.h"
 #include "ui/app/example_project.h"
@@ -883,6 +884,18 @@ TEST_F(TrainingDockTest, AModelThatDoesNotFitTheDataIsAProblemOnItsInput) {
   ASSERT_EQ(failed.count(), 1);
   EXPECT_EQ(failed[0][1].toString(), controller->dataMismatch());
   EXPECT_FALSE(controller->isRunning());
+  // With no session the weights are those a session would start from: its seed's (the
+  // document's model is the structure only, never initialized).
+  const std::optional<nn::StateDict> initial = controller->stateDict();
+  ASSERT_TRUE(initial);
+  const graph::Project& project = window->document()->project();
+  const nn::StateDict seeds = with_seed(static_cast<uint64_t>(project.training.seed), [&] {
+                                return graph::build_model(project);
+                              })->state_dict();
+  ASSERT_EQ(initial->size(), seeds.size());
+  for (const auto& entry : seeds) {
+    EXPECT_EQ(values((*initial)[entry.key()]), values(entry.value())) << entry.key();
+  }
   // The data set of the model again: the problem goes.
   window->document()->undoStack()->undo();
   ASSERT_TRUE(waitFor([&] { return mismatchRow() == nullptr; }));

@@ -20,6 +20,7 @@
 #include "engine/graph/edit.h"
 #include "engine/graph/node_types.h"
 #include "engine/graph/repeats.h"
+#include "engine/nn/init.h"
 #include "ui/document/graph_commands.h"
 #include "ui/document/node_info.h"
 #include "ui/document/qt_strings.h"
@@ -82,6 +83,9 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
   modelStale_ = false;
   std::shared_ptr<graph::GraphModule> built;
   try {
+    // The structure only: no initializer runs (skip_init), so a large model costs neither its
+    // random numbers nor the memory of weights nobody reads (untouched pages stay virtual).
+    const nn::init::SkipInitGuard structure_only;
     built = graph::build_model(project_);
     modelError_.clear();
   } catch (const std::exception& e) {
@@ -89,7 +93,6 @@ std::shared_ptr<graph::GraphModule> ProjectDocument::model() {
     modelError_ = qs(e.what());
     return nullptr;
   }
-  // Only the architecture: the values are the builder's (the session owns the weights).
   applyFrozen(*built);
   model_ = std::move(built);
   emit modelBuilt();

@@ -123,8 +123,9 @@ class ProjectDocument : public QObject {
   // The architecture: the model the graph builds, for its structure (module names, the repr,
   // parameter names and shapes, requires_grad from the frozen set); nullptr while the graph
   // has problems (modelError() says why). Built on first use after a change (modelBuilt()
-  // follows). Its values are the builder's initial ones and nothing trains or loads them: the
-  // weights live in the training session (TrainingController::withRestingModel, stateDict).
+  // follows). Its parameters are not initialized (nn::init::SkipInitGuard) and nothing reads
+  // their values: the weights live in the training session (TrainingController::
+  // withRestingModel, stateDict).
   std::shared_ptr<graph::GraphModule> model();
   QString modelError() const { return modelError_; }
   // The model if it is built and current, without building it (nullptr otherwise): for what

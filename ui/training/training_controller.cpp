@@ -19,6 +19,7 @@
 #include "engine/graph/builder.h"
 #include "engine/graph/node_types.h"
 #include "engine/serialize/serialize.h"
+#include "engine/tensor/generator.h"
 #include "engine/train/checkpoint.h"
 #include "ui/document/project_document.h"
 #include "ui/document/qt_strings.h"
@@ -412,8 +413,14 @@ std::optional<nn::StateDict> TrainingController::stateDict() {
     return out;
   }
   if (pending_) return copy(*pending_->model);
-  // No session (the data does not fit the model): the architecture's initial values.
-  if (const std::shared_ptr<graph::GraphModule> model = document_->model()) return copy(*model);
+  // No session (the data does not fit the model): the initial values a session would start
+  // from (its seed's), where the graph builds a model.
+  if (document_->model()) {
+    const graph::Project& project = document_->project();
+    return with_seed(static_cast<uint64_t>(project.training.seed),
+                     [&] { return graph::build_model(project); })
+        ->state_dict();
+  }
   emit message(tr("No weights: %1").arg(document_->modelError()));
   return std::nullopt;
 }
