@@ -20,7 +20,7 @@ enum class BinaryOp : uint8_t {
   Sub,  // a - alpha * b
   Mul,
   Div,
-  Pow,  // a ^ b (int64: integer power; negative exponents are the op layer's error)
+  Pow,  // a ^ b (int64: by squaring; a negative exponent gives ATen's powi, 0, 1 or -1)
   // Fused backward formulas, out = f(grad, saved): one pass instead of several ops.
   ReluBackward,        // grad * (result > 0)
   TanhBackward,        // grad * (1 - result^2)

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// Calls a generic lambda with a value of the C++ type of a dtype:
-//   dispatch_dtype(t.dtype, "op", [&](auto tag) { using T = decltype(tag); ... });
+// The CPU's side of the dtype dispatch (engine/backend/dtype_dispatch.h): its 16-bit float
+// types (Eigen's) and conversions between the six dtypes.
+//   dispatch_floating(t.dtype, "op", [&](auto tag) { using T = decltype(tag); ... });
 #include <Eigen/Core>
 
-#include "engine/tensor/dtype.h"
-#include "engine/tensor/error.h"
+#include <type_traits>
+#include <utility>
+
+#include "engine/backend/dtype_dispatch.h"
 
 namespace nns::cpu {
 
@@ -14,59 +17,11 @@ using bfloat16 = Eigen::bfloat16;
 
 template <class Fn>
 decltype(auto) dispatch_all_dtypes(Dtype dtype, Fn&& fn) {
-  switch (dtype) {
-    case Dtype::Float32:
-      return fn(float{});
-    case Dtype::Float64:
-      return fn(double{});
-    case Dtype::Float16:
-      return fn(half{});
-    case Dtype::BFloat16:
-      return fn(bfloat16{});
-    case Dtype::Int64:
-      return fn(int64_t{});
-    case Dtype::Bool:
-      return fn(bool{});
-  }
-  return fn(float{});
+  return nns::dispatch_all_dtypes<half, bfloat16>(dtype, std::forward<Fn>(fn));
 }
 
-// float32 and float64 only: the types the CPU computes floating math in.
-template <class Fn>
-decltype(auto) dispatch_floating(Dtype dtype, const char* op, Fn&& fn) {
-  switch (dtype) {
-    case Dtype::Float32:
-      return fn(float{});
-    case Dtype::Float64:
-      return fn(double{});
-    default:
-      throw DtypeError(std::string(op) + ": expected a float32 or float64 tensor, got " +
-                       dtype_name(dtype) +
-                       (dtype == Dtype::Float16 || dtype == Dtype::BFloat16
-                            ? "; float16/bfloat16 are storage types here, convert with "
-                              ".to(nns::kFloat32) first"
-                            : "; convert with .to(nns::kFloat32) first"));
-  }
-}
-
-// float32, float64 and int64 (arithmetic), bool too when allow_bool.
-template <class Fn>
-decltype(auto) dispatch_arithmetic(Dtype dtype, const char* op, Fn&& fn, bool allow_bool = false) {
-  switch (dtype) {
-    case Dtype::Float32:
-      return fn(float{});
-    case Dtype::Float64:
-      return fn(double{});
-    case Dtype::Int64:
-      return fn(int64_t{});
-    case Dtype::Bool:
-      if (allow_bool) return fn(bool{});
-      [[fallthrough]];
-    default:
-      throw DtypeError(std::string(op) + ": does not support " + dtype_name(dtype) +
-                       " tensors; convert with .to(nns::kFloat32) first");
-  }
-}
+using nns::dispatch_arithmetic;
+using nns::dispatch_floating;
 
 template <class To, class From>
 inline To convert(From x) {

@@ -9,6 +9,7 @@
 //   y = x.unaryExpr(nns::cpu::ExpOp<T>{});
 #include <Eigen/Core>
 #include <cmath>
+#include <type_traits>
 
 namespace nns::cpu {
 
@@ -20,6 +21,16 @@ struct ExpOp {
   template <class P>
   P packetOp(const P& x) const {
     using namespace Eigen::internal;
+#if defined(EIGEN_VECTORIZE_AVX512)
+    // The same bits with AVX-512's mask registers: a compare and a zeroing move, where the
+    // generic form turns the compare's mask into a vector first (a few percent of sigmoid).
+    using Traits = unpacket_traits<P>;
+    if constexpr (std::is_same_v<typename Traits::type, float> && Traits::size == 16) {
+      return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, pset1<P>(kLowest), _CMP_NLT_UQ), pexp(x));
+    } else if constexpr (std::is_same_v<typename Traits::type, double> && Traits::size == 8) {
+      return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(x, pset1<P>(kLowest), _CMP_NLT_UQ), pexp(x));
+    }
+#endif
     return pandnot(pexp(x), pcmp_lt(x, pset1<P>(kLowest)));
   }
 };

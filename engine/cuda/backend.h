@@ -12,7 +12,7 @@ extern const ElementwiseKernels elementwise_kernels;  // elementwise.cu
 extern const ReductionKernels reduction_kernels;      // reduction.cu
 extern const LinalgKernels linalg_kernels;            // linalg.cu
 extern const IndexingKernels indexing_kernels;        // indexing.cu
-extern const NNKernels nn_kernels;                    // nn.cu
+extern const NNKernels nn_kernels;                    // nn.cu (nn_common.cuh)
 extern const OptimizerKernels optimizer_kernels;      // optimizer.cu
 
 // runtime.cpp

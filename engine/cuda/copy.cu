@@ -41,9 +41,9 @@ void copy(const TensorView& dst, const TensorView& src) {
     return;
   }
   const Strided<2> s = make_strided<2>(dst.sizes, {dst.strides, src.strides});
-  dispatch_all(dst.dtype, "copy", [&](auto td) {
+  dispatch_all_dtypes(dst.dtype, [&](auto td) {
     using TD = decltype(td);
-    dispatch_all(src.dtype, "copy", [&](auto ts) {
+    dispatch_all_dtypes(src.dtype, [&](auto ts) {
       using TS = decltype(ts);
       copy_kernel<TD, TS>
           <<<blocks_for(n), kThreads, 0, st>>>(dst.ptr<TD>(), src.ptr<const TS>(), s, n);
@@ -71,7 +71,7 @@ void fill(const TensorView& dst, double value) {
     return;
   }
   const Strided<1> s = make_strided<1>(dst.sizes, {dst.strides});
-  dispatch_all(dst.dtype, "fill", [&](auto tag) {
+  dispatch_all_dtypes(dst.dtype, [&](auto tag) {
     using T = decltype(tag);
     T v;
     if constexpr (std::is_same_v<T, __half>) {

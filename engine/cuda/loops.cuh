@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What the kernels of engine/cuda/*.cu share: dtype dispatch, conversions between the six
-// dtypes, strided offsets of up to N operands over one index space, launch sizes.
+// dtypes, strided offsets of up to N operands over one index space, launch sizes, scratch
+// memory.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,7 +11,9 @@
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <utility>
 
+#include "engine/backend/dtype_dispatch.h"
 #include "engine/backend/kernel_types.h"
 #include "engine/cuda/runtime.h"
 
@@ -33,60 +36,35 @@ inline cudaStream_t stream_for(const void* p) {
   return stream(d);
 }
 
+// A device scratch buffer from the caching allocator, freed when it goes out of scope (the
+// kernels using it are queued on the same stream, so the block is reused only after them).
+class Scratch {
+ public:
+  Scratch(size_t nbytes, int device) : device_(device), p_(cached_allocate(nbytes, device)) {}
+  ~Scratch() { cached_free(p_, device_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  int device_;
+  void* p_;
+};
+
 // ---- dtypes --------------------------------------------------------------------------------
 
-// Calls f(T{}) with the C++ type of dtype (float16 and bfloat16 as __half, __nv_bfloat16).
+// Every dtype, float16 and bfloat16 as __half and __nv_bfloat16; dispatch_floating and
+// dispatch_arithmetic as the CPU's (engine/backend/dtype_dispatch.h: one error text).
 template <class F>
-void dispatch_all(Dtype dtype, const char* what, F&& f) {
-  switch (dtype) {
-    case Dtype::Float32:
-      return f(float{});
-    case Dtype::Float64:
-      return f(double{});
-    case Dtype::Float16:
-      return f(__half{});
-    case Dtype::BFloat16:
-      return f(__nv_bfloat16{});
-    case Dtype::Int64:
-      return f(int64_t{});
-    case Dtype::Bool:
-      return f(bool{});
-  }
-  throw DtypeError(std::string(what) + ": unknown dtype");
+void dispatch_all_dtypes(Dtype dtype, F&& f) {
+  nns::dispatch_all_dtypes<__half, __nv_bfloat16>(dtype, std::forward<F>(f));
 }
 
-// float32, float64, int64 and (allow_bool) bool: the types kernels compute in.
-template <class F>
-void dispatch_compute(Dtype dtype, const char* what, F&& f, bool allow_bool = false) {
-  switch (dtype) {
-    case Dtype::Float32:
-      return f(float{});
-    case Dtype::Float64:
-      return f(double{});
-    case Dtype::Int64:
-      return f(int64_t{});
-    case Dtype::Bool:
-      if (allow_bool) return f(bool{});
-      break;
-    default:
-      break;
-  }
-  throw DtypeError(std::string(what) + " (CUDA): " + dtype_name(dtype) + " is not supported");
-}
-
-template <class F>
-void dispatch_floating(Dtype dtype, const char* what, F&& f) {
-  switch (dtype) {
-    case Dtype::Float32:
-      return f(float{});
-    case Dtype::Float64:
-      return f(double{});
-    default:
-      break;
-  }
-  throw DtypeError(std::string(what) + " (CUDA): " + dtype_name(dtype) +
-                   " is not supported (float32 or float64)");
-}
+using nns::dispatch_arithmetic;
+using nns::dispatch_floating;
 
 // The value v of type From as type To, with PyTorch's rules: to bool is v != 0 (NaN is
 // true), float16/bfloat16 go through float32.

@@ -121,10 +121,10 @@ void reduce(ReduceOp op, const TensorView& out, const TensorView& in) {
   const Strided<1> reduced = make_strided<1>(red_sizes, {red_strides});
   const int64_t n_red = n_out == 0 ? 0 : n_in / n_out;
   if (op == ReduceOp::Mean && in.dtype != Dtype::Float32 && in.dtype != Dtype::Float64)
-    throw DtypeError("mean (CUDA): " + dtype_name(in.dtype) + " is not supported");
+    throw_unsupported_dtype("mean", in.dtype, "float32 or float64");
   const bool allow_bool = op == ReduceOp::Max || op == ReduceOp::Min;
   const unsigned blocks = static_cast<unsigned>(n_out < 65535 * 16 ? n_out : 65535 * 16);
-  dispatch_compute(
+  dispatch_arithmetic(
       in.dtype, "reduce",
       [&](auto tag) {
         using T = decltype(tag);
@@ -169,7 +169,7 @@ void arg_reduce(ArgReduceOp op, const TensorView& values, const TensorView& indi
   if (n == 0) return;
   const TensorView& v = values.data ? values : indices;
   const Strided<3> s = make_strided<3>(sizes, {v.strides, indices.strides, in.strides});
-  dispatch_compute(
+  dispatch_arithmetic(
       in.dtype, "argmax",
       [&](auto tag) {
         using T = decltype(tag);
