@@ -41,6 +41,12 @@ void SamplingBudget::end_step(bool sampled) {
   step_begin_.reset();
   const double seen = step_cost_;
   step_cost_ = 0;
+  // A sampler's first sample: its one-off costs are not what the next samples will cost, and
+  // the step's training part cannot be told from them. It counts for nothing.
+  if (sampled && one_off_) {
+    after_sample_ = 0;
+    return;
+  }
   window_wall_ += span;
   window_cost_ += sampled ? sample_charge(span, seen) : unsampled_charge(span, seen);
 }
@@ -64,7 +70,6 @@ double SamplingBudget::sample_charge(double span, double seen) {
   // unsampled steps (a running mean of their length), never less than what the timers saw,
   // and at most kOutlierFactor times that (the excess of one step is noisy: a step the system
   // descheduled is not the tool's doing).
-  if (one_off_) return std::min(seen, span);  // see the header: charged once, as timed
   double cost = seen;
   if (unsampled_span_ > 0) {
     cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));

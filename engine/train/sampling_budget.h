@@ -26,19 +26,19 @@
 // autograd nodes of the backward hooks), never less than the tool's own timers (CostTimer) saw
 // and at most kOutlierFactor times that, and the excess of the step after it (the caches the
 // summaries evicted), at most what the sample itself was charged. A sampler's first sample
-// pays one-off costs (the first allocations, the hooks placed for the first time) that the
-// step's own first-time costs hide: it is charged what its timers saw, once, and never sets
-// what a sample costs. A later sample is charged at most kOutlierFactor times the cheapest
-// recent one, so that one slow sample (the process descheduled in it) does not silence the
-// tool. The sampler aims at kBudgetAim of its budget: the budget is a limit on what a user
-// measures from outside, which also holds what no clock of the sampler's sees (placed probes
-// make every step a little slower: on spirals, 0.2-1.7% measured from outside with one sample
-// in 3,000 steps), and both measures vary by about a point from run to run (with the sampler
-// at 5.0% by its own figure, 4.2-5.4% from outside). The training time is the rest of each step,
-// from begin_step to end_step (time between steps, a pause or an evaluation, counts for nothing);
-// between two picked steps both are scaled down to the CPU time the training thread got, so that
-// steps the system descheduled bank no credit. A step no sampler picks costs two reads of the
-// steady clock and nothing else: the CPU clock (a system call of microseconds) is read once per
+// pays one-off costs (the first allocations, the hooks placed for the first time): it is not
+// charged (a short run's budget would go on it: a 60-step PyTorch run kept the floor's samples
+// only), and the aim below leaves room for it. A later sample is charged at most
+// kOutlierFactor times the cheapest recent one, so that one slow sample (the process descheduled in
+// it) does not silence the tool. The sampler aims at kBudgetAim of its budget: the budget is a
+// limit on what a user measures from outside, which also holds what no clock of the sampler's sees
+// (placed probes make every step a little slower: on spirals, 0.2-1.7% measured from outside with
+// one sample in 3,000 steps), and both measures vary by about a point from run to run (with the
+// sampler at 5.0% by its own figure, 4.2-5.4% from outside). The training time is the rest of each
+// step, from begin_step to end_step (time between steps, a pause or an evaluation, counts for
+// nothing); between two picked steps both are scaled down to the CPU time the training thread got,
+// so that steps the system descheduled bank no credit. A step no sampler picks costs two reads of
+// the steady clock and nothing else: the CPU clock (a system call of microseconds) is read once per
 // picked step.
 //
 // Threads: the training thread's; its owner publishes fraction() to other threads.

@@ -285,8 +285,8 @@ class Recorder:
         # As the engine's probes (engine/train/probes.h): a picked step is skipped while the
         # probes have cost more than this fraction of the training time so far, never below the
         # floor (a third of the picks over the first FLOOR_EARLY_STEPS steps, then no gap of
-        # FLOOR_GAP picks), aiming at BUDGET_AIM of it; the first sample is charged what its
-        # timers saw, once.
+        # FLOOR_GAP picks), aiming at BUDGET_AIM of it; the first sample's one-off costs are
+        # not charged.
         self.max_overhead = max_overhead
         self._spent = 0.0        # the probes' charged seconds in this run
         self._trained = 0.0      # the training seconds in this run (the loop's, less the probes')
@@ -372,12 +372,12 @@ class Recorder:
         charged as the engine charges it (engine/train/sampling_budget.h): a sampled step its
         excess over the recent unsampled steps, never less than the probes' timers saw and at
         most OUTLIER_FACTOR times that; the step after it its own excess, at most the sample's
-        charge; the first sample what its timers saw. A step whose start is unknown (the first,
-        the first after an epoch's evaluation) adds its probes' timers only."""
+        charge; the first sample nothing. A step whose start is unknown (the first, the first
+        after an epoch's evaluation) adds its probes' timers only."""
         seen, self._step_timer = self._step_timer, 0.0
         after, self._after_sample = self._after_sample, 0.0
         if self._last_end is None:
-            self._window[1] += seen
+            self._window[1] += seen if self._sampled_ever else 0.0
             self._sampled_ever = self._sampled_ever or sampled
             return
         span = ended - self._last_end
@@ -387,13 +387,14 @@ class Recorder:
                 cost += min(max(0.0, span - self._unsampled), after)
             else:
                 self._unsampled = 0.9 * self._unsampled + 0.1 * span if self._unsampled else span
-        elif not self._sampled_ever:
-            self._sampled_ever = True
-            cost = min(seen, span)
         else:
             if self._unsampled:
                 cost = min(max(seen, span - self._unsampled), OUTLIER_FACTOR * seen)
             cost = min(cost, span)
+            if not self._sampled_ever:
+                self._sampled_ever = True
+                self._window[0] += max(0.0, span - cost)  # one-off costs: not charged
+                return
             # The cheapest recent sample is what one costs undisturbed; it rises 5% a sample.
             if self._cheapest:
                 cost = min(cost, OUTLIER_FACTOR * self._cheapest)
