@@ -2,21 +2,46 @@
 #include "engine/train/sampling_budget.h"
 
 #include <algorithm>
+#include <cstdlib>
 
-#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace nns::train {
 namespace {
 
-// The CPU seconds the calling thread (the one that trains) has used: the steps' share of it,
-// against their wall time, is the time they really ran (see fold). Not the process's: a thread
-// pool spinning between products, or the window's thread, would hide the time the system took
-// away. A system call of some microseconds (no vDSO for CPU clocks), so it is read once per
-// picked step, not per step.
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+// The seconds the calling thread (the one that trains) has waited, runnable, for a CPU: Linux's
+// run delay, the second field of /proc/thread-self/schedstat. It is what the system took away
+// from the steps (see fold). Not the thread's CPU time: a step that waits for a GPU, another
+// process's collective or a thread pool is still training. The file stays open, one per thread
+// (thread-self is the opener's), and a read of it is a system call of about a microsecond, made
+// once per picked step. 0 where the system does not say (every step then counts whole).
+class RunDelay {
+ public:
+  RunDelay() : fd_(open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)) {}
+  ~RunDelay() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RunDelay(const RunDelay&) = delete;
+  RunDelay& operator=(const RunDelay&) = delete;
+
+  double seconds() const {
+    char text[128];
+    const ssize_t n = fd_ >= 0 ? pread(fd_, text, sizeof text - 1, 0) : -1;
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    char* end = nullptr;
+    std::strtoull(text, &end, 10);  // the CPU time
+    return 1e-9 * static_cast<double>(std::strtoull(end, nullptr, 10));
+  }
+
+ private:
+  int fd_;
+};
+
+double thread_run_delay_seconds() {
+  static thread_local const RunDelay delay;
+  return delay.seconds();
 }
 
 }  // namespace
@@ -25,7 +50,7 @@ void SamplingBudget::begin_step(int64_t step, bool measured) {
   if (step <= last_begun_) {
     cost_ = train_ = 0;
     window_wall_ = window_cost_ = 0;
-    window_cpu_begin_.reset();
+    window_delay_begin_.reset();
     after_sample_ = 0;
   }
   last_begun_ = step;
@@ -84,20 +109,19 @@ double SamplingBudget::sample_charge(double span, double seen) {
 }
 
 void SamplingBudget::fold() {
-  const double cpu = thread_cpu_seconds();
-  if (window_cpu_begin_) {
-    // While the machine runs other processes the steps' wall time grows but the training
-    // thread's CPU time does not: the window's time is scaled down to the CPU time it got,
-    // training and tool alike, so that steps the system descheduled bank nothing that would
-    // let the tool run free afterwards (a sample descheduled on its own is bounded above).
-    // The thread's CPU time also counts work between steps (an evaluation), so the scale is
-    // at most 1.
-    const double ran = std::max(0.0, cpu - *window_cpu_begin_);
-    const double scale = window_wall_ > ran ? ran / window_wall_ : 1.0;
+  const double delay = thread_run_delay_seconds();
+  if (window_wall_ > 0) {
+    // While the machine runs other processes the training thread waits for a CPU: the
+    // window's time is scaled down by that wait, training and tool alike, so that steps the
+    // system descheduled bank nothing that would let the tool run free afterwards (a sample
+    // descheduled on its own is bounded above). The wait also counts time between steps (an
+    // evaluation), so the scale is at least 0.
+    const double waited = window_delay_begin_ ? delay - *window_delay_begin_ : 0.0;
+    const double scale = std::max(0.0, window_wall_ - waited) / window_wall_;
     cost_ += window_cost_ * scale;
     train_ += std::max(0.0, window_wall_ - window_cost_) * scale;
   }
-  window_cpu_begin_ = cpu;
+  window_delay_begin_ = delay;
   window_wall_ = 0;
   window_cost_ = 0;
 }

@@ -36,10 +36,11 @@
 // one sample in 3,000 steps), and both measures vary by about a point from run to run (with the
 // sampler at 5.0% by its own figure, 4.2-5.4% from outside). The training time is the rest of each
 // step, from begin_step to end_step (time between steps, a pause or an evaluation, counts for
-// nothing); between two picked steps both are scaled down to the CPU time the training thread got,
-// so that steps the system descheduled bank no credit. A step no sampler picks costs two reads of
-// the steady clock and nothing else: the CPU clock (a system call of microseconds) is read once per
-// picked step.
+// nothing); between two picked steps both are scaled down by the time the training thread waited
+// for a CPU (the kernel's run delay), so that steps the system descheduled bank no credit, while a
+// step's waits for a GPU or for other processes count as training. A step no sampler picks costs
+// two reads of the steady clock and nothing else: the run delay (a read of a /proc file, about a
+// microsecond) is read once per picked step.
 //
 // Threads: the training thread's; its owner publishes fraction() to other threads.
 #include <chrono>
@@ -105,8 +106,8 @@ class SamplingBudget {
   double unsampled_charge(double span, double seen);
 
   // The step begun (none outside steps and when not measured) and the tool's time in it; the
-  // steps since the last picked step (their wall time, the tool's cost in them, the CPU clock
-  // when the window began); the run's charged cost and training time.
+  // steps since the last picked step (their wall time, the tool's cost in them, the thread's run
+  // delay when the window began); the run's charged cost and training time.
   std::optional<Clock::time_point> step_begin_;
   double step_cost_ = 0;
   bool one_off_ = false;        // a sampler's first sample is in the step: not charged
@@ -115,7 +116,7 @@ class SamplingBudget {
   double cheapest_sample_ = 0;  // the cheapest recent charged sample (see end_step)
   double window_wall_ = 0;
   double window_cost_ = 0;
-  std::optional<double> window_cpu_begin_;
+  std::optional<double> window_delay_begin_;
   double cost_ = 0;
   double train_ = 0;
   int64_t last_begun_ = 0;  // the step begun last (a smaller one: the run restarted)

@@ -99,67 +99,154 @@ def summarize(tensor, saturation=None, bins=HISTOGRAM_BINS):
     """The engine's TensorStats of a tensor (engine/train/probes.h summarize). Non-finite
     values are counted and left out of the rest; std is the unbiased one, from the sums as the
     engine computes it; the bins are the engine's ((v - lo) * bins / (hi - lo), truncated, the
-    last including hi). A sampled step summarizes some twenty tensors, and on a small model a
-    torch operation's dispatch costs more than its arithmetic: a tensor on the host is read
-    through NumPy (torch's own dependency; six times faster there), one on a GPU is reduced
-    where it is, with one copy of a few numbers to the host."""
+    last including hi). saturation: "tanh", "sigmoid" or None (see _saturation)."""
+    values = _flat_float64(tensor)
+    if isinstance(values, numpy.ndarray):
+        return _summarize_host([values], [saturation], bins)[0]
+    return _summarize_device(values, saturation, bins)
+
+
+def _flat_float64(tensor):
+    """A flat float64 copy of a tensor's values, taken now (what a sample summarizes at its
+    step's end must not change with an in-place operation before it): a NumPy array for a
+    tensor on the host (bfloat16, which NumPy lacks, through float32), a tensor on its device
+    for one on a GPU."""
     t = tensor.detach().reshape(-1)
-    if t.dtype == torch.bfloat16:  # a dtype NumPy lacks
+    if t.device.type != "cpu":
+        return t.to(torch.float64, copy=True)
+    if t.dtype == torch.bfloat16:
         t = t.to(torch.float32)
-    if t.device.type == "cpu":
-        values = t.numpy().astype(numpy.float64)
-        sums = _host_sums
-    else:
-        values = t.to(torch.float64)
-        sums = _device_sums
-    numel = values.shape[0]
-    total, total_sq, lo, hi, zeros = sums(values) if numel else (0.0, 0.0, 0.0, 0.0, 0)
-    if not math.isfinite(total_sq):
-        # A value is not finite (or the sums overflow): only the finite values count.
-        values = values[numpy.isfinite(values) if sums is _host_sums else torch.isfinite(values)]
-        if values.shape[0]:
-            total, total_sq, lo, hi, zeros = sums(values)
-    n = values.shape[0]
-    out = {"numel": numel, "nonfinite": numel - n}
+    return t.numpy().astype(numpy.float64)
+
+
+def _stats(numel, n, total, total_sq, lo, hi, zeros, saturated, counts):
+    """A summary from the sums of the n finite values of numel (saturated: None when the module
+    does not saturate)."""
     if n == 0:
-        out.update(mean=NAN, std=NAN, min=NAN, max=NAN, norm=0.0, zero_fraction=NAN,
-                   saturated_fraction=NAN, lo=0.0, hi=0.0, counts=[])
-        return out
+        return {"numel": numel, "nonfinite": numel, "mean": NAN, "std": NAN, "min": NAN,
+                "max": NAN, "norm": 0.0, "zero_fraction": NAN, "saturated_fraction": NAN,
+                "lo": 0.0, "hi": 0.0, "counts": numpy.zeros(0, numpy.int64)}
     mean = total / n
     std = math.sqrt(max(0.0, (total_sq - total * mean) / (n - 1))) if n > 1 else NAN
+    return {"numel": numel, "nonfinite": numel - n, "mean": mean, "std": std, "min": lo,
+            "max": hi, "norm": math.sqrt(total_sq), "zero_fraction": zeros / n,
+            "saturated_fraction": NAN if saturated is None else saturated / n, "lo": lo,
+            "hi": hi, "counts": counts}
+
+
+def _saturated(values, saturation):
+    """How many values (a NumPy array or a tensor) are near a saturating activation's limits
+    (None: the module is not one)."""
     if saturation == "tanh":
-        near = abs(values) > 0.97
-    elif saturation == "sigmoid":
-        near = (values < 0.03) | (values > 0.97)
-    saturated = int(near.sum()) / n if saturation in ("tanh", "sigmoid") else NAN
-    if lo == hi:
-        counts = [n]
-    else:
-        at = (values - lo) * (bins / (hi - lo))
-        if sums is _host_sums:
-            index = numpy.minimum(at, bins - 1).astype(numpy.int64)
-            counts = numpy.bincount(index, minlength=bins).tolist()
-        else:
-            index = at.clamp(max=bins - 1).to(torch.int64)
-            counts = torch.bincount(index, minlength=bins).tolist()
-    out.update(mean=mean, std=std, min=lo, max=hi, norm=math.sqrt(total_sq),
-               zero_fraction=zeros / n, saturated_fraction=saturated, lo=lo, hi=hi,
-               counts=counts)
+        return int((abs(values) > 0.97).sum())
+    if saturation == "sigmoid":
+        return int(((values < 0.03) | (values > 0.97)).sum())
+    return None
+
+
+def _summarize_host(arrays, saturations, bins=HISTOGRAM_BINS):
+    """The summaries of flat float64 NumPy arrays, all at once. A sampled step summarizes some
+    twenty tensors, and on a small model a NumPy call's dispatch costs more than its
+    arithmetic: the arrays are reduced together, one call per quantity over their
+    concatenation (segment reductions), their histograms counted in one bincount."""
+    out = [None] * len(arrays)
+    batch = [i for i, a in enumerate(arrays) if a.shape[0]]
+    for i, a in enumerate(arrays):
+        if not a.shape[0]:
+            out[i] = _stats(0, 0, 0.0, 0.0, 0.0, 0.0, 0, None, None)
+    if not batch:
+        return out
+    k = len(batch)
+    sizes = numpy.fromiter((arrays[i].shape[0] for i in batch), numpy.int64, k)
+    values = numpy.concatenate([arrays[i] for i in batch]) if k > 1 else arrays[batch[0]]
+    starts = numpy.zeros(k, numpy.int64)
+    numpy.cumsum(sizes[:-1], out=starts[1:])
+    segment = numpy.zeros(values.shape[0], numpy.int64)  # each value's array
+    segment[starts[1:]] = 1
+    numpy.cumsum(segment, out=segment)
+    with numpy.errstate(over="ignore", invalid="ignore"):  # such arrays are redone below
+        total = numpy.add.reduceat(values, starts)
+        total_sq = numpy.add.reduceat(values * values, starts)
+        lo = numpy.minimum.reduceat(values, starts)
+        hi = numpy.maximum.reduceat(values, starts)
+        nonzero = numpy.add.reduceat(values != 0, starts, dtype=numpy.int64)
+        ok = numpy.isfinite(total_sq)
+        # Each value's bin in its own array's histogram, offset by (bins + 1) per array,
+        # counted in one bincount. A value's offset in its histogram is at most bins (hi's, or
+        # one a rounding puts there): counted in a bin of its own, then moved into the last,
+        # which includes hi. An array of equal values has one bin; one with a value not finite
+        # (or whose sums overflow) is redone on its own (_summarize_rare).
+        spread = numpy.where(ok & (hi > lo), hi - lo, 1.0)
+        at = values - numpy.where(ok, lo, 0.0)[segment]
+        at *= (bins / spread)[segment]
+        if not ok.all():
+            at[~ok[segment]] = 0.0
+        at += (numpy.arange(k) * (bins + 1.0))[segment]
+        counts = numpy.bincount(at.astype(numpy.int64), minlength=k * (bins + 1))
+        counts = counts.reshape(k, bins + 1)
+        counts[:, bins - 1] += counts[:, bins]
+    for j, i in enumerate(batch):
+        n = int(sizes[j])
+        if not ok[j]:
+            out[i] = _summarize_rare(arrays[i], saturations[i], bins)
+            continue
+        a_lo, a_hi = float(lo[j]), float(hi[j])
+        out[i] = _stats(n, n, float(total[j]), float(total_sq[j]), a_lo, a_hi,
+                        n - int(nonzero[j]), _saturated(arrays[i], saturations[i]),
+                        numpy.array([n], numpy.int64) if a_lo == a_hi else counts[j, :bins])
     return out
 
 
-def _host_sums(values):
-    """Sum, sum of squares, extremes and zeros of a float64 NumPy array."""
-    return (float(values.sum()), float(numpy.dot(values, values)), float(values.min()),
-            float(values.max()), values.shape[0] - int(numpy.count_nonzero(values)))
+def _summarize_rare(values, saturation, bins):
+    """The summary of a float64 NumPy array with values that are not finite, or so large that
+    their sums overflow: only the finite values count, and their offsets in the histogram are
+    computed in halves (exactly the same bins, without overflowing)."""
+    kept = values[numpy.isfinite(values)]
+    n = kept.shape[0]
+    if n == 0:
+        return _stats(values.shape[0], 0, 0.0, 0.0, 0.0, 0.0, 0, None, None)
+    lo, hi = float(kept.min()), float(kept.max())
+    if lo == hi:
+        counts = numpy.array([n], numpy.int64)
+    else:
+        at = (kept / 2 - lo / 2) * (bins / (hi / 2 - lo / 2))
+        counts = numpy.bincount(numpy.minimum(at, bins - 1).astype(numpy.int64), minlength=bins)
+    return _stats(values.shape[0], n, float(kept.sum()), float(numpy.dot(kept, kept)), lo, hi,
+                  n - int(numpy.count_nonzero(kept != 0)), _saturated(kept, saturation), counts)
 
 
-def _device_sums(values):
-    """The same of a float64 tensor, reduced on its device, in one copy to the host."""
+def _summarize_device(values, saturation=None, bins=HISTOGRAM_BINS, finite=False):
+    """The summary of a flat float64 tensor on its device: its sums reduced where it is, in one
+    copy to the host, its histogram counted there (see _summarize_host)."""
     total, total_sq, lo, hi, zeros = torch.stack([
         values.sum(), torch.dot(values, values), *torch.aminmax(values),
-        (values == 0).sum().to(torch.float64)]).tolist()
-    return total, total_sq, lo, hi, int(zeros)
+        (values == 0).sum().to(torch.float64)]).tolist() if values.shape[0] else [0.0] * 5
+    numel = values.shape[0]
+    if not finite and not math.isfinite(total_sq):
+        kept = values[torch.isfinite(values)]
+        return dict(_summarize_device(kept, saturation, bins, True), numel=numel,
+                    nonfinite=numel - kept.shape[0])
+    if numel == 0:
+        return _stats(0, 0, 0.0, 0.0, 0.0, 0.0, 0, None, None)
+    if lo == hi:
+        counts = numpy.array([numel], numpy.int64)
+    else:  # in halves, as _summarize_rare (a float64 model's values may span more than 1e308)
+        at = (values / 2 - lo / 2) * (bins / (hi / 2 - lo / 2))
+        counts = torch.bincount(at.clamp(max=bins - 1).to(torch.int64), minlength=bins)
+        counts = counts.cpu().numpy()
+    return _stats(numel, numel, total, total_sq, lo, hi, int(zeros),
+                  _saturated(values, saturation), counts)
+
+
+def _update_ratio(now, before):
+    """How far the optimizer's step moved a parameter: |now - before| / |now| (NaN when it did
+    not move or is zero), from two _flat_float64() copies of it."""
+    delta = now - before
+    if isinstance(now, numpy.ndarray):
+        norm, moved = math.sqrt(numpy.dot(now, now)), math.sqrt(numpy.dot(delta, delta))
+    else:
+        norm, moved = torch.stack([now.norm(), delta.norm()]).tolist()
+    return moved / norm if norm > 0 and moved > 0 else NAN
 
 
 def _pack_probe(step, interval, kind, module, tensor, stats, update_ratio=NAN):
@@ -170,7 +257,7 @@ def _pack_probe(step, interval, kind, module, tensor, stats, update_ratio=NAN):
                         stats["zero_fraction"], stats["saturated_fraction"], update_ratio,
                         stats["lo"], stats["hi"], _KINDS[kind], len(module_b), len(tensor_b),
                         len(counts))
-            + module_b + tensor_b + struct.pack("<%dq" % len(counts), *counts))
+            + module_b + tensor_b + counts.astype("<i8", copy=False).tobytes())
 
 
 def _write_atomically(path, write):
@@ -266,6 +353,35 @@ def _nan_to_none(v):
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
+class _RunDelay:
+    """The seconds the calling thread has waited, runnable, for a CPU: Linux's run delay, the
+    second field of /proc/thread-self/schedstat, read by the thread that opens it (the first
+    call's). Not its CPU time: a DDP process's training thread waits for the others in every
+    step (gloo's collectives), and that wait is training time, not time the system took
+    away. 0 where the system does not say (the recorder then counts every step whole)."""
+
+    def __init__(self):
+        self._fd = None  # None: not opened yet; -1: not available
+
+    def seconds(self):
+        if self._fd is None:
+            try:
+                self._fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+            except (OSError, AttributeError):
+                self._fd = -1
+        if self._fd < 0:
+            return 0.0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1]) * 1e-9
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def close(self):
+        if self._fd is not None and self._fd >= 0:
+            os.close(self._fd)
+        self._fd = -1
+
+
 class Recorder:
     """Records one run: its step and epoch metrics, probe samples every `every` steps of the
     modules named in `probes` (names as in model.named_modules()), snapshots on NN Studio's
@@ -292,7 +408,8 @@ class Recorder:
         self._trained = 0.0      # the training seconds in this run (the loop's, less the probes')
         self._step_timer = 0.0   # the probes' timers in the step being computed
         self._last_end = None    # perf_counter() when the last step() returned
-        self._window = [0.0, 0.0, time.thread_time()]  # loop seconds, probe seconds, CPU clock
+        self._run_delay = _RunDelay()  # opened by the thread that steps, at its first pick
+        self._window = [0.0, 0.0, None]  # loop seconds, probe seconds, run delay at its start
         self._unsampled = 0.0    # running mean length of an unsampled step
         self._after_sample = 0.0  # the charge of the sample in the step before (0: none)
         self._cheapest = 0.0     # the cheapest recent charged sample
@@ -309,6 +426,10 @@ class Recorder:
         self._epoch_started, self._epoch_first_step = time.monotonic(), 0
         self._last_sample = None
         self._hooks, self._handles, self._probed, self._weights_before = [], [], [], {}
+        # The sampled step's samples (kind, module, tensor, summary or its place in the host
+        # values, update ratio), its host tensors' values and saturations, its summaries by
+        # tensor (see _add).
+        self._samples, self._host_values, self._summaries = [], [], {}
         self._last_epoch = {}
         self.closed = False
         self.run = None
@@ -357,15 +478,17 @@ class Recorder:
                 or s - last >= FLOOR_GAP * self.every)
 
     def _fold_window(self):
-        """Adds the steps since the last pick to the run's cost and training time, scaled down
-        to the CPU time the process got (steps the system descheduled bank nothing)."""
-        wall, cost, cpu_begin = self._window
-        cpu = time.thread_time()  # this thread's: not another's (a data loader, gloo's)
-        ran = max(0.0, cpu - cpu_begin)
-        scale = ran / wall if wall > ran else 1.0  # training and probes descheduled alike
-        self._spent += cost * scale
-        self._trained += max(0.0, wall - cost) * scale
-        self._window = [0.0, 0.0, cpu]
+        """Adds the steps since the last pick to the run's cost and training time, less the
+        time the thread waited for a CPU (steps the system descheduled bank nothing), training
+        and probes alike (engine/train/sampling_budget.cpp fold)."""
+        wall, cost, delay_begin = self._window
+        delay = self._run_delay.seconds()
+        if wall > 0:
+            waited = delay - delay_begin if delay_begin is not None else 0.0
+            scale = max(0.0, wall - waited) / wall
+            self._spent += cost * scale
+            self._trained += max(0.0, wall - cost) * scale
+        self._window = [0.0, 0.0, delay]
 
     def _measure(self, sampled, ended):
         """Folds the step that ended at `ended` (when the loop called step()) into the window,
@@ -445,10 +568,36 @@ class Recorder:
         return 0 if self._last_sample is None else s - self._last_sample
 
     def _add(self, kind, module, tensor, value, saturation=None, update_ratio=NAN):
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
+        """A sample of the step being computed: a tensor on the host is copied now and
+        summarized with the others at the step's end (_pack_samples), one on a GPU now."""
+        if not (isinstance(value, torch.Tensor) and value.is_floating_point()):
+            return
+        # One tensor seen twice in a step (a module's input gradient is the one before it's
+        # output gradient) is summarized once. The cache holds the tensor, so that its memory
+        # is not another's while the key is kept.
+        key = (value.data_ptr(), value._version, value.shape, value.stride(), value.dtype,
+               value.device, saturation)
+        cached = self._summaries.get(key)
+        if cached is None:
+            values = _flat_float64(value)
+            if isinstance(values, numpy.ndarray):
+                summary = len(self._host_values)  # its place in the step's host values
+                self._host_values.append((values, saturation))
+            else:
+                summary = _summarize_device(values, saturation)
+            cached = self._summaries[key] = (value, summary)
+        self._samples.append((kind, module, tensor, cached[1], update_ratio))
+
+    def _pack_samples(self):
+        """The step's samples, their host tensors summarized together, into the pending rows."""
+        host = _summarize_host([v for v, _ in self._host_values],
+                               [s for _, s in self._host_values])
+        step, interval = self.step_count + 1, self._interval()
+        for kind, module, tensor, summary, ratio in self._samples:
             self._pending_probes.append(_pack_probe(
-                self.step_count + 1, self._interval(), kind, module, tensor,
-                summarize(value, saturation), update_ratio))
+                step, interval, kind, module, tensor,
+                host[summary] if isinstance(summary, int) else summary, ratio))
+        self._samples, self._host_values, self._summaries = [], [], {}
 
     def _hook(self, name, module):
         saturation = _saturation(module)
@@ -462,7 +611,7 @@ class Recorder:
                 t = time.perf_counter()
                 # The weights before the optimizer's step, for param_grad's update ratio.
                 self._weights_before[name] = {
-                    p_name: p.detach().clone() for p_name, p in mod.named_parameters()}
+                    p_name: _flat_float64(p) for p_name, p in mod.named_parameters()}
                 self._step_timer += time.perf_counter() - t
 
         def forward(mod, inputs, output):
@@ -492,10 +641,7 @@ class Recorder:
                     continue
                 ratio = NAN
                 if p_name in before:
-                    w = p.detach()
-                    norm = w.norm().item()
-                    delta = (w - before[p_name]).norm().item()
-                    ratio = delta / norm if norm > 0 and delta > 0 else NAN
+                    ratio = _update_ratio(_flat_float64(p), before[p_name])
                 self._add("param_grad", name, p_name, p.grad, update_ratio=ratio)
 
     # ---- What the loop calls --------------------------------------------------------------
@@ -520,18 +666,21 @@ class Recorder:
     def step(self, loss, accuracy=None, lr=None):
         """After a training step (its backward and optimizer.step()): its loss, its accuracy
         (a fraction), the learning rate. Losses and accuracies are averaged over processes."""
-        t = time.perf_counter()  # the step's end
         loss = loss.item() if isinstance(loss, torch.Tensor) else loss
         accuracy = accuracy.item() if isinstance(accuracy, torch.Tensor) else accuracy
         m = {"loss": loss, "accuracy": NAN if accuracy is None else accuracy}
         if self.processes > 1:
             m = self._reduce(m)
+        # The step's end: its loss is known (on a GPU, its work is done) and the processes have
+        # met; a wait for them is the training's, as a wait in DDP's own all-reduce is.
+        ended = time.perf_counter()
         sampled = self._sampling()
         self.sampled += sampled
         self.skipped += self._skipped_now
         if self.rank == 0 and sampled:
             t = time.perf_counter()
             self._param_grads()
+            self._pack_samples()
             self._step_timer += time.perf_counter() - t
             self._last_sample = self.step_count + 1
         self.step_count += 1
@@ -547,9 +696,9 @@ class Recorder:
                 self._epoch_accuracies.append(m["accuracy"])
             if time.monotonic() - self._last_write >= WRITE_EVERY_SECONDS:
                 self.flush()
-        # What the recorder itself spent (the metrics, the writes) is the loop's, not the
+        # What the recorder spent after the step's end (its writes) is the loop's, not the
         # probes': it is left out of the step's length like time between steps.
-        self._measure(sampled and self.rank == 0, t)
+        self._measure(sampled and self.rank == 0, ended)
         self._last_end = time.perf_counter()
         self._decide()
 
@@ -646,6 +795,7 @@ class Recorder:
         if self.closed:
             return
         self.closed = True
+        self._run_delay.close()
         for h in self._handles:
             h.remove()
         self._handles = []

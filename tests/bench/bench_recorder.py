@@ -40,7 +40,8 @@ def loop_ms(folder, record, steps):
 
 def ddp_probes(cli, folder, steps=60):
     """One two-process run of train.py, launched as torchrun would (RANK, WORLD_SIZE,
-    MASTER_ADDR, MASTER_PORT; Debian's torch 1.13 torchrun fails on Python 3.11): (distinct
+    MASTER_ADDR, MASTER_PORT, and OMP_NUM_THREADS=1 unless set, so that the processes do not
+    oversubscribe the cores; Debian's torch 1.13 torchrun fails on Python 3.11): (distinct
     sampled steps per probed module, the probes' measured share of the training time in %,
     train.py's ms a step)."""
     runs = os.path.join(folder, "runs")
@@ -52,6 +53,7 @@ def ddp_probes(cli, folder, steps=60):
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        env.setdefault("OMP_NUM_THREADS", "1")
         procs.append(subprocess.Popen(
             [sys.executable, os.path.join(folder, "train.py"), "--steps", str(steps), "--runs",
              runs], env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
