@@ -80,9 +80,12 @@ double SamplingBudget::unsampled_charge(double span, double seen) {
   const double after = after_sample_;
   after_sample_ = 0;
   // The step after a sample runs on the caches the summaries evicted: its excess over the
-  // unsampled steps is the sample's too. It is not an unsampled step's length either.
+  // unsampled steps is the sample's too. It is not an unsampled step's length either. One
+  // step's excess is noise as much as cost (a two-process step waits for the other process,
+  // whose steps vary by milliseconds): a step faster than the mean gives back as much of the
+  // sample's charge as a slower one adds, so that the noise cancels instead of adding up.
   if (after > 0 && unsampled_span_ > 0) {
-    return seen + std::clamp(span - unsampled_span_, 0.0, after);
+    return seen + std::clamp(span - unsampled_span_, -after, after);
   }
   unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
   return seen;

@@ -25,7 +25,8 @@
 // recent unsampled ones (its hooks and summaries, placing and removing the step hooks, the
 // autograd nodes of the backward hooks), never less than the tool's own timers (CostTimer) saw
 // and at most kOutlierFactor times that, and the excess of the step after it (the caches the
-// summaries evicted), at most what the sample itself was charged. A sampler's first sample
+// summaries evicted), between minus and plus what the sample itself was charged (a step faster
+// than the mean gives back, so that noise cancels). A sampler's first sample
 // pays one-off costs (the first allocations, the hooks placed for the first time): it is not
 // charged (a short run's budget would go on it: a 60-step PyTorch run kept the floor's samples
 // only), and the aim below leaves room for it. A later sample is charged at most

@@ -494,9 +494,9 @@ class Recorder:
         """Folds the step that ended at `ended` (when the loop called step()) into the window,
         charged as the engine charges it (engine/train/sampling_budget.h): a sampled step its
         excess over the recent unsampled steps, never less than the probes' timers saw and at
-        most OUTLIER_FACTOR times that; the step after it its own excess, at most the sample's
-        charge; the first sample nothing. A step whose start is unknown (the first, the first
-        after an epoch's evaluation) adds its probes' timers only."""
+        most OUTLIER_FACTOR times that; the step after it its own excess, between minus and
+        plus the sample's charge; the first sample nothing. A step whose start is unknown (the
+        first, the first after an epoch's evaluation) adds its probes' timers only."""
         seen, self._step_timer = self._step_timer, 0.0
         after, self._after_sample = self._after_sample, 0.0
         if self._last_end is None:
@@ -507,7 +507,7 @@ class Recorder:
         cost = seen
         if not sampled:
             if after and self._unsampled:
-                cost += min(max(0.0, span - self._unsampled), after)
+                cost += min(max(-after, span - self._unsampled), after)
             else:
                 self._unsampled = 0.9 * self._unsampled + 0.1 * span if self._unsampled else span
         else:
