@@ -24,6 +24,7 @@
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -227,6 +228,51 @@ def probe_samples(store, run):
     return out
 
 
+def summaries_of_a_step():
+    """A sampled step's host tensors are summarized together (nnstudio_runs._summarize_host, one
+    NumPy call per quantity over all of them): each summary is the one its tensor has alone,
+    by the engine's definitions written out here value by value, whatever its neighbours hold
+    (values not finite, none, all equal, saturated, spanning more than float64's range)."""
+    bins = nnstudio_runs.HISTOGRAM_BINS
+    torch.manual_seed(11)
+    tensors = [torch.randn(32, 64), torch.relu(torch.randn(2048)), torch.tensor([]),
+               torch.full((5,), 3.0), torch.tensor([1.0, float("nan"), -2.0, float("inf")]),
+               torch.tensor([float("nan")] * 3), torch.tanh(3 * torch.randn(100)),
+               torch.randn(7, dtype=torch.float64) * 1e200, torch.randn(3),
+               torch.tensor([1e308, -1e308, 0.5], dtype=torch.float64)]
+    saturations = [None, None, None, None, None, None, "tanh", None, None, None]
+    got = nnstudio_runs._summarize_host(
+        [t.reshape(-1).double().numpy().copy() for t in tensors], saturations)
+    for i, (t, saturation, s) in enumerate(zip(tensors, saturations, got)):
+        values = [v for v in t.reshape(-1).double().tolist() if math.isfinite(v)]
+        n = len(values)
+        check(s["numel"] == t.numel() and s["nonfinite"] == t.numel() - n,
+              f"tensor {i}: {s['numel']} values, {s['nonfinite']} not finite")
+        if n == 0:
+            check(len(s["counts"]) == 0 and math.isnan(s["mean"]), f"tensor {i}: no summary")
+            continue
+        lo, hi = min(values), max(values)
+        mean = sum(values) / n
+        check(s["min"] == lo and s["max"] == hi and s["lo"] == lo and s["hi"] == hi and
+              abs(s["mean"] - mean) <= 1e-12 * max(1.0, abs(mean)) and
+              s["zero_fraction"] == sum(v == 0 for v in values) / n,
+              f"tensor {i}: min {s['min']} max {s['max']} mean {s['mean']} (want {lo} {hi} "
+              f"{mean})")
+        if saturation == "tanh":
+            check(s["saturated_fraction"] == sum(abs(v) > 0.97 for v in values) / n,
+                  f"tensor {i}: saturated fraction {s['saturated_fraction']}")
+        if lo == hi:
+            want = [n]
+        elif math.isfinite(hi - lo):
+            want = [0] * bins
+            for v in values:
+                want[int(min((v - lo) * (bins / (hi - lo)), bins - 1))] += 1
+        else:  # the extremes and 0.5, halfway
+            want = [0] * bins
+            want[0] = want[bins // 2] = want[bins - 1] = 1
+        check(list(s["counts"]) == want, f"tensor {i}: counts {list(s['counts'])}, want {want}")
+
+
 def engine_probes_agree(tmp, first):
     """The engine's probe on `first` and the PyTorch recorder's, one full-batch step from the
     same initial weights on the same 64 samples, record the same summaries and histograms of
@@ -359,6 +405,7 @@ def checks():
             check(abs(float(first_act[column]) - value.item()) <= 1e-6 * max(1, abs(value.item())),
                   f"step 1 activation {column} {first_act[column]} is PyTorch's {value.item():.9g}")
 
+        summaries_of_a_step()
         engine_probes_agree(tmp, first)
         ddp_run(tmp, folder)
         runs_dir = os.environ.get("NNSTUDIO_RUNS_DIR")
