@@ -51,7 +51,8 @@ void SamplingBudget::begin_step(int64_t step, bool measured) {
     cost_ = train_ = 0;
     window_wall_ = window_cost_ = 0;
     window_delay_begin_.reset();
-    after_sample_ = 0;
+    pending_.reset();
+    cost_per_timed_second_ = 1;
   }
   last_begun_ = step;
   one_off_ = false;
@@ -69,7 +70,7 @@ void SamplingBudget::end_step(bool sampled) {
   // A sampler's first sample: its one-off costs are not what the next samples will cost, and
   // the step's training part cannot be told from them. It counts for nothing.
   if (sampled && one_off_) {
-    after_sample_ = 0;
+    pending_.reset();
     return;
   }
   window_wall_ += span;
@@ -77,38 +78,35 @@ void SamplingBudget::end_step(bool sampled) {
 }
 
 double SamplingBudget::unsampled_charge(double span, double seen) {
-  const double after = after_sample_;
-  after_sample_ = 0;
-  // The step after a sample runs on the caches the summaries evicted: its excess over the
-  // unsampled steps is the sample's too. It is not an unsampled step's length either. One
-  // step's excess is noise as much as cost (a two-process step waits for the other process,
-  // whose steps vary by milliseconds): a step faster than the mean gives back as much of the
-  // sample's charge as a slower one adds, so that the noise cancels instead of adding up.
-  if (after > 0 && unsampled_span_ > 0) {
-    return seen + std::clamp(span - unsampled_span_, -after, after);
+  if (pending_) {
+    // The step after a sample runs on the caches the summaries evicted: the two steps'
+    // excess over the unsampled ones is what the sample cost, here per second its timers saw.
+    // One step's excess is noise as much as cost (a step the system descheduled; a two-process
+    // step waits for the other process, whose steps vary by milliseconds), so it only moves
+    // the learned figure a tenth of the way, within [1, kOutlierFactor]. Nor is this step an
+    // unsampled step's length.
+    const double excess = pending_->excess + span - unsampled_span_;
+    const double ratio = std::clamp(excess / pending_->seen, 1.0, kOutlierFactor);
+    pending_.reset();
+    cost_per_timed_second_ += 0.1 * (ratio - cost_per_timed_second_);
+    return seen;
   }
   unsampled_span_ = unsampled_span_ > 0 ? 0.9 * unsampled_span_ + 0.1 * span : span;
   return seen;
 }
 
 double SamplingBudget::sample_charge(double span, double seen) {
-  after_sample_ = 0;
-  // A sampled step also pays for what no timer inside the tool sees: the two autograd nodes a
-  // full backward hook adds around its module. So its cost is its excess over the recent
-  // unsampled steps (a running mean of their length), never less than what the timers saw,
-  // and at most kOutlierFactor times that (the excess of one step is noisy: a step the system
-  // descheduled is not the tool's doing).
-  double cost = seen;
-  if (unsampled_span_ > 0) {
-    cost = std::clamp(span - unsampled_span_, seen, std::max(seen, kOutlierFactor * seen));
-  }
-  cost = std::min(cost, span);
-  // The cheapest recent sample is what a sample costs when nothing else takes the CPU
-  // from it (preemption only ever adds); it rises 5% a sample to follow a real change.
-  if (cheapest_sample_ > 0) cost = std::min(cost, kOutlierFactor * cheapest_sample_);
-  cheapest_sample_ = cheapest_sample_ > 0 ? std::min(cost, 1.05 * cheapest_sample_) : cost;
-  after_sample_ = cost;
-  return cost;
+  pending_.reset();
+  // The timers' figure, at most kOutlierFactor times the cheapest recent one (what a sample
+  // costs when nothing takes the CPU from it: preemption only ever adds; it rises 5% a sample
+  // to follow a real change), times what the samples have cost the run per second their
+  // timers saw (learned in unsampled_charge: a sampled step also pays for what no timer sees,
+  // the autograd nodes a full backward hook adds around its module).
+  double timed = seen;
+  if (cheapest_seen_ > 0) timed = std::min(timed, kOutlierFactor * cheapest_seen_);
+  cheapest_seen_ = cheapest_seen_ > 0 ? std::min(seen, 1.05 * cheapest_seen_) : seen;
+  if (unsampled_span_ > 0 && seen > 0) pending_ = Pending{span - unsampled_span_, seen};
+  return std::min(timed * cost_per_timed_second_, span);
 }
 
 void SamplingBudget::fold() {

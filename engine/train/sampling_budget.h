@@ -21,17 +21,18 @@
 //     budget.end_step(sampled);
 //   }
 //
-// What the budget counts is what the tool costs the run: the time of a sampled step beyond the
-// recent unsampled ones (its hooks and summaries, placing and removing the step hooks, the
-// autograd nodes of the backward hooks), never less than the tool's own timers (CostTimer) saw
-// and at most kOutlierFactor times that, and the excess of the step after it (the caches the
-// summaries evicted), between minus and plus what the sample itself was charged (a step faster
-// than the mean gives back, so that noise cancels). A sampler's first sample
-// pays one-off costs (the first allocations, the hooks placed for the first time): it is not
-// charged (a short run's budget would go on it: a 60-step PyTorch run kept the floor's samples
-// only), and the aim below leaves room for it. A later sample is charged at most
-// kOutlierFactor times the cheapest recent one, so that one slow sample (the process descheduled in
-// it) does not silence the tool. The sampler aims at kBudgetAim of its budget: the budget is a
+// What the budget counts is what the tool costs the run. A sampled step is charged what the tool's
+// own timers (CostTimer) saw in it, times what samples have cost the run per second their timers
+// saw: the excess of a sampled step and of the step after it (the caches the summaries evicted)
+// over the recent unsampled steps also holds what no timer sees (placing and removing the step
+// hooks, the autograd nodes of the backward hooks). That figure is learned slowly, within
+// [1, kOutlierFactor]: one step's excess is noise as much as cost (a two-process PyTorch step waits
+// for the other process, whose steps vary by milliseconds, and charged as it came, one slow step
+// took a 60-step run's whole budget). A sample's timers count at most kOutlierFactor times the
+// cheapest recent sample's, so that one slow sample (the process descheduled in it) does not
+// silence the tool. A sampler's first sample pays one-off costs (the first allocations, the hooks
+// placed for the first time): it is not charged (a short run's budget would go on it), and the
+// aim below leaves room for it. The sampler aims at kBudgetAim of its budget: the budget is a
 // limit on what a user measures from outside, which also holds what no clock of the sampler's sees
 // (placed probes make every step a little slower: on spirals, 0.2-1.7% measured from outside with
 // one sample in 3,000 steps), and both measures vary by about a point from run to run (with the
@@ -53,8 +54,8 @@ namespace nns::train {
 // The floor under the budget (see probes.h).
 constexpr int64_t kFloorEarlySteps = 1000;
 constexpr int64_t kFloorGap = 10;
-// A sampled step's cost is at most this many times what the tool's timers saw in it, and at
-// most this many times the cheapest recent charged sample (see above).
+// What a sample costs per second its timers saw is at most this, and its timers count at most
+// this many times the cheapest recent sample's (see above).
 constexpr double kOutlierFactor = 3.0;
 // The share of max_overhead a sampler aims at (see above).
 constexpr double kBudgetAim = 0.8;
@@ -111,10 +112,16 @@ class SamplingBudget {
   // delay when the window began); the run's charged cost and training time.
   std::optional<Clock::time_point> step_begin_;
   double step_cost_ = 0;
-  bool one_off_ = false;        // a sampler's first sample is in the step: not charged
-  double unsampled_span_ = 0;   // running mean length of the unsampled steps
-  double after_sample_ = 0;     // the charge of the sample in the step before (0: none)
-  double cheapest_sample_ = 0;  // the cheapest recent charged sample (see end_step)
+  bool one_off_ = false;       // a sampler's first sample is in the step: not charged
+  double unsampled_span_ = 0;  // running mean length of the unsampled steps
+  // The sample in the step before: its excess over the unsampled steps, its timers' figure.
+  struct Pending {
+    double excess;
+    double seen;
+  };
+  std::optional<Pending> pending_;
+  double cheapest_seen_ = 0;          // the cheapest recent sample's timers (see sample_charge)
+  double cost_per_timed_second_ = 1;  // what samples cost per second their timers saw
   double window_wall_ = 0;
   double window_cost_ = 0;
   std::optional<double> window_delay_begin_;

@@ -411,8 +411,9 @@ class Recorder:
         self._run_delay = _RunDelay()  # opened by the thread that steps, at its first pick
         self._window = [0.0, 0.0, None]  # loop seconds, probe seconds, run delay at its start
         self._unsampled = 0.0    # running mean length of an unsampled step
-        self._after_sample = 0.0  # the charge of the sample in the step before (0: none)
-        self._cheapest = 0.0     # the cheapest recent charged sample
+        self._pending = None     # the sample in the step before: its excess, its timers
+        self._cheapest = 0.0     # the cheapest recent sample's timers
+        self._per_timed = 1.0    # what samples cost per second their timers saw
         self._sampled_ever = False
         self._first, self._early_picked, self._early_sampled = 1, 1, 1
         self.sampled = self.skipped = 0  # steps the probes sampled, picked steps skipped
@@ -492,13 +493,14 @@ class Recorder:
 
     def _measure(self, sampled, ended):
         """Folds the step that ended at `ended` (when the loop called step()) into the window,
-        charged as the engine charges it (engine/train/sampling_budget.h): a sampled step its
-        excess over the recent unsampled steps, never less than the probes' timers saw and at
-        most OUTLIER_FACTOR times that; the step after it its own excess, between minus and
-        plus the sample's charge; the first sample nothing. A step whose start is unknown (the
+        charged as the engine charges it (engine/train/sampling_budget.h): a sampled step what
+        the probes' timers saw (at most OUTLIER_FACTOR times the cheapest recent sample's)
+        times what samples cost per second their timers saw, learned a tenth of the way from
+        each sample's and its next step's excess over the unsampled steps, within
+        [1, OUTLIER_FACTOR]; the first sample nothing. A step whose start is unknown (the
         first, the first after an epoch's evaluation) adds its probes' timers only."""
         seen, self._step_timer = self._step_timer, 0.0
-        after, self._after_sample = self._after_sample, 0.0
+        pending, self._pending = self._pending, None
         if self._last_end is None:
             self._window[1] += seen if self._sampled_ever else 0.0
             self._sampled_ever = self._sampled_ever or sampled
@@ -506,23 +508,22 @@ class Recorder:
         span = ended - self._last_end
         cost = seen
         if not sampled:
-            if after and self._unsampled:
-                cost += min(max(-after, span - self._unsampled), after)
+            if pending is not None:
+                excess, timed = pending
+                ratio = min(max((excess + span - self._unsampled) / timed, 1.0), OUTLIER_FACTOR)
+                self._per_timed += 0.1 * (ratio - self._per_timed)
             else:
                 self._unsampled = 0.9 * self._unsampled + 0.1 * span if self._unsampled else span
         else:
-            if self._unsampled:
-                cost = min(max(seen, span - self._unsampled), OUTLIER_FACTOR * seen)
-            cost = min(cost, span)
             if not self._sampled_ever:
                 self._sampled_ever = True
-                self._window[0] += max(0.0, span - cost)  # one-off costs: not charged
+                self._window[0] += max(0.0, span - seen)  # one-off costs: not charged
                 return
-            # The cheapest recent sample is what one costs undisturbed; it rises 5% a sample.
-            if self._cheapest:
-                cost = min(cost, OUTLIER_FACTOR * self._cheapest)
-            self._cheapest = min(cost, 1.05 * self._cheapest) if self._cheapest else cost
-            self._after_sample = cost
+            timed = min(seen, OUTLIER_FACTOR * self._cheapest) if self._cheapest else seen
+            self._cheapest = min(seen, 1.05 * self._cheapest) if self._cheapest else seen
+            if self._unsampled and seen > 0:
+                self._pending = (span - self._unsampled, seen)
+            cost = min(timed * self._per_timed, span)
         self._window[0] += span
         self._window[1] += cost
 
