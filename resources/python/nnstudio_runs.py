@@ -15,9 +15,10 @@
 writes a snapshot's weights, `--probes RUN --out p.csv` what the probes saw.
 
 The store is the one NN Studio's engine keeps (engine/train/run_store.h): SQLite in WAL mode,
-the schema of nnstudio_runs_schema.json (beside this file), step metrics and probe samples packed into BLOBs, snapshots as .safetensors
-(the weights) and .pt (the optimizer's state) files written atomically before their row. Only
-the standard library, torch and NumPy (which torch needs) are used.
+the schema of nnstudio_runs_schema.json (beside this file), step metrics and probe samples packed
+into BLOBs, snapshots as .safetensors (the weights) and .pt (the optimizer's state) files written
+atomically before their row. Only the standard library, torch and NumPy (which torch needs) are
+used.
 
 Under DDP (torch.distributed initialized) every process calls the same methods: the step
 metrics are averaged over the processes (an all-reduce), and only rank 0 hooks the probes and
@@ -743,7 +744,6 @@ class Recorder:
         NN Studio's schedule has it due (or `force`); True when it wrote. Call it every step."""
         if self.rank != 0 or not (force or snapshot_due(self.step_count)):
             return False
-        t = time.perf_counter()
         self.flush()
         relative = "run-%d/step-%09d" % (self.run, self.step_count)
         base = os.path.join(self.store.folder, relative)

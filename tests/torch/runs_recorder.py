@@ -315,7 +315,8 @@ def engine_probes_agree(tmp, first):
     def at_step_1(samples):
         return {(p["kind"], p["tensor"]): p for p in samples
                 if p["step"] == 1 and p["module"] == first}
-    ours, theirs = at_step_1(probe_samples(engine_store, run_id)), at_step_1(probe_samples(store, 1))
+    ours = at_step_1(probe_samples(engine_store, run_id))
+    theirs = at_step_1(probe_samples(store, 1))
     wanted = {(0, "output"), (1, "output"), (3, "weight"), (3, "bias")}
     check(wanted <= set(ours) and wanted <= set(theirs),
           f"both recorders sampled {first} at step 1: {sorted(ours)} and {sorted(theirs)}")
