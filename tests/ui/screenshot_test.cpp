@@ -12,6 +12,7 @@
 #include <memory>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
@@ -19,6 +20,7 @@
 #include <QImage>
 #include <QPalette>
 #include <QPixmap>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -42,6 +44,7 @@
 #include "ui/training/decision_boundary_widget.h"
 #include "ui/training/runs_panel.h"
 #include "ui/training/training_controller.h"
+#include "ui/training/training_dock.h"
 #include "ui_test_support.h"
 
 namespace nns::ui {
@@ -167,6 +170,37 @@ TEST(Screenshot, SpiralsAfterOneStart) {
   QTest::qWait(2 * ProbePanel::kFrameMs);
   shoot(window, "spirals_after_one_start.png");
   doc->undoStack()->setClean();
+}
+
+// The Training dock scrolled to its training settings (epochs, optimizer, the device and its
+// CUDA graphs box, the probes' budget), as the spirals example opens them on a machine without
+// a GPU: the box is there, greyed (the project keeps its setting for a GPU), and says why.
+TEST(Screenshot, TrainingSettingsInTheDock) {
+  MainWindow window;
+  window.openExample();
+  window.resize(1600, 1000);
+  window.show();
+  test::settle();
+  QCheckBox* graphs = nullptr;
+  for (QCheckBox* box : window.trainingDock()->findChildren<QCheckBox*>()) {
+    if (box->text() == "CUDA graphs") graphs = box;
+  }
+  ASSERT_NE(graphs, nullptr);
+  QScrollArea* scroll = nullptr;
+  for (QWidget* w = graphs->parentWidget(); w != nullptr && scroll == nullptr;
+       w = w->parentWidget()) {
+    scroll = qobject_cast<QScrollArea*>(w);
+  }
+  ASSERT_NE(scroll, nullptr);
+  scroll->ensureWidgetVisible(graphs, 0, 200);
+  test::settle();
+  EXPECT_TRUE(graphs->isVisible());
+  EXPECT_FALSE(graphs->isEnabled());
+  EXPECT_FALSE(graphs->toolTip().isEmpty());
+  const QImage image = window.trainingDock()->grab().toImage();
+  const QString path = shotPath("training_settings_in_the_dock.png");
+  ASSERT_TRUE(image.save(path)) << path.toStdString();
+  EXPECT_GT(colourCount(image), 20u) << path.toStdString();
 }
 
 TEST(Screenshot, ProbesMidTrainingFullHd) {
