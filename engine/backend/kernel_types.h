@@ -31,6 +31,17 @@ struct TensorView {
 // The view of a tensor as it is.
 TensorView view_of(const Tensor& t);
 
+// The columns [column, column + sizes[1]) of a row-major matrix, as a view with `strides`
+// (the matrix's row length and 1); the spans must outlive it.
+inline TensorView column_block(const TensorView& m, int64_t column, const int64_t (&sizes)[2],
+                               const int64_t (&strides)[2]) {
+  TensorView v = m;
+  v.data = static_cast<char*>(m.data) + column * static_cast<int64_t>(element_size(m.dtype));
+  v.sizes = sizes;
+  v.strides = strides;
+  return v;
+}
+
 // A tensor's layout broadcast to `shape` (strides 0 on the broadcast dims). The returned
 // view's spans point into `strides_out`, which must outlive it.
 TensorView broadcast_view(const Tensor& t, const Shape& shape, Shape& strides_out);

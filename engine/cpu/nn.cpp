@@ -833,17 +833,6 @@ void nll_loss_backward(const TensorView& grad, const TensorView& target, const T
   });
 }
 
-// The columns [column, column + sizes[1]) of a row-major matrix, as a view with `strides`
-// (the matrix's row length and 1).
-TensorView column_block(const TensorView& m, int64_t column, const int64_t (&sizes)[2],
-                        const int64_t (&strides)[2]) {
-  TensorView v = m;
-  v.data = static_cast<char*>(m.data) + column * static_cast<int64_t>(element_size(m.dtype));
-  v.sizes = sizes;
-  v.strides = strides;
-  return v;
-}
-
 void lstm_cell_forward(const TensorView& gates, const TensorView& c_prev, int64_t n, int64_t hidden,
                        const TensorView& act, const TensorView& c, const TensorView& tanh_c,
                        const TensorView& h) {

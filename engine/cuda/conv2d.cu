@@ -102,17 +102,38 @@ int64_t images_per_chunk(int64_t k, int64_t plane, int64_t batch, size_t element
   return std::max<int64_t>(1, std::min<int64_t>(batch, (int64_t{64} << 20) / per_image));
 }
 
+// What a convolution's forward and backward share: the device of `on` and its stream, a group's
+// channels (cg in, og out), the unfolded patch length k and the output plane, the images a chunk
+// takes, and the chunk's scratch for the unfolded input (k x width) and one group's channel-major
+// outputs (og x width).
+struct Im2colPlan {
+  Im2colPlan(const TensorView& on, const Conv2dGeometry& g, size_t element)
+      : device(device_of(on.data)),
+        st(made_current(device)),
+        cg(g.in_channels / g.groups),
+        og(g.out_channels / g.groups),
+        k(cg * g.kernel_h * g.kernel_w),
+        plane(g.out_h * g.out_w),
+        chunk(images_per_chunk(k, plane, g.batch, element)),
+        col(static_cast<size_t>(k * chunk * plane) * element, device),
+        block(static_cast<size_t>(og * chunk * plane) * element, device) {}
+  int device;
+  cudaStream_t st;
+  int64_t cg, og, k, plane, chunk;
+  Scratch col, block;
+
+ private:
+  static cudaStream_t made_current(int device) {
+    set_device(device);
+    return stream(device);
+  }
+};
+
 template <class T>
 void conv2d_forward_typed(const TensorView& input, const TensorView& weight, const TensorView& bias,
                           const TensorView& out, const Conv2dGeometry& g) {
-  const int device = device_of(out.data);
-  set_device(device);
-  cudaStream_t st = stream(device);
-  const int64_t cg = g.in_channels / g.groups, og = g.out_channels / g.groups;
-  const int64_t k = cg * g.kernel_h * g.kernel_w, plane = g.out_h * g.out_w;
-  const int64_t chunk = images_per_chunk(k, plane, g.batch, sizeof(T));
-  Scratch col(static_cast<size_t>(k * chunk * plane) * sizeof(T), device);
-  Scratch block(static_cast<size_t>(og * chunk * plane) * sizeof(T), device);
+  const Im2colPlan plan(out, g, sizeof(T));
+  const auto& [device, st, cg, og, k, plane, chunk, col, block] = plan;
   const GemmFn<T> gemm = linalg_kernels.gemm<T>();
   for (int64_t first = 0; first < g.batch; first += chunk) {
     const int64_t count = std::min(chunk, g.batch - first), width = count * plane;
@@ -136,15 +157,9 @@ void conv2d_backward_typed(const TensorView& grad_out, const TensorView& input,
                            const TensorView& weight, const TensorView& grad_input,
                            const TensorView& grad_weight, const TensorView& grad_bias,
                            const Conv2dGeometry& g) {
-  const int device = device_of(grad_out.data);
-  set_device(device);
-  cudaStream_t st = stream(device);
-  const int64_t cg = g.in_channels / g.groups, og = g.out_channels / g.groups;
-  const int64_t k = cg * g.kernel_h * g.kernel_w, plane = g.out_h * g.out_w;
-  const int64_t chunk = images_per_chunk(k, plane, g.batch, sizeof(T));
+  const Im2colPlan plan(grad_out, g, sizeof(T));
+  const auto& [device, st, cg, og, k, plane, chunk, col, block] = plan;
   const GemmFn<T> gemm = linalg_kernels.gemm<T>();
-  Scratch col(static_cast<size_t>(k * chunk * plane) * sizeof(T), device);
-  Scratch block(static_cast<size_t>(og * chunk * plane) * sizeof(T), device);
   for (int64_t first = 0; first < g.batch; first += chunk) {
     const int64_t count = std::min(chunk, g.batch - first), width = count * plane;
     for (int64_t grp = 0; grp < g.groups; ++grp) {

@@ -7,15 +7,6 @@
 namespace nns::cuda {
 namespace {
 
-TensorView column_block(const TensorView& m, int64_t column, const int64_t (&sizes)[2],
-                        const int64_t (&strides)[2]) {
-  TensorView v = m;
-  v.data = static_cast<char*>(m.data) + column * static_cast<int64_t>(element_size(m.dtype));
-  v.sizes = sizes;
-  v.strides = strides;
-  return v;
-}
-
 template <class T>
 __global__ void lstm_c_kernel(const T* act, const T* c_prev, int64_t n, int64_t hidden, T* c) {
   NNS_GRID_STRIDE_LOOP(j, n * hidden) {
