@@ -228,6 +228,14 @@ def probe_samples(store, run):
     return out
 
 
+def same_value(key, a, b):
+    """Two summaries' figures for `key` agree: the same counts, else equal, both NaN, or within
+    1e-12 of each other (relative)."""
+    if key == "counts":
+        return list(a) == list(b)
+    return a == b or (a != a and b != b) or abs(a - b) <= 1e-12 * max(1.0, abs(a))
+
+
 def summaries_of_a_step():
     """A sampled step's host tensors are summarized together (nnstudio_runs._summarize_host, one
     NumPy call per quantity over all of them): each summary is the one its tensor has alone,
@@ -243,6 +251,14 @@ def summaries_of_a_step():
     saturations = [None, None, None, None, None, None, "tanh", None, None, None]
     got = nnstudio_runs._summarize_host(
         [t.reshape(-1).double().numpy().copy() for t in tensors], saturations)
+    # A GPU's tensors are summarized with torch operations where they are; the same operations
+    # run here on the host, and must give the same summaries.
+    on_device = [nnstudio_runs._summarize_device(t.reshape(-1).double().clone(), saturation)
+                 for t, saturation in zip(tensors, saturations)]
+    for i, (s, d) in enumerate(zip(got, on_device)):
+        differ = [k for k in s if k not in d or not same_value(k, s[k], d[k])]
+        check(not differ and s.keys() == d.keys(),
+              f"tensor {i}: the device path's summary is the host's (differ: {differ})")
     for i, (t, saturation, s) in enumerate(zip(tensors, saturations, got)):
         values = [v for v in t.reshape(-1).double().tolist() if math.isfinite(v)]
         n = len(values)
